@@ -1,0 +1,132 @@
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# One non-recursive Makefile for the whole tree; the parts list is Kbuild.
+#
+#   make            build everything into $(O) (default: build/)
+#   make run        build, then run moat on this machine's cgroups
+#   make check      build, then run every test
+#   make install    install into $(DESTDIR)$(PREFIX)
+#   make V=1        show the commands
+#   make O=dir      build somewhere else
+
+O		?= build
+PREFIX		?= /usr/local
+DESTDIR		?=
+VMLINUX_BTF	?= /sys/kernel/btf/vmlinux
+CC		?= cc
+CLANG		?= clang
+BPFTOOL		?= bpftool
+PKG_CONFIG	?= pkg-config
+
+ifeq ($(V),1)
+Q :=
+msg = @true
+else
+Q := @
+msg = @printf '  %-8s %s\n' '$(1)' '$(2)';
+endif
+
+include Kbuild
+
+ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' \
+	-e 's/ppc64le/powerpc/' -e 's/s390x/s390/' -e 's/riscv64/riscv/')
+
+# Userspace packages, found by pkg-config.  Recursive (=) on purpose: they
+# are expanded when a recipe runs, after tools/deps.sh has installed them.
+USER_PKGS	:= libbpf libelf zlib json-c
+PKG_CFLAGS	= $(shell $(PKG_CONFIG) --cflags $(USER_PKGS))
+PKG_LIBS	= $(shell $(PKG_CONFIG) --libs $(USER_PKGS))
+
+WARNINGS	:= -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+		   -Wmissing-prototypes -Wno-unused-parameter -Wformat=2
+USER_CFLAGS	= -std=gnu11 -O2 -g $(WARNINGS) -D_GNU_SOURCE \
+		  -I userspace/lib -I bpf -I $(O)/bpf $(PKG_CFLAGS) \
+		  -MMD -MP $(CFLAGS)
+USER_LDFLAGS	= $(LDFLAGS)
+
+BPF_CFLAGS	:= -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
+		   -I $(O)/bpf -I bpf
+
+DEPS_STAMP	:= $(O)/.deps-ok
+VMLINUX_H	:= $(O)/bpf/vmlinux.h
+BPF_OBJS	:= $(addprefix $(O)/bpf/,$(bpf-y))
+SKELS		:= $(BPF_OBJS:.bpf.o=.skel.h)
+LIBMOAT		:= $(O)/libmoat.a
+LIBMOAT_OBJS	:= $(addprefix $(O)/,$(libmoat-y))
+PROGS		:= $(addprefix $(O)/,$(progs-y))
+SELFTESTS	:= $(O)/selftests/moat-selftests
+SELFTEST_OBJS	:= $(addprefix $(O)/,$(selftests-y))
+USER_OBJS	:= $(LIBMOAT_OBJS) $(SELFTEST_OBJS) \
+		   $(foreach p,$(progs-y),$(addprefix $(O)/,$($(p)-y)))
+
+.DELETE_ON_ERROR:
+# Keep the BPF objects and skeletons: they are outputs, not intermediates.
+.SECONDARY: $(BPF_OBJS) $(SKELS)
+.PHONY: all run check install clean deps
+
+all: $(PROGS)
+
+# A fresh machine has nothing: install what is missing, once per build dir.
+$(DEPS_STAMP): tools/deps.sh
+	$(Q)mkdir -p $(@D)
+	$(Q)tools/deps.sh
+	$(Q)touch $@
+
+deps: $(DEPS_STAMP)
+
+$(VMLINUX_H): | $(DEPS_STAMP)
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)if [ ! -r $(VMLINUX_BTF) ]; then \
+		echo "error: no kernel BTF at $(VMLINUX_BTF) (CONFIG_DEBUG_INFO_BTF=y is needed; set VMLINUX_BTF=path)" >&2; \
+		exit 1; fi
+	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@
+
+$(O)/bpf/%.bpf.o: bpf/%.bpf.c $(VMLINUX_H) $(wildcard bpf/*.h) | $(DEPS_STAMP)
+	$(call msg,CLANG,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(O)/bpf/%.skel.h: $(O)/bpf/%.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$(notdir $*)) > $@
+
+# Userspace objects may include any skeleton.
+$(O)/%.o: %.c | $(SKELS) $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
+
+$(LIBMOAT): $(LIBMOAT_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+define prog_rule
+$(O)/$(1): $(addprefix $(O)/,$($(1)-y)) $(LIBMOAT)
+	$$(call msg,LINK,$$@)
+	$$(Q)$$(CC) $$(USER_LDFLAGS) -o $$@ $$^ $$(PKG_LIBS)
+endef
+$(foreach p,$(progs-y),$(eval $(call prog_rule,$(p))))
+
+$(SELFTESTS): $(SELFTEST_OBJS) $(LIBMOAT)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(USER_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcriterion -lm
+
+# The main job on this machine: until the daemon exists, moat-rqlat.
+RUN_ARGS ?= -d 5
+run: $(O)/moat-rqlat
+	$(O)/moat-rqlat $(RUN_ARGS)
+
+# One runner, one summary line.  -j1: the BPF tests measure scheduling
+# and must not compete with each other for the CPUs.
+check: all
+	MOAT_FIXTURES=$(CURDIR)/selftests/fixtures MOAT_BUILD=$(abspath $(O)) \
+		$(SELFTESTS) --jobs 1 --verbose
+
+install: $(PROGS)
+	install -d $(DESTDIR)$(PREFIX)/sbin
+	install -m 0755 $(PROGS) $(DESTDIR)$(PREFIX)/sbin/
+
+clean:
+	rm -rf $(O)
+
+-include $(USER_OBJS:.o=.d)

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Kernel-version differences, in one place, each with the change that
+ * caused it.  Everything here is resolved by CO-RE at load time.
+ */
+#ifndef MOAT_CORE_FIXES_BPF_H
+#define MOAT_CORE_FIXES_BPF_H
+
+#include <bpf/bpf_core_read.h>
+
+/*
+ * commit 2f064a59a11f ("sched: Change task_struct::state"), v5.14, renamed
+ * task_struct::state to __state and made it unsigned int.
+ */
+struct task_struct___pre_5_14 {
+	volatile long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline long moat_task_state(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ((struct task_struct___pre_5_14 *)t, state);
+}
+
+/*
+ * The cpu controller's index into css_set::subsys[] is an enum value that
+ * depends on which controllers the kernel was built with, so it is
+ * relocated rather than hard-coded.  Kernels without CONFIG_CGROUP_SCHED
+ * have no cpu controller: every task is then charged to cgroup id 0.
+ *
+ * kernfs_node::id became a u64 in commit 67c0496e87d1 ("kernfs: convert
+ * kernfs_node->id from union kernfs_node_id to u64"), v5.5; earlier kernels
+ * lack BTF for tp_btf anyway and are not supported.
+ */
+static __always_inline __u64 moat_task_cpu_cgroup_id(struct task_struct *t)
+{
+	struct cgroup_subsys_state *css;
+	struct css_set *cset;
+	int cpu_id;
+
+	if (!bpf_core_enum_value_exists(enum cgroup_subsys_id, cpu_cgrp_id))
+		return 0;
+	cpu_id = bpf_core_enum_value(enum cgroup_subsys_id, cpu_cgrp_id);
+	if (cpu_id < 0 || cpu_id >= CGROUP_SUBSYS_COUNT)
+		return 0;
+
+	cset = BPF_CORE_READ(t, cgroups);
+	if (!cset || bpf_core_read(&css, sizeof(css), &cset->subsys[cpu_id]))
+		return 0;
+	return BPF_CORE_READ(css, cgroup, kn, id);
+}
+
+#endif /* MOAT_CORE_FIXES_BPF_H */

@@ -1,0 +1,47 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Install every Debian package moat's build, tests and benchmarks need.
+# Idempotent: asks apt-get only for what is missing.  Needs root when
+# something is missing.
+#
+#   tools/deps.sh            install what is missing
+#   tools/deps.sh --check    list what is missing; exit 1 if anything is
+set -eu
+
+PACKAGES="
+	make gcc pkg-config
+	clang llvm bpftool
+	libbpf-dev libelf-dev zlib1g-dev
+	libjson-c-dev
+	libcriterion-dev
+	linux-perf
+"
+
+missing=
+for p in $PACKAGES; do
+	status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
+	case "$status" in
+	ii*) ;;
+	*) missing="$missing $p" ;;
+	esac
+done
+
+if [ -z "$missing" ]; then
+	exit 0
+fi
+if [ "${1:-}" = "--check" ]; then
+	echo "missing packages:$missing"
+	exit 1
+fi
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps.sh: missing packages:$missing; run tools/deps.sh as root" >&2
+	exit 1
+fi
+
+echo "deps.sh: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+# A fresh machine has no package lists yet; refresh them once, then retry.
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing ||
+	{ apt-get update -q && apt-get install -y -q --no-install-recommends $missing; }

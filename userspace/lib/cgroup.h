@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef MOAT_CGROUP_H
+#define MOAT_CGROUP_H
+
+#include <stdio.h>
+#include <linux/types.h>
+#include "mountinfo.h"
+
+/*
+ * Cgroups are named two ways: by path inside their hierarchy ("/a/b", as
+ * /proc/PID/cgroup shows it; "/" is the root) and by id, the 64-bit kernfs
+ * id the BPF programs see, which is the directory's file handle.
+ */
+
+/** moat_cgroup_id() - the cgroup id of the cgroup directory @dir. */
+int moat_cgroup_id(const char *dir, __u64 *id);
+
+/**
+ * moat_cgroup_dir() - the directory of hierarchy path @path in @h.
+ *
+ * Return: 0, -ENOENT when @path is outside the part of the hierarchy @h's
+ * mount shows, -ENAMETOOLONG.
+ */
+int moat_cgroup_dir(const struct moat_cg_hierarchy *h, const char *path,
+		    char *dir, size_t len);
+
+/**
+ * moat_cgroup_resolve() - turn what a user typed into a hierarchy path
+ * and id.  @arg is either a directory under @h's mount point
+ * ("/sys/fs/cgroup/cpu/a") or a hierarchy path ("/a", "a").
+ *
+ * Return: 0, -ENOENT when no such cgroup exists, -ENAMETOOLONG.
+ */
+int moat_cgroup_resolve(const struct moat_cg_hierarchy *h, const char *arg,
+			char *path, size_t len, __u64 *id);
+
+/**
+ * moat_proc_cgroup_parse() - the path of a task's cgroup in the hierarchy
+ * that has @controller, from /proc/PID/cgroup text; a NULL @controller
+ * asks for the cgroup2 line ("0::/path").
+ *
+ * Return: 0, -ENOENT when no line matches, -EINVAL for a malformed line.
+ */
+int moat_proc_cgroup_parse(FILE *f, const char *controller, char *path,
+			   size_t len);
+
+/* An id -> path table of one hierarchy, refreshed by walking it. */
+struct moat_cgroup_names;
+
+struct moat_cgroup_names *moat_cgroup_names_new(const struct moat_cg_hierarchy *h);
+void moat_cgroup_names_free(struct moat_cgroup_names *names);
+
+/**
+ * moat_cgroup_names_refresh() - walk the hierarchy and rebuild the table.
+ * Cgroups that vanish during the walk are left out.
+ */
+int moat_cgroup_names_refresh(struct moat_cgroup_names *names);
+
+/**
+ * moat_cgroup_names_lookup() - the hierarchy path of cgroup @id as of the
+ * last refresh, or NULL when it was not there.
+ */
+const char *moat_cgroup_names_lookup(const struct moat_cgroup_names *names,
+				     __u64 id);
+
+#endif /* MOAT_CGROUP_H */

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef MOAT_HIST_H
+#define MOAT_HIST_H
+
+#include <linux/types.h>
+#include "rqlat.h"	/* bpf/rqlat.h: struct moat_rqlat_hist */
+
+/**
+ * moat_hist_slot_bounds() - the range [*lo, *hi) of wait ns slot @slot
+ * counts.  The last slot is open-ended; *hi is then its nominal upper
+ * bound, twice *lo.
+ */
+void moat_hist_slot_bounds(unsigned int slot, double *lo, double *hi);
+
+/**
+ * moat_hist_add() - add @src into @dst (summing per-CPU copies).
+ */
+void moat_hist_add(struct moat_rqlat_hist *dst,
+		   const struct moat_rqlat_hist *src);
+
+/**
+ * moat_hist_delta() - @out = @now - @before, the waits of one window.
+ * A counter that went backwards (the map entry was recreated) makes @out
+ * equal to @now.
+ */
+void moat_hist_delta(struct moat_rqlat_hist *out,
+		     const struct moat_rqlat_hist *now,
+		     const struct moat_rqlat_hist *before);
+
+/**
+ * moat_hist_percentile() - estimate the @q quantile (0 < q <= 1) in ns.
+ *
+ * Finds the slot that holds the quantile's rank and interpolates linearly
+ * inside it.  The estimate and the true value lie in the same slot
+ * [2^i, 2^(i+1)), so the estimate is within a factor of two of the truth.
+ *
+ * Return: 0, -EINVAL for q out of range, -ENODATA for an empty histogram.
+ */
+int moat_hist_percentile(const struct moat_rqlat_hist *h, double q,
+			 double *ns);
+
+#endif /* MOAT_HIST_H */

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef MOAT_RQLAT_BPF_H
+#define MOAT_RQLAT_BPF_H
+
+#include <stdbool.h>
+#include <linux/types.h>
+#include "rqlat.h"	/* bpf/rqlat.h: the map types */
+
+/* The loaded and attached rqlat programs and their maps. */
+struct moat_rqlat;
+
+struct moat_rqlat_opts {
+	bool force_raw_tp;	/* use raw_tp even where tp_btf works */
+};
+
+/**
+ * moat_rqlat_open() - probe the kernel, load and attach the rqlat
+ * programs: tp_btf where the kernel supports it, raw_tp otherwise.  Logs
+ * one line saying what was found and chosen.  On a failed load the
+ * libbpf/verifier output is kept for moat_log_libbpf_tail().
+ *
+ * Return: 0, -EOPNOTSUPP when the kernel has no BTF, -EPERM without the
+ * privileges, or the load/attach error.
+ */
+int moat_rqlat_open(const struct moat_rqlat_opts *opts, struct moat_rqlat **out);
+void moat_rqlat_close(struct moat_rqlat *r);
+
+/** moat_rqlat_attach_kind() - "tp_btf" or "raw_tp". */
+const char *moat_rqlat_attach_kind(const struct moat_rqlat *r);
+
+/** moat_rqlat_watch() - start (@on) or stop charging @cgid's waits. */
+int moat_rqlat_watch(struct moat_rqlat *r, __u64 cgid, bool on);
+
+/**
+ * moat_rqlat_read_hist() - @cgid's histogram since load, summed over CPUs.
+ *
+ * Return: 0, -ENOENT when the cgroup has waited for nothing yet.
+ */
+int moat_rqlat_read_hist(struct moat_rqlat *r, __u64 cgid,
+			 struct moat_rqlat_hist *out);
+
+typedef int (*moat_rqlat_hist_fn)(__u64 cgid, const struct moat_rqlat_hist *h,
+				  void *ctx);
+typedef int (*moat_rqlat_blame_fn)(const struct moat_blame_key *k,
+				   const struct moat_blame_val *v, void *ctx);
+
+/**
+ * moat_rqlat_for_each_hist() - call @fn with each cgroup's histogram since
+ * load, summed over CPUs.  A non-zero return from @fn stops the walk and
+ * is returned.
+ */
+int moat_rqlat_for_each_hist(struct moat_rqlat *r, moat_rqlat_hist_fn fn,
+			     void *ctx);
+
+/** moat_rqlat_for_each_blame() - the same for the blame map. */
+int moat_rqlat_for_each_blame(struct moat_rqlat *r, moat_rqlat_blame_fn fn,
+			      void *ctx);
+
+/** moat_rqlat_drops() - events not recorded since load, by reason. */
+void moat_rqlat_drops(const struct moat_rqlat *r, __u64 drops[MOAT_DROP_NR]);
+
+const char *moat_rqlat_drop_name(enum moat_rqlat_drop why);
+
+#endif /* MOAT_RQLAT_BPF_H */
