@@ -64,7 +64,7 @@ USER_OBJS	:= $(LIBMOAT_OBJS) $(SELFTEST_OBJS) \
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 .PHONY: all run check install clean deps
 
-all: $(PROGS)
+all: $(PROGS) $(SELFTESTS)
 
 # A fresh machine has nothing: install what is missing, once per build dir.
 $(DEPS_STAMP): tools/deps.sh

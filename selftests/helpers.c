@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Test scaffolding: fixtures, and real cgroups that are always removed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include "cgroup.h"
+#include "helpers.h"
+
+#define MAX_TCG 8
+#define MAX_CHILDREN 16
+
+static struct moat_cg_layout layout;
+static const struct moat_cg_hierarchy *cpu_h;
+static char prefix_dir[PATH_MAX];
+static char created[MAX_TCG][PATH_MAX];
+static int nr_created;
+static pid_t children[MAX_CHILDREN];
+static int nr_children;
+
+FILE *fixture_open(const char *name)
+{
+	const char *dir = getenv("MOAT_FIXTURES");
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", dir ? dir : "selftests/fixtures",
+		 name);
+	return fopen(path, "re");
+}
+
+const char *tcg_skip_reason(bool need_bpf)
+{
+	static struct moat_cg_layout l;
+
+	if (geteuid())
+		return "not root: real cgroups and BPF need root";
+	if (need_bpf && access("/sys/kernel/btf/vmlinux", R_OK))
+		return "kernel has no BTF (/sys/kernel/btf/vmlinux)";
+	if (moat_cg_layout_read(&l) || !moat_cg_layout_find(&l, "cpu"))
+		return "no cgroup hierarchy has the cpu controller";
+	return NULL;
+}
+
+const struct moat_cg_hierarchy *tcg_hierarchy(void)
+{
+	return cpu_h;
+}
+
+static int write_file(const char *dir, const char *file, const char *val)
+{
+	char path[PATH_MAX];
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, strlen(val)) < 0)
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+int tcg_setup(void)
+{
+	int err;
+
+	err = moat_cg_layout_read(&layout);
+	if (err)
+		return err;
+	cpu_h = moat_cg_layout_find(&layout, "cpu");
+	if (!cpu_h)
+		return -ENOENT;
+	snprintf(prefix_dir, sizeof(prefix_dir), "%s/moat-test-%d",
+		 cpu_h->mnt, (int)getpid());
+	if (mkdir(prefix_dir, 0755) && errno != EEXIST)
+		return -errno;
+	/* On cgroup2 the cpu controller must be enabled down to our leaves. */
+	if (cpu_h->v2) {
+		err = write_file(cpu_h->mnt, "cgroup.subtree_control", "+cpu");
+		if (!err)
+			err = write_file(prefix_dir, "cgroup.subtree_control", "+cpu");
+	}
+	return err;
+}
+
+int tcg_create(const char *name, struct tcg *out)
+{
+	if (nr_created == MAX_TCG)
+		return -E2BIG;
+	if ((size_t)snprintf(out->dir, sizeof(out->dir), "%s/%s", prefix_dir,
+			     name) >= sizeof(out->dir))
+		return -ENAMETOOLONG;
+	if (mkdir(out->dir, 0755))
+		return -errno;
+	strcpy(created[nr_created++], out->dir);
+	return moat_cgroup_resolve(cpu_h, out->dir, out->path,
+				   sizeof(out->path), &out->id);
+}
+
+int tcg_pick_cpu(void)
+{
+	cpu_set_t set;
+	int cpu, last = 0;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 0;
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &set))
+			last = cpu;
+	if (CPU_COUNT(&set) > 1) {
+		CPU_CLR(last, &set);
+		sched_setaffinity(0, sizeof(set), &set);
+	}
+	return last;
+}
+
+pid_t tcg_spawn(const struct tcg *cg, int cpu, void (*fn)(void *), void *arg)
+{
+	char pid[32];
+	cpu_set_t set;
+	pid_t child;
+
+	if (nr_children == MAX_CHILDREN)
+		return -E2BIG;
+	child = fork();
+	if (child < 0)
+		return -errno;
+	if (child) {
+		children[nr_children++] = child;
+		return child;
+	}
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	if (write_file(cg->dir, "cgroup.procs", pid))
+		_exit(100);
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		_exit(101);
+	fn(arg);
+	_exit(0);
+}
+
+static void forget_child(pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < nr_children; i++)
+		if (children[i] == pid)
+			children[i] = children[--nr_children];
+}
+
+int tcg_wait(pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) < 0)
+		return -errno;
+	forget_child(pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -ECHILD;
+}
+
+void tcg_kill(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	forget_child(pid);
+}
+
+/* A reaped task can linger in its cgroup for a moment: EBUSY. */
+static void rmdir_retry(const char *dir)
+{
+	struct timespec ts = { .tv_nsec = 10 * 1000 * 1000 };
+	int i;
+
+	for (i = 0; i < 100 && rmdir(dir) && errno == EBUSY; i++)
+		nanosleep(&ts, NULL);
+}
+
+void tcg_cleanup(void)
+{
+	while (nr_children)
+		tcg_kill(children[0]);
+	/* Children first; rmdir of a cgroup with tasks fails with EBUSY. */
+	while (nr_created)
+		rmdir_retry(created[--nr_created]);
+	if (prefix_dir[0]) {
+		rmdir_retry(prefix_dir);
+		prefix_dir[0] = '\0';
+	}
+}
+
+void work_hog(void *unused)
+{
+	volatile unsigned long n = 0;
+
+	for (;;)
+		n++;
+}
+
+static double thread_cpu_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+void work_periodic(void *arg)
+{
+	const struct work_periodic *w = arg;
+	struct timespec ts = { .tv_nsec = 1000 * 1000 };
+	double start;
+	int i;
+
+	for (i = 0; i < w->iterations; i++) {
+		start = thread_cpu_us();
+		while (thread_cpu_us() - start < w->work_us)
+			;
+		nanosleep(&ts, NULL);
+	}
+}

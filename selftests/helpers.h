@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef MOAT_SELFTESTS_HELPERS_H
+#define MOAT_SELFTESTS_HELPERS_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <linux/types.h>
+#include "mountinfo.h"
+
+/* A fixture file from selftests/fixtures, opened for reading. */
+FILE *fixture_open(const char *name);
+
+/*
+ * Real cgroups for tests, in the cpu controller's hierarchy, under a
+ * prefix unique to the test process ("moat-test-<pid>").  Everything
+ * made here, processes included, is undone by tcg_cleanup(), which the
+ * tests run as their .fini so it also runs when an assertion fails.
+ */
+struct tcg {
+	char dir[PATH_MAX];	/* directory */
+	char path[PATH_MAX];	/* hierarchy path */
+	__u64 id;
+};
+
+/**
+ * tcg_skip_reason() - why real cgroup / BPF tests cannot run here, or
+ * NULL when they can.
+ */
+const char *tcg_skip_reason(bool need_bpf);
+
+/** tcg_hierarchy() - the cpu controller's hierarchy (after tcg_setup()). */
+const struct moat_cg_hierarchy *tcg_hierarchy(void);
+
+int tcg_setup(void);
+int tcg_create(const char *name, struct tcg *out);
+
+/*
+ * The CPU the contention tests use: the last one this process may run
+ * on.  Moves the calling process off it when there is another.
+ */
+int tcg_pick_cpu(void);
+
+/* Run @fn(@arg) in a child process in @cg, pinned to @cpu; returns its pid. */
+pid_t tcg_spawn(const struct tcg *cg, int cpu, void (*fn)(void *), void *arg);
+
+/* Wait for a child tcg_spawn() started; 0 when it exited with status 0. */
+int tcg_wait(pid_t pid);
+
+/* Stop a child tcg_spawn() started (SIGKILL), and reap it. */
+void tcg_kill(pid_t pid);
+
+void tcg_cleanup(void);
+
+/* Workloads for tcg_spawn(). */
+void work_hog(void *unused);		/* spin until killed */
+
+/*
+ * A latency-critical server in miniature: @iterations times, compute for
+ * @work_us of CPU time (a request), then sleep 1 ms (the next one).  The
+ * work matters: a task that only sleeps keeps enough lag under EEVDF to
+ * preempt any hog at once and never waits.
+ */
+struct work_periodic {
+	int iterations;
+	int work_us;
+};
+void work_periodic(void *struct_work_periodic);
+
+#endif /* MOAT_SELFTESTS_HELPERS_H */

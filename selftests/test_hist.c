@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Percentiles of log2 histograms, against values computed by hand. */
+#include <errno.h>
+#include <math.h>
+#include <criterion/criterion.h>
+#include "hist.h"
+
+static struct moat_rqlat_hist h;
+
+static void reset(void)
+{
+	memset(&h, 0, sizeof(h));
+}
+
+static void put(unsigned int slot, __u64 n)
+{
+	h.slots[slot] += n;
+	h.count += n;
+}
+
+static double pctl(double q)
+{
+	double ns = -1;
+
+	cr_assert_eq(moat_hist_percentile(&h, q, &ns), 0, "q=%g", q);
+	return ns;
+}
+
+TestSuite(hist, .init = reset);
+
+Test(hist, slot_bounds)
+{
+	double lo, hi;
+
+	moat_hist_slot_bounds(0, &lo, &hi);
+	cr_expect_float_eq(lo, 0.0, 1e-9);
+	cr_expect_float_eq(hi, 2.0, 1e-9);
+	moat_hist_slot_bounds(10, &lo, &hi);
+	cr_expect_float_eq(lo, 1024.0, 1e-9);
+	cr_expect_float_eq(hi, 2048.0, 1e-9);
+	/* The range the controller needs, 1 us .. 10 s, fits. */
+	moat_hist_slot_bounds(MOAT_HIST_SLOTS - 1, &lo, &hi);
+	cr_expect_gt(lo, 10e9);
+}
+
+Test(hist, one_slot_interpolates_linearly)
+{
+	/* 100 waits in [1024, 2048): rank q*100 sits q of the way in. */
+	put(10, 100);
+	cr_expect_float_eq(pctl(0.5), 1536.0, 1e-6);
+	cr_expect_float_eq(pctl(0.99), 1024 + 1024 * 0.99, 1e-6);
+	cr_expect_float_eq(pctl(1.0), 2048.0, 1e-6);
+}
+
+Test(hist, two_slots)
+{
+	/* 90 waits in [1024, 2048), 10 in [2^20, 2^21). */
+	put(10, 90);
+	put(20, 10);
+	cr_expect_float_eq(pctl(0.5), 1024 + 1024 * 50.0 / 90, 1e-6);
+	cr_expect_float_eq(pctl(0.9), 2048.0, 1e-6);
+	cr_expect_float_eq(pctl(0.99), 1048576 + 1048576 * 0.9, 1e-3);
+	cr_expect_float_eq(pctl(0.999), 1048576 + 1048576 * 0.99, 1e-3);
+}
+
+Test(hist, skips_empty_slots_and_uses_slot_zero)
+{
+	put(0, 1);	/* a 0 or 1 ns wait */
+	put(5, 1);
+	put(33, 2);	/* ~10 s */
+	cr_expect_float_eq(pctl(0.25), 2.0, 1e-9);	/* all of slot 0 */
+	cr_expect_float_eq(pctl(0.5), 64.0, 1e-9);	/* all of slot 5 */
+	cr_expect_float_eq(pctl(0.75), ldexp(1, 33) * 1.5, 1e-3);
+}
+
+Test(hist, within_factor_two_of_truth)
+{
+	/* Waits 3000 ns .. 3999 ns: true p50 is 3499.5, slot 11 [2048, 4096). */
+	unsigned int i;
+	double est;
+
+	for (i = 3000; i < 4000; i++)
+		put(11, 1);
+	est = pctl(0.5);
+
+	cr_expect_gt(est, 3499.5 / 2);
+	cr_expect_lt(est, 3499.5 * 2);
+}
+
+Test(hist, empty_and_bad_quantile)
+{
+	double ns;
+
+	cr_expect_eq(moat_hist_percentile(&h, 0.5, &ns), -ENODATA);
+	put(3, 1);
+	cr_expect_eq(moat_hist_percentile(&h, 0, &ns), -EINVAL);
+	cr_expect_eq(moat_hist_percentile(&h, 1.5, &ns), -EINVAL);
+	cr_expect_eq(moat_hist_percentile(&h, NAN, &ns), -EINVAL);
+}
+
+Test(hist, delta_of_windows)
+{
+	struct moat_rqlat_hist before, now, d;
+
+	put(4, 3);
+	h.sum_ns = 60;
+	before = h;
+	put(4, 2);
+	put(9, 5);
+	h.sum_ns = 3000;
+	now = h;
+
+	moat_hist_delta(&d, &now, &before);
+	cr_expect_eq(d.slots[4], 2);
+	cr_expect_eq(d.slots[9], 5);
+	cr_expect_eq(d.count, 7);
+	cr_expect_eq(d.sum_ns, 2940);
+
+	/* An entry recreated since (counts went backwards): take it whole. */
+	moat_hist_delta(&d, &before, &now);
+	cr_expect_eq(d.count, before.count);
+	cr_expect_eq(d.slots[4], 3);
+}
+
+Test(hist, add_sums_cpus)
+{
+	struct moat_rqlat_hist a = {}, b = {};
+
+	a.slots[1] = 2; a.count = 2; a.sum_ns = 5;
+	b.slots[1] = 1; b.slots[7] = 4; b.count = 5; b.sum_ns = 700;
+	moat_hist_add(&a, &b);
+	cr_expect_eq(a.slots[1], 3);
+	cr_expect_eq(a.slots[7], 4);
+	cr_expect_eq(a.count, 7);
+	cr_expect_eq(a.sum_ns, 705);
+}
