@@ -2,6 +2,13 @@
 /*
  * Kernel-version differences, in one place, each with the change that
  * caused it.  Everything here is resolved by CO-RE at load time.
+ *
+ * Each reader takes @btf, a constant after inlining: true in tp_btf
+ * programs, whose task pointers the verifier trusts, so fields are read
+ * with direct (PROBE_MEM) loads; false in raw_tp programs, whose
+ * arguments are plain numbers, so fields are read with
+ * bpf_probe_read_kernel().  The compiler drops the other branch.  Direct
+ * loads are what keep sched_switch cheap: a probe read is a helper call.
  */
 #ifndef MOAT_CORE_FIXES_BPF_H
 #define MOAT_CORE_FIXES_BPF_H
@@ -16,11 +23,26 @@ struct task_struct___pre_5_14 {
 	volatile long state;
 } __attribute__((preserve_access_index));
 
-static __always_inline long moat_task_state(struct task_struct *t)
+static __always_inline long moat_task_state(struct task_struct *t, bool btf)
 {
+	struct task_struct___pre_5_14 *old = (void *)t;
+
 	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
-	return BPF_CORE_READ((struct task_struct___pre_5_14 *)t, state);
+		return btf ? t->__state : BPF_CORE_READ(t, __state);
+	return btf ? old->state : BPF_CORE_READ(old, state);
+}
+
+static __always_inline __u32 moat_task_pid(struct task_struct *t, bool btf)
+{
+	return btf ? t->pid : BPF_CORE_READ(t, pid);
+}
+
+/* task_struct::on_cpu exists only on CONFIG_SMP kernels. */
+static __always_inline bool moat_task_on_cpu(struct task_struct *t, bool btf)
+{
+	if (!bpf_core_field_exists(t->on_cpu))
+		return false;
+	return btf ? t->on_cpu : BPF_CORE_READ(t, on_cpu);
 }
 
 /*
@@ -33,7 +55,8 @@ static __always_inline long moat_task_state(struct task_struct *t)
  * kernfs_node->id from union kernfs_node_id to u64"), v5.5; earlier kernels
  * lack BTF for tp_btf anyway and are not supported.
  */
-static __always_inline __u64 moat_task_cpu_cgroup_id(struct task_struct *t)
+static __always_inline __u64 moat_task_cpu_cgroup_id(struct task_struct *t,
+						     bool btf)
 {
 	struct cgroup_subsys_state *css;
 	struct css_set *cset;
@@ -45,6 +68,10 @@ static __always_inline __u64 moat_task_cpu_cgroup_id(struct task_struct *t)
 	if (cpu_id < 0 || cpu_id >= CGROUP_SUBSYS_COUNT)
 		return 0;
 
+	if (btf) {
+		css = t->cgroups->subsys[cpu_id];
+		return css ? css->cgroup->kn->id : 0;
+	}
 	cset = BPF_CORE_READ(t, cgroups);
 	if (!cset || bpf_core_read(&css, sizeof(css), &cset->subsys[cpu_id]))
 		return 0;

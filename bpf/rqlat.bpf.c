@@ -3,17 +3,26 @@
  * rqlat: run-queue latency per cgroup, and who caused it.
  *
  * What is measured.  A task's run-queue wait is the time from the moment it
- * becomes runnable to the moment it gets a CPU.  It becomes runnable at
- * sched_wakeup / sched_wakeup_new, or at a sched_switch that takes the CPU
- * away from it while it can still run (preemption, or a yield with state
- * TASK_RUNNING).  The wait ends at the sched_switch that switches it in.
- * A task that blocks (switched out with a sleeping state, no preemption)
- * forgets its start time, so a later switch-in never sees a stale one.
+ * becomes runnable to the sched_switch that gives it a CPU.  It becomes
+ * runnable at sched_wakeup / sched_wakeup_new, or at a sched_switch that
+ * takes the CPU away while it can still run (preemption, or a yield).
+ * The start is bpf_ktime_get_ns() kept in the runnable map under the
+ * task's pid; the switch-in reads it and zeroes it.  Entries are written
+ * in place through the lookup pointer, so the hot path never takes the
+ * map's bucket lock; a task's entry is created on its first wait and
+ * deleted at sched_process_exit.  The map is preallocated: nothing is
+ * allocated under the runqueue lock.
+ *
+ * Why not the scheduler's own stamp, task->sched_info.last_queued?  It
+ * would save the wake-up hooks, but the natural "now" to subtract it from,
+ * rq->clock, is not updated by the __schedule() that follows a wake-up
+ * preemption (rq_clock_skip_update()), so exactly the wait of a woken
+ * task that preempts a hog would read as zero.
  *
  * How it is keyed.  Each wait is recorded for the cgroup that owns the
  * task's cpu controller: task->cgroups->subsys[cpu_cgrp_id]->cgroup, whose
- * kernfs id is the cgroup id userspace sees as the directory's inode /
- * file handle.  On cgroup v2 that is the nearest ancestor with +cpu in its
+ * kernfs id is the cgroup id userspace sees as the directory's file
+ * handle.  On cgroup v2 that is the nearest ancestor with +cpu in its
  * parent's subtree_control, i.e. the cgroup whose cpu.max and cpu.weight
  * apply to the task; on a v1 hierarchy (cpu mounted alone or with
  * cpuacct) it is the task's cgroup in that hierarchy.  One code path
@@ -43,20 +52,26 @@
 #define TASK_RUNNING	0
 #define EEXIST		17
 
-/* Runnable-since timestamps of queued tasks, by pid (tid). */
+/* Bumped by userspace after each change to the watched map. */
+__u32 watch_gen;
+
+/* Drops are rare; a shared counter with an atomic add is cheap enough. */
+__u64 rqlat_drops[MOAT_DROP_NR];
+
+/* When each task became runnable, by pid; 0 while it runs or sleeps. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MOAT_MAX_RUNNABLE);
+	__uint(max_entries, MOAT_MAX_TASKS);
 	__type(key, __u32);
 	__type(value, __u64);
-} runnable_since SEC(".maps");
+} runnable SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, MOAT_MAX_CGROUPS);
 	__type(key, __u64);
-	__type(value, struct moat_rqlat_hist);
+	__type(value, struct moat_rqlat_cg);
 } hists SEC(".maps");
 
 /* Cgroup ids whose waits are charged to culprits; filled by userspace. */
@@ -75,10 +90,8 @@ struct {
 	__type(value, struct moat_blame_val);
 } blame SEC(".maps");
 
-/* Drops are rare; a shared counter with an atomic add is cheap enough. */
-__u64 rqlat_drops[MOAT_DROP_NR];
-
-static const struct moat_rqlat_hist zero_hist;
+/* A new entry's watch_gen never matches: its first event looks it up. */
+static const struct moat_rqlat_cg new_cg = { .watch_gen = ~0U };
 static const struct moat_blame_val zero_blame;
 
 static __always_inline void count_drop(enum moat_rqlat_drop why)
@@ -111,7 +124,7 @@ static __always_inline __u32 hist_slot(__u64 ns)
  * and zeroes the others, so a racing insert on another CPU loses nothing.
  */
 static __always_inline void *lookup_or_init(void *map, const void *key,
-					    const void *zero,
+					    const void *init,
 					    enum moat_rqlat_drop why)
 {
 	void *v = bpf_map_lookup_elem(map, key);
@@ -119,7 +132,7 @@ static __always_inline void *lookup_or_init(void *map, const void *key,
 
 	if (v)
 		return v;
-	err = bpf_map_update_elem(map, key, zero, BPF_NOEXIST);
+	err = bpf_map_update_elem(map, key, init, BPF_NOEXIST);
 	if (err && err != -EEXIST) {
 		count_drop(why);
 		return NULL;
@@ -127,37 +140,38 @@ static __always_inline void *lookup_or_init(void *map, const void *key,
 	return bpf_map_lookup_elem(map, key);
 }
 
-static __always_inline void mark_runnable(__u32 pid, __u64 now, __u64 flags)
+static __always_inline bool is_watched(struct moat_rqlat_cg *cg, __u64 cgid)
 {
-	long err;
+	__u32 gen = watch_gen;
 
-	if (!pid)	/* the idle tasks all have pid 0 and never wait */
-		return;
-	err = bpf_map_update_elem(&runnable_since, &pid, &now, flags);
-	if (err && err != -EEXIST)
-		count_drop(MOAT_DROP_START);
+	if (cg->watch_gen != gen) {
+		cg->watched = bpf_map_lookup_elem(&watched, &cgid) != NULL;
+		cg->watch_gen = gen;
+	}
+	return cg->watched;
 }
 
 static __always_inline void record_wait(struct task_struct *next,
 					struct task_struct *prev,
-					__u32 prev_pid, __u64 wait)
+					__u32 prev_pid, __u64 wait, bool btf)
 {
-	struct moat_rqlat_hist *h;
+	__u64 cgid = moat_task_cpu_cgroup_id(next, btf);
+	struct moat_rqlat_cg *cg;
 	struct moat_blame_key bk;
 	struct moat_blame_val *bv;
-	__u64 cgid = moat_task_cpu_cgroup_id(next);
 
-	h = lookup_or_init(&hists, &cgid, &zero_hist, MOAT_DROP_HIST);
-	if (h) {
-		h->slots[hist_slot(wait)]++;
-		h->count++;
-		h->sum_ns += wait;
-	}
+	cg = lookup_or_init(&hists, &cgid, &new_cg, MOAT_DROP_HIST);
+	if (!cg)
+		return;
+	cg->hist.slots[hist_slot(wait)]++;
+	cg->hist.count++;
+	cg->hist.sum_ns += wait;
 
-	if (!bpf_map_lookup_elem(&watched, &cgid))
+	if (!is_watched(cg, cgid))
 		return;
 	bk.victim = cgid;
-	bk.culprit = prev_pid ? moat_task_cpu_cgroup_id(prev) : MOAT_CULPRIT_IDLE;
+	bk.culprit = prev_pid ? moat_task_cpu_cgroup_id(prev, btf) :
+				MOAT_CULPRIT_IDLE;
 	bv = lookup_or_init(&blame, &bk, &zero_blame, MOAT_DROP_BLAME);
 	if (bv) {
 		bv->wait_ns += wait;
@@ -165,76 +179,116 @@ static __always_inline void record_wait(struct task_struct *next,
 	}
 }
 
-static __always_inline int on_wakeup(struct task_struct *p)
+/* @pid became runnable at @now; @earliest keeps an earlier start. */
+static __always_inline void mark_runnable(__u32 pid, __u64 now, bool earliest)
 {
-	/* Keep the earliest start: a queued task can be woken again. */
-	mark_runnable(BPF_CORE_READ(p, pid), bpf_ktime_get_ns(), BPF_NOEXIST);
-	return 0;
+	__u64 *since;
+
+	if (!pid)	/* the idle tasks all have pid 0 and never wait */
+		return;
+	since = bpf_map_lookup_elem(&runnable, &pid);
+	if (since) {
+		if (!earliest || !*since)
+			*since = now;
+		return;
+	}
+	if (bpf_map_update_elem(&runnable, &pid, &now, BPF_NOEXIST))
+		count_drop(MOAT_DROP_START);
 }
 
 static __always_inline int on_switch(bool preempt, struct task_struct *prev,
-				     struct task_struct *next)
+				     struct task_struct *next, bool btf)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u32 prev_pid = BPF_CORE_READ(prev, pid);
-	__u32 next_pid = BPF_CORE_READ(next, pid);
-	__u64 *since;
+	__u32 prev_pid = moat_task_pid(prev, btf);
+	__u32 next_pid = moat_task_pid(next, btf);
+	__u64 *since, wait;
 
 	/*
 	 * __schedule() dequeues prev only when it was not preempted and its
 	 * state is not TASK_RUNNING; otherwise it stays queued and waits.
 	 */
-	if (preempt || moat_task_state(prev) == TASK_RUNNING)
-		mark_runnable(prev_pid, now, BPF_ANY);
-	else if (prev_pid)
-		bpf_map_delete_elem(&runnable_since, &prev_pid);
+	if (preempt || moat_task_state(prev, btf) == TASK_RUNNING)
+		mark_runnable(prev_pid, now, false);
 
-	if (!next_pid)
+	since = next_pid ? bpf_map_lookup_elem(&runnable, &next_pid) : NULL;
+	if (!since || !*since)
 		return 0;
-	since = bpf_map_lookup_elem(&runnable_since, &next_pid);
-	if (!since)
-		return 0;
-	record_wait(next, prev, prev_pid, now > *since ? now - *since : 0);
-	bpf_map_delete_elem(&runnable_since, &next_pid);
+	wait = now > *since ? now - *since : 0;
+	*since = 0;
+	record_wait(next, prev, prev_pid, wait, btf);
 	return 0;
 }
 
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(sched_wakeup_btf, struct task_struct *p)
+/*
+ * A wake-up of a task that is still on a CPU (it set a sleeping state but
+ * had not yet switched out) starts no wait: it never left.  Otherwise keep
+ * the earliest start: a queued task can be woken again.
+ */
+static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 {
-	return on_wakeup(p);
+	if (moat_task_on_cpu(p, btf))
+		return 0;
+	mark_runnable(moat_task_pid(p, btf), bpf_ktime_get_ns(), true);
+	return 0;
 }
 
-SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(sched_wakeup_new_btf, struct task_struct *p)
+static __always_inline int on_exit(struct task_struct *p, bool btf)
 {
-	return on_wakeup(p);
+	__u32 pid = moat_task_pid(p, btf);
+
+	bpf_map_delete_elem(&runnable, &pid);
+	return 0;
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev,
 	     struct task_struct *next)
 {
-	return on_switch(preempt, prev, next);
+	return on_switch(preempt, prev, next, true);
 }
 
-SEC("raw_tp/sched_wakeup")
-int BPF_PROG(sched_wakeup_raw, struct task_struct *p)
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(sched_wakeup_btf, struct task_struct *p)
 {
-	return on_wakeup(p);
+	return on_wakeup(p, true);
 }
 
-SEC("raw_tp/sched_wakeup_new")
-int BPF_PROG(sched_wakeup_new_raw, struct task_struct *p)
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(sched_wakeup_new_btf, struct task_struct *p)
 {
-	return on_wakeup(p);
+	return on_wakeup(p, true);
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(sched_process_exit_btf, struct task_struct *p)
+{
+	return on_exit(p, true);
 }
 
 SEC("raw_tp/sched_switch")
 int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev,
 	     struct task_struct *next)
 {
-	return on_switch(preempt, prev, next);
+	return on_switch(preempt, prev, next, false);
+}
+
+SEC("raw_tp/sched_wakeup")
+int BPF_PROG(sched_wakeup_raw, struct task_struct *p)
+{
+	return on_wakeup(p, false);
+}
+
+SEC("raw_tp/sched_wakeup_new")
+int BPF_PROG(sched_wakeup_new_raw, struct task_struct *p)
+{
+	return on_wakeup(p, false);
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(sched_process_exit_raw, struct task_struct *p)
+{
+	return on_exit(p, false);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -22,6 +22,18 @@ struct moat_rqlat_hist {
 	__u64 sum_ns;
 };
 
+/*
+ * Value of the per-CPU hists map: the histogram, and this CPU's cached
+ * answer to "is this cgroup watched?", valid while watch_gen equals the
+ * program's global of that name (userspace bumps it after changing the
+ * watched map).  The cache saves a hash lookup on every context switch.
+ */
+struct moat_rqlat_cg {
+	struct moat_rqlat_hist hist;
+	__u32 watch_gen;
+	__u32 watched;
+};
+
 /* Key of the blame map: a watched cgroup and the cgroup that held the CPU. */
 struct moat_blame_key {
 	__u64 victim;
@@ -42,14 +54,14 @@ struct moat_blame_val {
 
 /* Why an event was not recorded; indexes rqlat_drops[] in .bss. */
 enum moat_rqlat_drop {
-	MOAT_DROP_START,	/* runnable-since map full: a wait not measured */
+	MOAT_DROP_START,	/* runnable map full: a task's waits not measured */
 	MOAT_DROP_HIST,		/* histogram map full: a cgroup not recorded */
 	MOAT_DROP_BLAME,	/* blame map full: a wait not charged */
 	MOAT_DROP_NR,
 };
 
 /* Default map sizes; userspace may change them before load. */
-#define MOAT_MAX_RUNNABLE	16384
+#define MOAT_MAX_TASKS		65536	/* live tasks that have waited */
 #define MOAT_MAX_CGROUPS	4096
 #define MOAT_MAX_WATCHED	1024
 #define MOAT_MAX_BLAME		16384

@@ -107,7 +107,8 @@ static void contention(bool raw_tp)
 	struct tcg a, b;
 	struct blame_sums blame;
 	__u64 drops[MOAT_DROP_NR];
-	double p_quiet, p_busy, p_after, mean_busy, mean_after, share;
+	double p_quiet, p_busy, p_after, p_uncontended, mean_busy, mean_after;
+	double share;
 	__u64 base_to_a, base_total;
 	pid_t hog;
 	int err, i;
@@ -155,15 +156,18 @@ static void contention(bool raw_tp)
 		    100 * share);
 
 	/*
-	 * About 1% of wake-ups on an idle CPU of this PREEMPT_NONE, HZ=250
-	 * kernel wait a millisecond behind kernel work, so the quiet p99
-	 * sits on that noise and swings between 30 us and 1.5 ms from run to
-	 * run; the hog's waits (3-7 ms) dominate from p90 up.  Hence a p99
-	 * "clearly above" of 2x, and the fall measured on the mean wait,
-	 * which such rare waits barely move.
+	 * Now and then a kernel thread of this machine (kdamond, seen) runs
+	 * for 1-2 ms on the test CPU, and this PREEMPT_NONE kernel does not
+	 * preempt it, so an uncontended p99 swings between 30 us and 2 ms
+	 * from run to run while the hog's waits (4-7 ms) dominate from p90
+	 * up.  Such noise only ever inflates a quiet phase: the uncontended
+	 * p99 is the smaller of the two quiet phases', and the fall is
+	 * measured on the mean wait, which rare waits barely move.
 	 */
-	cr_expect_gt(p_busy, 2 * p_quiet, "contended p99 %.1f us not clearly above quiet %.1f us",
-		     p_busy, p_quiet);
+	p_uncontended = fmin(p_quiet, p_after);
+	cr_expect_gt(p_busy, 2 * p_uncontended,
+		     "contended p99 %.1f us not clearly above uncontended %.1f us",
+		     p_busy, p_uncontended);
 	cr_expect_geq(share, 0.8, "only %.1f%% of B's blamed wait charged to A",
 		      100 * share);
 	cr_expect_geq(mean_busy, 10 * mean_after,

@@ -15,7 +15,7 @@ PACKAGES="
 	libbpf-dev libelf-dev zlib1g-dev
 	libjson-c-dev
 	libcriterion-dev
-	linux-perf
+	linux-perf jq
 "
 
 missing=

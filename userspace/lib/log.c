@@ -78,6 +78,6 @@ void moat_log_libbpf_tail(void)
 	for (i = libbpf_tail_next - n; i < libbpf_tail_next; i++) {
 		const char *line = libbpf_tail[i % LIBBPF_TAIL_LINES];
 
-		fprintf(stderr, "%s: libbpf: %s\n", log_prog, line);
+		fprintf(stderr, "%s: %s\n", log_prog, line);
 	}
 }

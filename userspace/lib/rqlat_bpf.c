@@ -51,12 +51,14 @@ static void choose_programs(struct moat_rqlat *r, bool raw_tp)
 	struct rqlat *s = r->skel;
 
 	r->raw_tp = raw_tp;
+	bpf_program__set_autoload(s->progs.sched_switch_btf, !raw_tp);
 	bpf_program__set_autoload(s->progs.sched_wakeup_btf, !raw_tp);
 	bpf_program__set_autoload(s->progs.sched_wakeup_new_btf, !raw_tp);
-	bpf_program__set_autoload(s->progs.sched_switch_btf, !raw_tp);
+	bpf_program__set_autoload(s->progs.sched_process_exit_btf, !raw_tp);
+	bpf_program__set_autoload(s->progs.sched_switch_raw, raw_tp);
 	bpf_program__set_autoload(s->progs.sched_wakeup_raw, raw_tp);
 	bpf_program__set_autoload(s->progs.sched_wakeup_new_raw, raw_tp);
-	bpf_program__set_autoload(s->progs.sched_switch_raw, raw_tp);
+	bpf_program__set_autoload(s->progs.sched_process_exit_raw, raw_tp);
 }
 
 int moat_rqlat_open(const struct moat_rqlat_opts *opts, struct moat_rqlat **out)
@@ -79,7 +81,7 @@ int moat_rqlat_open(const struct moat_rqlat_opts *opts, struct moat_rqlat **out)
 		err = r->ncpus;
 		goto err_free;
 	}
-	r->percpu_buf = calloc(r->ncpus, sizeof(struct moat_rqlat_hist));
+	r->percpu_buf = calloc(r->ncpus, sizeof(struct moat_rqlat_cg));
 	if (!r->percpu_buf) {
 		err = -ENOMEM;
 		goto err_free;
@@ -92,7 +94,8 @@ int moat_rqlat_open(const struct moat_rqlat_opts *opts, struct moat_rqlat **out)
 		goto err_free;
 	}
 	tp_btf = probe_tp_btf("sched_switch") && probe_tp_btf("sched_wakeup") &&
-		 probe_tp_btf("sched_wakeup_new");
+		 probe_tp_btf("sched_wakeup_new") &&
+		 probe_tp_btf("sched_process_exit");
 	choose_programs(r, opts->force_raw_tp || !tp_btf);
 	pr_info("rqlat: kernel BTF found, tp_btf %s: attaching %s programs",
 		tp_btf ? "supported" : "unsupported",
@@ -139,24 +142,26 @@ int moat_rqlat_watch(struct moat_rqlat *r, __u64 cgid, bool on)
 	int fd = bpf_map__fd(r->skel->maps.watched);
 	__u8 one = 1;
 
-	if (on)
-		return bpf_map_update_elem(fd, &cgid, &one, BPF_ANY) ? -errno : 0;
-	if (bpf_map_delete_elem(fd, &cgid) && errno != ENOENT)
+	if (on && bpf_map_update_elem(fd, &cgid, &one, BPF_ANY))
 		return -errno;
+	if (!on && bpf_map_delete_elem(fd, &cgid) && errno != ENOENT)
+		return -errno;
+	/* Invalidates the per-CPU cached answers in the hists map. */
+	__atomic_add_fetch(&r->skel->bss->watch_gen, 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
 static int read_percpu_hist(struct moat_rqlat *r, int fd, __u64 cgid,
 			    struct moat_rqlat_hist *out)
 {
-	const struct moat_rqlat_hist *pc = r->percpu_buf;
+	const struct moat_rqlat_cg *pc = r->percpu_buf;
 	int cpu;
 
 	if (bpf_map_lookup_elem(fd, &cgid, r->percpu_buf))
 		return -errno;
 	memset(out, 0, sizeof(*out));
 	for (cpu = 0; cpu < r->ncpus; cpu++)
-		moat_hist_add(out, &pc[cpu]);
+		moat_hist_add(out, &pc[cpu].hist);
 	return 0;
 }
 
