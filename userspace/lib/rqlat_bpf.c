@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The userspace side of bpf/rqlat.bpf.c: probe, load, attach, read. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/utsname.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "hist.h"
@@ -44,6 +46,23 @@ static bool probe_tp_btf(const char *tp)
 		return false;
 	close(fd);
 	return true;
+}
+
+/*
+ * The per-cgroup maps are filled from sched_switch, under the runqueue
+ * lock, and allocate entries as cgroups appear.  Since v6.1 ("bpf: Convert
+ * hash map to bpf_mem_alloc") that allocation is safe in any context;
+ * before, it was kmalloc(GFP_NOWAIT), which may wake kswapd and so take a
+ * runqueue lock: preallocate there instead.
+ */
+static bool map_alloc_is_any_context(void)
+{
+	struct utsname u;
+	int major, minor;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+		return false;
+	return major > 6 || (major == 6 && minor >= 1);
 }
 
 static void choose_programs(struct moat_rqlat *r, bool raw_tp)
@@ -100,6 +119,12 @@ int moat_rqlat_open(const struct moat_rqlat_opts *opts, struct moat_rqlat **out)
 	pr_info("rqlat: kernel BTF found, tp_btf %s: attaching %s programs",
 		tp_btf ? "supported" : "unsupported",
 		r->raw_tp ? "raw_tp" : "tp_btf");
+
+	if (!map_alloc_is_any_context()) {
+		pr_info("rqlat: kernel before 6.1: preallocating the per-cgroup maps");
+		bpf_map__set_map_flags(r->skel->maps.hists, 0);
+		bpf_map__set_map_flags(r->skel->maps.blame, 0);
+	}
 
 	err = rqlat__load(r->skel);
 	if (err) {
