@@ -5,6 +5,7 @@
 # programs attached, and each program's cost per event.
 #
 #   tools/bench/overhead.sh [PAIRS]       (root; default 5 pairs)
+#   RQLAT_ARGS=--raw-tp tools/bench/overhead.sh    the raw_tp programs
 #
 # Throughput: `perf bench sched pipe`, both ends pinned to one CPU so that
 # every operation is two wake-ups and two context switches, in PAIRS
@@ -58,7 +59,8 @@ pipe_ops() {
 }
 
 start_rqlat() {
-	"$RQLAT" "$@" --json >/dev/null 2>"$work/rqlat.err" &
+	# shellcheck disable=SC2086
+	"$RQLAT" "$@" ${RQLAT_ARGS:-} --json >/dev/null 2>"$work/rqlat.err" &
 	rqlat_pid=$!
 	for _ in $(seq 100); do
 		grep -q '^Tracing\|attaching' "$work/rqlat.err" && return 0
@@ -84,7 +86,7 @@ stop_rqlat() {
 }
 
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -r), $(nproc) CPUs"
-echo "# perf bench sched pipe -l $LOOPS on CPU $CPU, $PAIRS pairs"
+echo "# perf bench sched pipe -l $LOOPS on CPU $CPU, $PAIRS pairs, moat-rqlat ${RQLAT_ARGS:-}"
 printf '%-6s %12s %12s %8s\n' pair off_ops/s on_ops/s ratio
 : >"$work/ratios"
 for i in $(seq "$PAIRS"); do
