@@ -35,7 +35,7 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' \
 # are expanded when a recipe runs, after tools/deps.sh has installed them.
 USER_PKGS	:= libbpf libelf zlib json-c
 PKG_CFLAGS	= $(shell $(PKG_CONFIG) --cflags $(USER_PKGS))
-PKG_LIBS	= $(shell $(PKG_CONFIG) --libs $(USER_PKGS))
+PKG_LIBS	= $(shell $(PKG_CONFIG) --libs $(USER_PKGS)) -lm
 
 WARNINGS	:= -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 		   -Wmissing-prototypes -Wno-unused-parameter -Wformat=2
@@ -109,7 +109,7 @@ $(foreach p,$(progs-y),$(eval $(call prog_rule,$(p))))
 
 $(SELFTESTS): $(SELFTEST_OBJS) $(LIBMOAT)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(USER_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcriterion -lm
+	$(Q)$(CC) $(USER_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcriterion
 
 # The main job on this machine: until the daemon exists, moat-rqlat.
 RUN_ARGS ?= -d 5
@@ -119,8 +119,7 @@ run: $(O)/moat-rqlat
 # One runner, one summary line.  -j1: the BPF tests measure scheduling
 # and must not compete with each other for the CPUs.
 check: all
-	MOAT_FIXTURES=$(CURDIR)/selftests/fixtures MOAT_BUILD=$(abspath $(O)) \
-		$(SELFTESTS) --jobs 1 --verbose
+	MOAT_FIXTURES=$(CURDIR)/selftests/fixtures $(SELFTESTS) --jobs 1 --verbose
 
 install: $(PROGS)
 	install -d $(DESTDIR)$(PREFIX)/sbin

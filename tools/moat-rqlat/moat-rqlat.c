@@ -592,10 +592,13 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Sleep until @t (monotonic seconds) or a signal. */
+/*
+ * Sleep towards @t (monotonic seconds, may be infinite), a second at most,
+ * or until a signal: the caller checks the time and the stop flag again.
+ */
 static void sleep_until(double t)
 {
-	double left = t - now_s();
+	double left = fmin(t - now_s(), 1.0);
 	struct timespec ts;
 
 	if (left <= 0)
@@ -619,7 +622,7 @@ static int run(struct state *s)
 		next = o->interval ? last + o->interval : end;
 		sleep_until(next < end ? next : end);
 		if (!stop && now_s() < next && now_s() < end)
-			continue;	/* woken early by something harmless */
+			continue;
 		s->window_s = now_s() - last;
 		last = now_s();
 		if (o->interval || stop || last >= end)

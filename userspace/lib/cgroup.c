@@ -81,7 +81,8 @@ int moat_cgroup_resolve(const struct moat_cg_hierarchy *h, const char *arg,
 		return -ENAMETOOLONG;
 	trim_slashes(tmp);
 	/* ".." would escape the hierarchy and name a directory elsewhere. */
-	if (strstr(tmp, "/../") || !strcmp(tmp + strlen(tmp) - 3, "/.."))
+	n = strlen(tmp);
+	if (strstr(tmp, "/../") || (n >= 3 && !strcmp(tmp + n - 3, "/..")))
 		return -ENOENT;
 
 	err = moat_cgroup_dir(h, tmp, dir, sizeof(dir));
