@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The knob tree: types, ranges, sysfs-like errors, ids and paths. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <criterion/criterion.h>
+#include "knob.h"
+
+static const char *const modes[] = { "observe", "enforce", NULL };
+static unsigned int period = 500, mode;
+static char label[32] = "web";
+
+static int show_answer(const struct moat_knob *k, char *buf, size_t len)
+{
+	return snprintf(buf, len, "42") >= (int)len ? -EOVERFLOW : 0;
+}
+
+static int no_spaces(const struct moat_knob *k, const char *val)
+{
+	return strchr(val, ' ') ? -EINVAL : 0;
+}
+
+static struct moat_knob_tree *t;
+
+static void setup(void)
+{
+	struct moat_knob knobs[] = {
+		{ .path = "period_ms", .type = MOAT_KNOB_U32, .writable = true,
+		  .min = 10, .max = 60000, .data = &period },
+		{ .path = "mode", .type = MOAT_KNOB_CHOICE, .writable = true,
+		  .choices = modes, .data = &mode },
+		{ .path = "groups/pod-a/label", .type = MOAT_KNOB_STRING,
+		  .writable = true, .str_max = sizeof(label), .check = no_spaces,
+		  .data = label },
+		{ .path = "groups/pod-a/answer", .type = MOAT_KNOB_SHOW,
+		  .show = show_answer },
+		{ .path = "groups/pod-b/answer", .type = MOAT_KNOB_SHOW,
+		  .show = show_answer },
+		{ .path = "version", .type = MOAT_KNOB_SHOW, .show = show_answer },
+	};
+	unsigned int i;
+
+	period = 500;
+	mode = 0;
+	strcpy(label, "web");
+	t = moat_knob_tree_new();
+	cr_assert_not_null(t);
+	for (i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++)
+		cr_assert_eq(moat_knob_add(t, &knobs[i]), 0, "%s", knobs[i].path);
+}
+
+static void teardown(void)
+{
+	moat_knob_tree_free(t);
+}
+
+TestSuite(knob, .init = setup, .fini = teardown);
+
+static const char *get(const char *path)
+{
+	static char buf[MOAT_KNOB_VALUE_MAX];
+
+	cr_assert_eq(moat_knob_get(t, path, buf, sizeof(buf)), 0, "get %s", path);
+	return buf;
+}
+
+Test(knob, get_each_type)
+{
+	cr_expect_str_eq(get("period_ms"), "500");
+	cr_expect_str_eq(get("mode"), "observe");
+	cr_expect_str_eq(get("groups/pod-a/label"), "web");
+	cr_expect_str_eq(get("groups/pod-a/answer"), "42");
+}
+
+Test(knob, set_valid_values)
+{
+	cr_assert_eq(moat_knob_set(t, "period_ms", "10"), 0);
+	cr_expect_eq(period, 10);
+	cr_assert_eq(moat_knob_set(t, "period_ms", "60000"), 0);
+	cr_expect_eq(period, 60000);
+	cr_assert_eq(moat_knob_set(t, "mode", "enforce"), 0);
+	cr_expect_eq(mode, 1);
+	cr_assert_eq(moat_knob_set(t, "groups/pod-a/label", "cache"), 0);
+	cr_expect_str_eq(label, "cache");
+}
+
+/* Every rejected write leaves the value as it was. */
+Test(knob, bad_writes_change_nothing)
+{
+	static const char *const bad_u32[] = {
+		"", "9", "60001", "-1", "+5", " 500", "500 ", "5e2", "0x10",
+		"99999999999999999999", "12abc",
+	};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(bad_u32) / sizeof(bad_u32[0]); i++) {
+		cr_expect_eq(moat_knob_set(t, "period_ms", bad_u32[i]), -EINVAL,
+			     "'%s'", bad_u32[i]);
+		cr_expect_eq(period, 500);
+	}
+	cr_expect_eq(moat_knob_set(t, "mode", "Enforce"), -EINVAL);
+	cr_expect_eq(moat_knob_set(t, "mode", ""), -EINVAL);
+	cr_expect_eq(mode, 0);
+	cr_expect_eq(moat_knob_set(t, "groups/pod-a/label", "two words"), -EINVAL);
+	cr_expect_eq(moat_knob_set(t, "groups/pod-a/label",
+				   "0123456789012345678901234567890123456789"),
+		     -EINVAL);
+	cr_expect_eq(moat_knob_set(t, "groups/pod-a/label", "line\nbreak"),
+		     -EINVAL);
+	cr_expect_str_eq(label, "web");
+}
+
+Test(knob, sysfs_errors)
+{
+	char buf[64];
+
+	cr_expect_eq(moat_knob_set(t, "nosuch", "1"), -ENOENT);
+	cr_expect_eq(moat_knob_get(t, "nosuch", buf, sizeof(buf)), -ENOENT);
+	cr_expect_eq(moat_knob_set(t, "version", "2"), -EPERM);
+	cr_expect_eq(moat_knob_set(t, "groups/pod-a/answer", "1"), -EPERM);
+	/* A directory is not a knob. */
+	cr_expect_eq(moat_knob_set(t, "groups", "1"), -ENOENT);
+	cr_expect_eq(moat_knob_check(t, "period_ms", "20"), 0);
+	cr_expect_eq(period, 500, "check changed the value");
+}
+
+Test(knob, paths_cannot_escape_or_collide)
+{
+	struct moat_knob k = { .type = MOAT_KNOB_SHOW, .show = show_answer };
+	static const char *const bad[] = {
+		"", "/abs", "a//b", "a/", "..", "a/../b", "a/./b", ".",
+		"a b", "a\\b", "tab\there", "nl\nx", "x/\x7f",
+	};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		strcpy(k.path, bad[i]);
+		cr_expect_eq(moat_knob_add(t, &k), -EINVAL, "'%s'", bad[i]);
+	}
+	/* A leaf cannot become a directory, nor a directory a leaf. */
+	strcpy(k.path, "period_ms/x");
+	cr_expect_eq(moat_knob_add(t, &k), -EEXIST);
+	strcpy(k.path, "groups/pod-a");
+	cr_expect_eq(moat_knob_add(t, &k), -EEXIST);
+	strcpy(k.path, "mode");
+	cr_expect_eq(moat_knob_add(t, &k), -EEXIST);
+}
+
+Test(knob, ids)
+{
+	cr_expect(moat_id_valid("0a1b2c3d-4e5f-6789-abcd-ef0123456789"));
+	cr_expect(moat_id_valid("rule.nginx_1"));
+	cr_expect_not(moat_id_valid(""));
+	cr_expect_not(moat_id_valid("."));
+	cr_expect_not(moat_id_valid(".."));
+	cr_expect_not(moat_id_valid("a/b"));
+	cr_expect_not(moat_id_valid("a\x01"));
+	cr_expect_not(moat_id_valid("caf\xc3\xa9"));
+	cr_expect_not(moat_id_valid(
+		"0123456789012345678901234567890123456789"
+		"0123456789012345678901234567890123456789"));
+}
+
+struct names {
+	char buf[256];
+};
+
+static int collect(const char *name, bool dir, void *ctx)
+{
+	struct names *n = ctx;
+
+	strcat(n->buf, name);
+	strcat(n->buf, dir ? "/ " : " ");
+	return 0;
+}
+
+static int count(const struct moat_knob *k, void *ctx)
+{
+	(*(int *)ctx)++;
+	return 0;
+}
+
+Test(knob, ls_walk_remove)
+{
+	struct names n = {};
+	int c = 0;
+
+	cr_assert_eq(moat_knob_ls(t, "", collect, &n), 0);
+	cr_expect_str_eq(n.buf, "groups/ mode period_ms version ");
+	memset(&n, 0, sizeof(n));
+	cr_assert_eq(moat_knob_ls(t, "groups", collect, &n), 0);
+	cr_expect_str_eq(n.buf, "pod-a/ pod-b/ ");
+	cr_expect_eq(moat_knob_ls(t, "nosuch", collect, &n), -ENOENT);
+	cr_expect_eq(moat_knob_ls(t, "mode", collect, &n), -ENOTDIR);
+
+	cr_assert_eq(moat_knob_walk(t, "groups/pod-a", count, &c), 0);
+	cr_expect_eq(c, 2);
+	/* "groups/pod-a" is not a prefix of "groups/pod-ab" */
+	c = 0;
+	cr_assert_eq(moat_knob_walk(t, "groups/pod", count, &c), -ENOENT);
+
+	moat_knob_remove_dir(t, "groups/pod-a");
+	cr_expect_null(moat_knob_find(t, "groups/pod-a/label"));
+	cr_expect_not_null(moat_knob_find(t, "groups/pod-b/answer"));
+	c = 0;
+	cr_assert_eq(moat_knob_walk(t, "", count, &c), 0);
+	cr_expect_eq(c, 4);
+}
+
+Test(knob, expects_describes_the_knob)
+{
+	char buf[128];
+
+	moat_knob_expects(moat_knob_find(t, "period_ms"), buf, sizeof(buf));
+	cr_expect_str_eq(buf, "an integer in [10, 60000]");
+	moat_knob_expects(moat_knob_find(t, "mode"), buf, sizeof(buf));
+	cr_expect_str_eq(buf, "one of observe, enforce");
+	moat_knob_expects(moat_knob_find(t, "version"), buf, sizeof(buf));
+	cr_expect_str_eq(buf, "read-only");
+}

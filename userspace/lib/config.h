@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef MOAT_CONFIG_H
+#define MOAT_CONFIG_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include "knob.h"
+
+/*
+ * The config file: one "path = value" line per writable knob, with the
+ * knob tree's paths.  '#' starts a comment line; blank lines are ignored;
+ * spaces around the path and the value are not part of them.  A '#' after
+ * a value is part of the value.
+ */
+
+struct moat_config_entry {
+	unsigned int line;
+	char path[MOAT_KNOB_PATH_MAX];
+	char value[MOAT_KNOB_VALUE_MAX];
+};
+
+struct moat_config {
+	struct moat_config_entry *v;
+	size_t nr, cap;
+};
+
+/**
+ * moat_config_parse() - read @f, named @name in messages, into @out.
+ * Syntax only: paths and values are checked by moat_config_apply().
+ *
+ * Return: 0, or -EINVAL with "@name:LINE: reason" in @err.
+ */
+int moat_config_parse(FILE *f, const char *name, struct moat_config *out,
+		      char *err, size_t errlen);
+
+/**
+ * moat_config_apply() - set every entry of @c in @t, all or nothing: each
+ * is checked first, and on the first bad one nothing is set.
+ *
+ * Return: 0, or the knob error with "@name:LINE: reason" in @err.
+ */
+int moat_config_apply(struct moat_knob_tree *t, const struct moat_config *c,
+		      const char *name, char *err, size_t errlen);
+
+void moat_config_free(struct moat_config *c);
+
+/**
+ * moat_config_print() - print the knobs at or below @prefix as config
+ * lines, all of them or only the writable ones; what it prints for the
+ * writable ones parses and applies back to the same values.
+ */
+int moat_config_print(FILE *out, const struct moat_knob_tree *t,
+		      const char *prefix, bool writable_only);
+
+#endif /* MOAT_CONFIG_H */

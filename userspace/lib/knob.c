@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The knob tree, kept as one array sorted by path.  Every path under a
+ * directory shares the prefix "dir/", so a directory is a contiguous run
+ * and listing, walking and removing are a binary search and a scan.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "knob.h"
+
+struct moat_knob_tree {
+	struct moat_knob *v;
+	size_t nr, cap;
+};
+
+bool moat_id_valid(const char *id)
+{
+	size_t n = strlen(id);
+
+	if (!n || n >= MOAT_ID_MAX || !strcmp(id, ".") || !strcmp(id, ".."))
+		return false;
+	return strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+			  "0123456789._-") == n;
+}
+
+bool moat_knob_path_valid(const char *path)
+{
+	char buf[MOAT_KNOB_PATH_MAX], *comp, *save;
+
+	if (strlen(path) >= sizeof(buf) || !*path)
+		return false;
+	strcpy(buf, path);
+	/* strtok_r would skip empty components: look for them first. */
+	if (buf[0] == '/' || buf[strlen(buf) - 1] == '/' || strstr(buf, "//"))
+		return false;
+	for (comp = strtok_r(buf, "/", &save); comp;
+	     comp = strtok_r(NULL, "/", &save))
+		if (!moat_id_valid(comp))
+			return false;
+	return true;
+}
+
+bool moat_value_valid(const char *val)
+{
+	const unsigned char *p = (const unsigned char *)val;
+
+	for (; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			return false;
+	return (const char *)p - val < MOAT_KNOB_VALUE_MAX;
+}
+
+struct moat_knob_tree *moat_knob_tree_new(void)
+{
+	return calloc(1, sizeof(struct moat_knob_tree));
+}
+
+void moat_knob_tree_free(struct moat_knob_tree *t)
+{
+	if (!t)
+		return;
+	free(t->v);
+	free(t);
+}
+
+/* Index of the first knob whose path is >= @path. */
+static size_t lower_bound(const struct moat_knob_tree *t, const char *path)
+{
+	size_t lo = 0, hi = t->nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(t->v[mid].path, path) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Is @path @prefix itself or below it? "" is above everything. */
+static bool under(const char *path, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return !n || (!strncmp(path, prefix, n) && (!path[n] || path[n] == '/'));
+}
+
+const struct moat_knob *moat_knob_find(const struct moat_knob_tree *t,
+				       const char *path)
+{
+	size_t i = lower_bound(t, path);
+
+	return i < t->nr && !strcmp(t->v[i].path, path) ? &t->v[i] : NULL;
+}
+
+/* Does some knob live below @path, making it a directory? */
+static bool is_dir(const struct moat_knob_tree *t, const char *path)
+{
+	char dir[MOAT_KNOB_PATH_MAX + 1];
+	size_t i;
+
+	snprintf(dir, sizeof(dir), "%s/", path);
+	i = lower_bound(t, dir);
+	return i < t->nr && !strncmp(t->v[i].path, dir, strlen(dir));
+}
+
+/* Is a prefix of @path (at a '/') already a knob, a leaf? */
+static bool below_leaf(const struct moat_knob_tree *t, const char *path)
+{
+	char buf[MOAT_KNOB_PATH_MAX];
+	char *slash;
+
+	strcpy(buf, path);
+	while ((slash = strrchr(buf, '/'))) {
+		*slash = '\0';
+		if (moat_knob_find(t, buf))
+			return true;
+	}
+	return false;
+}
+
+int moat_knob_add(struct moat_knob_tree *t, const struct moat_knob *k)
+{
+	size_t i;
+
+	if (!moat_knob_path_valid(k->path))
+		return -EINVAL;
+	if (moat_knob_find(t, k->path) || is_dir(t, k->path) ||
+	    below_leaf(t, k->path))
+		return -EEXIST;
+	if (t->nr == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 64;
+		void *v = realloc(t->v, cap * sizeof(*t->v));
+
+		if (!v)
+			return -ENOMEM;
+		t->v = v;
+		t->cap = cap;
+	}
+	i = lower_bound(t, k->path);
+	memmove(&t->v[i + 1], &t->v[i], (t->nr - i) * sizeof(*t->v));
+	t->v[i] = *k;
+	t->nr++;
+	return 0;
+}
+
+void moat_knob_remove_dir(struct moat_knob_tree *t, const char *prefix)
+{
+	size_t i = lower_bound(t, prefix), j = i;
+
+	while (j < t->nr && under(t->v[j].path, prefix))
+		j++;
+	memmove(&t->v[i], &t->v[j], (t->nr - j) * sizeof(*t->v));
+	t->nr -= j - i;
+}
+
+int moat_knob_get(const struct moat_knob_tree *t, const char *path,
+		  char *buf, size_t len)
+{
+	const struct moat_knob *k = moat_knob_find(t, path);
+	int n;
+
+	if (!k)
+		return -ENOENT;
+	switch (k->type) {
+	case MOAT_KNOB_U32:
+		n = snprintf(buf, len, "%u", *(unsigned int *)k->data);
+		break;
+	case MOAT_KNOB_CHOICE:
+		n = snprintf(buf, len, "%s",
+			     k->choices[*(unsigned int *)k->data]);
+		break;
+	case MOAT_KNOB_STRING:
+		n = snprintf(buf, len, "%s", (const char *)k->data);
+		break;
+	case MOAT_KNOB_SHOW:
+		return k->show(k, buf, len);
+	default:
+		return -EINVAL;
+	}
+	return n < 0 || (size_t)n >= len ? -EOVERFLOW : 0;
+}
+
+/* Parse @val for @k into *@u (U32, CHOICE) without storing it. */
+static int parse(const struct moat_knob *k, const char *val, unsigned int *u)
+{
+	unsigned long n;
+	char *end;
+	size_t i;
+
+	switch (k->type) {
+	case MOAT_KNOB_U32:
+		if (!*val || strspn(val, "0123456789") != strlen(val))
+			return -EINVAL;
+		errno = 0;
+		n = strtoul(val, &end, 10);
+		if (errno || n > UINT_MAX || n < k->min || n > k->max)
+			return -EINVAL;
+		*u = n;
+		return 0;
+	case MOAT_KNOB_CHOICE:
+		for (i = 0; k->choices[i]; i++) {
+			if (!strcmp(val, k->choices[i])) {
+				*u = i;
+				return 0;
+			}
+		}
+		return -EINVAL;
+	case MOAT_KNOB_STRING:
+		if (strlen(val) >= k->str_max)
+			return -EINVAL;
+		return k->check ? k->check(k, val) : 0;
+	case MOAT_KNOB_SHOW:
+		break;
+	}
+	return -EPERM;
+}
+
+int moat_knob_check(const struct moat_knob_tree *t, const char *path,
+		    const char *val)
+{
+	const struct moat_knob *k = moat_knob_find(t, path);
+	unsigned int u;
+
+	if (!k)
+		return -ENOENT;
+	if (!k->writable)
+		return -EPERM;
+	if (!moat_value_valid(val))
+		return -EINVAL;
+	return parse(k, val, &u);
+}
+
+int moat_knob_set(struct moat_knob_tree *t, const char *path, const char *val)
+{
+	const struct moat_knob *k;
+	unsigned int u = 0;
+	int err;
+
+	err = moat_knob_check(t, path, val);
+	if (err)
+		return err;
+	k = moat_knob_find(t, path);
+	parse(k, val, &u);
+	if (k->type == MOAT_KNOB_STRING)
+		strcpy(k->data, val);
+	else
+		*(unsigned int *)k->data = u;
+	return 0;
+}
+
+int moat_knob_walk(const struct moat_knob_tree *t, const char *prefix,
+		   moat_knob_walk_fn fn, void *ctx)
+{
+	size_t i = lower_bound(t, prefix);
+	bool any = false;
+	int err;
+
+	for (; i < t->nr && under(t->v[i].path, prefix); i++) {
+		any = true;
+		err = fn(&t->v[i], ctx);
+		if (err)
+			return err;
+	}
+	return any ? 0 : -ENOENT;
+}
+
+int moat_knob_ls(const struct moat_knob_tree *t, const char *dir,
+		 moat_knob_ls_fn fn, void *ctx)
+{
+	size_t dlen = strlen(dir), i = lower_bound(t, dir);
+	char last[MOAT_KNOB_PATH_MAX] = "";
+	bool any = false;
+	int err;
+
+	if (moat_knob_find(t, dir))
+		return -ENOTDIR;
+	for (; i < t->nr && under(t->v[i].path, dir); i++) {
+		const char *rest = t->v[i].path + dlen + (dlen ? 1 : 0);
+		size_t n = strcspn(rest, "/");
+		char name[MOAT_KNOB_PATH_MAX];
+
+		memcpy(name, rest, n);
+		name[n] = '\0';
+		any = true;
+		if (!strcmp(name, last))
+			continue;
+		strcpy(last, name);
+		err = fn(name, rest[n] == '/', ctx);
+		if (err)
+			return err;
+	}
+	return any ? 0 : -ENOENT;
+}
+
+void moat_knob_expects(const struct moat_knob *k, char *buf, size_t len)
+{
+	size_t i, n;
+
+	if (!k->writable) {
+		snprintf(buf, len, "read-only");
+		return;
+	}
+	switch (k->type) {
+	case MOAT_KNOB_U32:
+		snprintf(buf, len, "an integer in [%u, %u]", k->min, k->max);
+		return;
+	case MOAT_KNOB_CHOICE:
+		n = snprintf(buf, len, "one of");
+		for (i = 0; k->choices[i] && n < len; i++)
+			n += snprintf(buf + n, len - n, "%s %s", i ? "," : "",
+				      k->choices[i]);
+		return;
+	case MOAT_KNOB_STRING:
+		snprintf(buf, len, "printable text under %zu bytes", k->str_max);
+		return;
+	case MOAT_KNOB_SHOW:
+		break;
+	}
+	snprintf(buf, len, "read-only");
+}

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef MOAT_KNOB_H
+#define MOAT_KNOB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/*
+ * The knob tree: all of moatd's state and tunables as one sysfs-like tree
+ * of paths ("period_ms", "groups/<id>/class"), each holding one plain-text
+ * value, read-only or read-write.  A knob's path is also its key in the
+ * config file and the root of its metric's name.
+ *
+ * Errors mirror sysfs, and a failed write changes nothing:
+ *   -ENOENT  no such path
+ *   -EPERM   the path is read-only
+ *   -EINVAL  the value is not valid for the knob (type, range, choices)
+ */
+
+#define MOAT_KNOB_PATH_MAX	256
+#define MOAT_KNOB_VALUE_MAX	512
+#define MOAT_ID_MAX		80
+
+enum moat_knob_type {
+	MOAT_KNOB_U32,		/* decimal, within [min, max] */
+	MOAT_KNOB_CHOICE,	/* one of choices[] */
+	MOAT_KNOB_STRING,	/* printable, < str_max bytes, checked by check() */
+	MOAT_KNOB_SHOW,		/* read-only, computed by show() */
+};
+
+struct moat_knob;
+
+/* Extra validation of a string value; return 0 or -EINVAL. */
+typedef int (*moat_knob_check_fn)(const struct moat_knob *k, const char *val);
+/* Format a computed value into buf. */
+typedef int (*moat_knob_show_fn)(const struct moat_knob *k, char *buf,
+				 size_t len);
+
+struct moat_knob {
+	char path[MOAT_KNOB_PATH_MAX];
+	enum moat_knob_type type;
+	bool writable;
+	unsigned int min, max;		/* MOAT_KNOB_U32 */
+	const char *const *choices;	/* MOAT_KNOB_CHOICE, NULL-terminated */
+	size_t str_max;			/* MOAT_KNOB_STRING: size of *data */
+	moat_knob_check_fn check;	/* MOAT_KNOB_STRING, optional */
+	moat_knob_show_fn show;		/* MOAT_KNOB_SHOW */
+	void *data;	/* unsigned int (U32, CHOICE: the index), char[] */
+	void *owner;	/* for show() and check() */
+};
+
+struct moat_knob_tree;
+
+struct moat_knob_tree *moat_knob_tree_new(void);
+void moat_knob_tree_free(struct moat_knob_tree *t);
+
+/**
+ * moat_knob_add() - add a copy of @k to the tree.  Its storage (@k->data)
+ * stays the caller's.
+ *
+ * Return: 0, -EEXIST for a path already there, -EINVAL for an invalid
+ * path (see moat_knob_path_valid()), -ENOMEM.
+ */
+int moat_knob_add(struct moat_knob_tree *t, const struct moat_knob *k);
+
+/** moat_knob_remove_dir() - remove every knob at or below @prefix. */
+void moat_knob_remove_dir(struct moat_knob_tree *t, const char *prefix);
+
+/** moat_knob_get() - the value of @path, as text. */
+int moat_knob_get(const struct moat_knob_tree *t, const char *path,
+		  char *buf, size_t len);
+
+/**
+ * moat_knob_check() - would moat_knob_set() of @val at @path succeed?
+ * Changes nothing.
+ */
+int moat_knob_check(const struct moat_knob_tree *t, const char *path,
+		    const char *val);
+
+/** moat_knob_set() - check, then store @val at @path. */
+int moat_knob_set(struct moat_knob_tree *t, const char *path, const char *val);
+
+/**
+ * moat_knob_find() - the knob at @path, or NULL.  The pointer is valid
+ * until the tree next changes shape.
+ */
+const struct moat_knob *moat_knob_find(const struct moat_knob_tree *t,
+				       const char *path);
+
+typedef int (*moat_knob_walk_fn)(const struct moat_knob *k, void *ctx);
+
+/**
+ * moat_knob_walk() - call @fn for each knob at or below @prefix ("" for
+ * all), in path order.  A non-zero return from @fn stops the walk and is
+ * returned; -ENOENT when nothing is at or below @prefix.
+ */
+int moat_knob_walk(const struct moat_knob_tree *t, const char *prefix,
+		   moat_knob_walk_fn fn, void *ctx);
+
+typedef int (*moat_knob_ls_fn)(const char *name, bool dir, void *ctx);
+
+/**
+ * moat_knob_ls() - call @fn with each entry directly below @dir ("" for
+ * the top), once each, in order, with whether it is a directory.
+ * Return: as moat_knob_walk().
+ */
+int moat_knob_ls(const struct moat_knob_tree *t, const char *dir,
+		 moat_knob_ls_fn fn, void *ctx);
+
+/**
+ * moat_knob_expects() - what @k accepts, for error messages: "an integer
+ * in [10, 60000]", "one of observe, enforce", "read-only".
+ */
+void moat_knob_expects(const struct moat_knob *k, char *buf, size_t len);
+
+/**
+ * moat_id_valid() - whether @id may name one path component: 1 to
+ * MOAT_ID_MAX - 1 characters from [A-Za-z0-9._-], not "." or "..".  So no
+ * '/', no NUL, no control characters and no way out of the tree.
+ */
+bool moat_id_valid(const char *id);
+
+/**
+ * moat_knob_path_valid() - whether @path is a relative path of valid ids
+ * joined by single '/', shorter than MOAT_KNOB_PATH_MAX.
+ */
+bool moat_knob_path_valid(const char *path);
+
+/**
+ * moat_value_valid() - whether @val may be a knob value at all: shorter
+ * than MOAT_KNOB_VALUE_MAX, no control characters (so no newline: one
+ * value is one line of the config file).
+ */
+bool moat_value_valid(const char *val);
+
+#endif /* MOAT_KNOB_H */
