@@ -277,3 +277,17 @@ const char *moat_cgroup_names_lookup(const struct moat_cgroup_names *names,
 	found = bsearch(&key, names->v, names->nr, sizeof(*names->v), cmp_name);
 	return found ? found->path : NULL;
 }
+
+int moat_cgroup_names_for_each(const struct moat_cgroup_names *names,
+			       moat_cgroup_names_fn fn, void *ctx)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < names->nr; i++) {
+		err = fn(names->v[i].id, names->v[i].path, ctx);
+		if (err)
+			return err;
+	}
+	return 0;
+}

@@ -63,4 +63,13 @@ int moat_cgroup_names_refresh(struct moat_cgroup_names *names);
 const char *moat_cgroup_names_lookup(const struct moat_cgroup_names *names,
 				     __u64 id);
 
+typedef int (*moat_cgroup_names_fn)(__u64 id, const char *path, void *ctx);
+
+/**
+ * moat_cgroup_names_for_each() - call @fn for each cgroup of the last
+ * refresh, in id order; a non-zero return stops the walk and is returned.
+ */
+int moat_cgroup_names_for_each(const struct moat_cgroup_names *names,
+			       moat_cgroup_names_fn fn, void *ctx);
+
 #endif /* MOAT_CGROUP_H */

@@ -161,9 +161,11 @@ static int print_one(const struct moat_knob *k, void *arg)
 	char val[MOAT_KNOB_VALUE_MAX];
 	int err;
 
-	if (p->writable_only && !k->writable)
+	if (p->writable_only && (!k->writable || k->transient))
 		return 0;
 	err = moat_knob_get(p->t, k->path, val, sizeof(val));
+	if (err == -ENODATA)	/* nothing measured yet: nothing to print */
+		return 0;
 	if (err)
 		return err;
 	fprintf(p->out, "%s = %s\n", k->path, val);

@@ -46,8 +46,8 @@ void moat_config_free(struct moat_config *c);
 
 /**
  * moat_config_print() - print the knobs at or below @prefix as config
- * lines, all of them or only the writable ones; what it prints for the
- * writable ones parses and applies back to the same values.
+ * lines: all of them, or only those a config file sets (writable and not
+ * transient), which parse and apply back to the same values.
  */
 int moat_config_print(FILE *out, const struct moat_knob_tree *t,
 		      const char *prefix, bool writable_only);

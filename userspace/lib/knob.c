@@ -167,6 +167,8 @@ int moat_knob_get(const struct moat_knob_tree *t, const char *path,
 
 	if (!k)
 		return -ENOENT;
+	if (k->show)
+		return k->show(k, buf, len);
 	switch (k->type) {
 	case MOAT_KNOB_U32:
 		n = snprintf(buf, len, "%u", *(unsigned int *)k->data);
@@ -178,8 +180,6 @@ int moat_knob_get(const struct moat_knob_tree *t, const char *path,
 	case MOAT_KNOB_STRING:
 		n = snprintf(buf, len, "%s", (const char *)k->data);
 		break;
-	case MOAT_KNOB_SHOW:
-		return k->show(k, buf, len);
 	default:
 		return -EINVAL;
 	}
@@ -247,7 +247,9 @@ int moat_knob_set(struct moat_knob_tree *t, const char *path, const char *val)
 		return err;
 	k = moat_knob_find(t, path);
 	parse(k, val, &u);
-	if (k->type == MOAT_KNOB_STRING)
+	if (k->store)
+		k->store(k, u, val);
+	else if (k->type == MOAT_KNOB_STRING)
 		strcpy(k->data, val);
 	else
 		*(unsigned int *)k->data = u;
@@ -317,7 +319,11 @@ void moat_knob_expects(const struct moat_knob *k, char *buf, size_t len)
 				      k->choices[i]);
 		return;
 	case MOAT_KNOB_STRING:
-		snprintf(buf, len, "printable text under %zu bytes", k->str_max);
+		if (k->expects)
+			snprintf(buf, len, "%s", k->expects);
+		else
+			snprintf(buf, len, "printable text under %zu bytes",
+				 k->str_max);
 		return;
 	case MOAT_KNOB_SHOW:
 		break;

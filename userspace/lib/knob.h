@@ -35,16 +35,24 @@ typedef int (*moat_knob_check_fn)(const struct moat_knob *k, const char *val);
 /* Format a computed value into buf. */
 typedef int (*moat_knob_show_fn)(const struct moat_knob *k, char *buf,
 				 size_t len);
+/* Store a value that has passed every check; @u is the parsed number or
+ * choice index, @val the text. */
+typedef void (*moat_knob_store_fn)(const struct moat_knob *k, unsigned int u,
+				   const char *val);
 
 struct moat_knob {
 	char path[MOAT_KNOB_PATH_MAX];
 	enum moat_knob_type type;
 	bool writable;
+	bool transient;	/* lives and dies with what it belongs to: a
+			   config file does not set it */
 	unsigned int min, max;		/* MOAT_KNOB_U32 */
 	const char *const *choices;	/* MOAT_KNOB_CHOICE, NULL-terminated */
 	size_t str_max;			/* MOAT_KNOB_STRING: size of *data */
+	const char *expects;		/* MOAT_KNOB_STRING: for messages */
 	moat_knob_check_fn check;	/* MOAT_KNOB_STRING, optional */
-	moat_knob_show_fn show;		/* MOAT_KNOB_SHOW */
+	moat_knob_show_fn show;		/* MOAT_KNOB_SHOW; others: optional */
+	moat_knob_store_fn store;	/* optional: instead of writing *data */
 	void *data;	/* unsigned int (U32, CHOICE: the index), char[] */
 	void *owner;	/* for show() and check() */
 };

@@ -14,6 +14,7 @@
 
 static const char *log_prog = "moat";
 static enum moat_log_level log_level = MOAT_LOG_INFO;
+static bool log_syslog;
 
 static char libbpf_tail[LIBBPF_TAIL_LINES][LIBBPF_LINE_MAX];
 static unsigned int libbpf_tail_next;
@@ -56,13 +57,23 @@ void moat_log_init(const char *prog, enum moat_log_level level)
 	libbpf_set_print(libbpf_print);
 }
 
+void moat_log_syslog_prefix(bool on)
+{
+	log_syslog = on;
+}
+
 void moat_log(enum moat_log_level level, const char *fmt, ...)
 {
+	/* LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG from syslog(3) */
+	static const int prio[] = { 3, 4, 6, 7, 7 };
 	va_list ap;
 
 	if (level > log_level)
 		return;
-	fprintf(stderr, "%s: ", log_prog);
+	if (log_syslog)
+		fprintf(stderr, "<%d>", prio[level]);
+	else
+		fprintf(stderr, "%s: ", log_prog);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);

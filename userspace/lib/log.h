@@ -3,6 +3,7 @@
 #define MOAT_LOG_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 
 enum moat_log_level {
 	MOAT_LOG_ERR,
@@ -19,6 +20,13 @@ enum moat_log_level {
  * lines are kept for moat_log_libbpf_tail().
  */
 void moat_log_init(const char *prog, enum moat_log_level level);
+
+/**
+ * moat_log_syslog_prefix() - start each line with its syslog priority
+ * ("<3>" for errors .. "<7>" for debug) instead of the program name, as
+ * journald and kubectl logs read it from a daemon's stderr.
+ */
+void moat_log_syslog_prefix(bool on);
 
 void moat_log(enum moat_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The client side of moatd's control protocol (see ctl.h). */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include "ctl.h"
+
+static const struct {
+	int err;
+	const char *name;
+} errnames[] = {
+	{ ENOENT, "ENOENT" }, { EPERM, "EPERM" }, { EINVAL, "EINVAL" },
+	{ EACCES, "EACCES" }, { E2BIG, "E2BIG" }, { ENOTDIR, "ENOTDIR" },
+	{ EEXIST, "EEXIST" }, { ENOMEM, "ENOMEM" }, { ENODATA, "ENODATA" },
+	{ EBUSY, "EBUSY" }, { EIO, "EIO" },
+};
+
+const char *moat_ctl_errname(int err)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(errnames) / sizeof(errnames[0]); i++)
+		if (errnames[i].err == err)
+			return errnames[i].name;
+	return "EIO";
+}
+
+int moat_ctl_errno(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(errnames) / sizeof(errnames[0]); i++)
+		if (!strcmp(errnames[i].name, name))
+			return errnames[i].err;
+	return EIO;
+}
+
+static int send_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+int moat_ctl_request(const char *socket_path, const char *request, FILE *out,
+		     char *msg, size_t msglen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char buf[8192], status[MOAT_CTL_REQUEST_MAX];
+	size_t slen = 0;
+	bool body = false;
+	ssize_t n;
+	int fd, err;
+
+	msg[0] = '\0';
+	if (strlen(socket_path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, socket_path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		err = -errno;
+		goto out;
+	}
+	err = send_all(fd, request, strlen(request));
+	if (!err)
+		err = send_all(fd, "\n", 1);
+	if (err)
+		goto out;
+
+	/* The status line, then the body straight to @out. */
+	while ((n = recv(fd, buf, sizeof(buf), 0)) != 0) {
+		char *p = buf;
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			goto out;
+		}
+		if (!body) {
+			char *nl = memchr(buf, '\n', n);
+			size_t take = nl ? (size_t)(nl - buf) : (size_t)n;
+
+			if (slen + take >= sizeof(status)) {
+				err = -EPROTO;
+				goto out;
+			}
+			memcpy(status + slen, buf, take);
+			slen += take;
+			if (!nl)
+				continue;
+			status[slen] = '\0';
+			body = true;
+			p = nl + 1;
+			n -= p - buf;
+			if (strcmp(status, "ok"))
+				break;
+		}
+		fwrite(p, 1, n, out);
+	}
+	if (!body) {
+		err = -EPROTO;
+	} else if (strcmp(status, "ok")) {
+		char name[32] = "";
+		int off = 0;
+
+		if (sscanf(status, "error %31s %n", name, &off) < 1) {
+			err = -EPROTO;
+			goto out;
+		}
+		snprintf(msg, msglen, "%s", status + off);
+		err = -moat_ctl_errno(name);
+	}
+out:
+	close(fd);
+	return err;
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef MOAT_CTL_H
+#define MOAT_CTL_H
+
+#include <stdio.h>
+
+/*
+ * The control protocol between moatd and moatctl, on a Unix stream
+ * socket.  One request per connection:
+ *
+ *   request:  one line, at most MOAT_CTL_REQUEST_MAX bytes with its '\n':
+ *               get PATH | set PATH VALUE | ls [PATH] | tree [PATH] |
+ *               config [PATH]
+ *             (VALUE is the rest of the line and may hold spaces)
+ *   response: "ok\n" and the body, or "error ENAME message\n";
+ *             then moatd closes the connection.
+ *             get: the value; ls: one name a line, "/" after
+ *             directories; tree: "path = value" lines; config: the
+ *             same for the knobs a config file sets; set: nothing.
+ */
+
+#define MOAT_CTL_SOCKET		"/run/moat/moatd.sock"
+#define MOAT_CTL_REQUEST_MAX	4096
+
+/**
+ * moat_ctl_request() - send @request (without '\n') to the moatd at
+ * @socket_path and copy the body of an "ok" response to @out.
+ *
+ * Return: 0; -errno of the connection (moatd not reachable); or, for an
+ * "error" response, the error as -errno with moatd's message in @msg.
+ */
+int moat_ctl_request(const char *socket_path, const char *request, FILE *out,
+		     char *msg, size_t msglen);
+
+/* "ENOENT" for ENOENT, and back; unknown names are EIO. */
+const char *moat_ctl_errname(int err);
+int moat_ctl_errno(const char *name);
+
+#endif /* MOAT_CTL_H */
