@@ -3,7 +3,7 @@
 # One non-recursive Makefile for the whole tree; the parts list is Kbuild.
 #
 #   make            build everything into $(O) (default: build/)
-#   make run        build, then run moat on this machine's cgroups
+#   make run        build, then run moatd on this machine's cgroups
 #   make check      build, then run every test
 #   make install    install into $(DESTDIR)$(PREFIX)
 #   make V=1        show the commands
@@ -111,15 +111,19 @@ $(SELFTESTS): $(SELFTEST_OBJS) $(LIBMOAT)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(USER_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcriterion
 
-# The main job on this machine: until the daemon exists, moat-rqlat.
-RUN_ARGS ?= -d 5
-run: $(O)/moat-rqlat
-	$(O)/moat-rqlat $(RUN_ARGS)
+# The main job on this machine: moatd, observing, until Ctrl-C.
+RUN_ARGS ?= --foreground --mode observe
+run: $(PROGS)
+	@echo "moatd observes this machine's cgroups; in another shell try:"
+	@echo "    $(O)/moatctl status"
+	@echo "Ctrl-C stops it."
+	$(O)/moatd $(RUN_ARGS)
 
 # One runner, one summary line.  -j1: the BPF tests measure scheduling
 # and must not compete with each other for the CPUs.
 check: all
-	MOAT_FIXTURES=$(CURDIR)/selftests/fixtures $(SELFTESTS) --jobs 1 --verbose
+	MOAT_FIXTURES=$(CURDIR)/selftests/fixtures MOAT_BUILD=$(abspath $(O)) \
+		$(SELFTESTS) --jobs 1 --verbose
 
 install: $(PROGS)
 	install -d $(DESTDIR)$(PREFIX)/sbin

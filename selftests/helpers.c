@@ -90,6 +90,11 @@ int tcg_setup(void)
 	return err;
 }
 
+const char *tcg_prefix_dir(void)
+{
+	return prefix_dir;
+}
+
 int tcg_create(const char *name, struct tcg *out)
 {
 	if (nr_created == MAX_TCG)

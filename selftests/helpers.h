@@ -34,6 +34,8 @@ const char *tcg_skip_reason(bool need_bpf);
 const struct moat_cg_hierarchy *tcg_hierarchy(void);
 
 int tcg_setup(void);
+/* The directory of the test's prefix cgroup (after tcg_setup()). */
+const char *tcg_prefix_dir(void);
 int tcg_create(const char *name, struct tcg *out);
 
 /*

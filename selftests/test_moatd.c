@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * moatd and moatctl as a sysadmin uses them: the real daemon on real
+ * cgroups that the test creates under its prefix, driven by the real
+ * moatctl through the control socket.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <criterion/criterion.h>
+#include "helpers.h"
+
+#define OUT_MAX 65536
+
+static char dir[64];		/* sockets, configs, logs */
+static char sock[PATH_MAX];
+static pid_t daemon_pid;
+
+static const char *build_dir(void)
+{
+	const char *b = getenv("MOAT_BUILD");
+
+	return b ? b : "build";
+}
+
+static int read_memfd(int fd, char *buf, size_t len)
+{
+	ssize_t n = pread(fd, buf, len - 1, 0);
+
+	buf[n > 0 ? n : 0] = '\0';
+	close(fd);
+	return n < 0 ? -errno : 0;
+}
+
+/* Run build/<prog> with @args; its stdout in @out, stderr in @err. */
+static int run(const char *prog, const char *const args[], char *out,
+	       char *err)
+{
+	int ofd = memfd_create("out", 0), efd = memfd_create("err", 0);
+	char path[PATH_MAX];
+	const char *argv[32];
+	int status, i;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/%s", build_dir(), prog);
+	argv[0] = path;
+	for (i = 0; args[i] && i < 30; i++)
+		argv[i + 1] = args[i];
+	argv[i + 1] = NULL;
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		dup2(ofd, 1);
+		dup2(efd, 2);
+		execv(path, (char *const *)argv);
+		_exit(127);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	read_memfd(ofd, out, OUT_MAX);
+	read_memfd(efd, err, OUT_MAX);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* moatctl against the test's moatd. */
+static int ctl(char *out, char *err, const char *verb, const char *a,
+	       const char *b)
+{
+	const char *args[] = { "--socket", sock, verb, a, b, NULL };
+
+	return run("moatctl", args, out, err);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f, "%s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Start moatd on the test prefix with @config; wait for its socket. */
+static pid_t start_moatd(const char *socket_path, const char *config,
+			 const char *log)
+{
+	char path[PATH_MAX], root[PATH_MAX];
+	struct stat st;
+	pid_t pid;
+	int i;
+
+	snprintf(path, sizeof(path), "%s/moatd", build_dir());
+	snprintf(root, sizeof(root), "%s", tcg_prefix_dir());
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(fd, 2);
+		execl(path, path, "--foreground", "--socket", socket_path,
+		      "--config", config, "--cgroup-root", root, NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 200; i++) {
+		if (!stat(socket_path, &st))
+			return pid;
+		if (waitpid(pid, NULL, WNOHANG) == pid)
+			break;
+		sleep_ms(50);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	cr_assert_fail("moatd did not open %s", socket_path);
+	return -1;
+}
+
+static void stop(pid_t *pid)
+{
+	if (*pid > 0) {
+		kill(*pid, SIGTERM);
+		waitpid(*pid, NULL, 0);
+		*pid = 0;
+	}
+}
+
+static void setup(void)
+{
+	const char *why = tcg_skip_reason(true);
+	char conf[PATH_MAX], log[PATH_MAX];
+
+	if (why)
+		cr_skip_test("%s", why);
+	cr_assert_eq(tcg_setup(), 0);
+	snprintf(dir, sizeof(dir), "/tmp/moat-test-%d", (int)getpid());
+	cr_assert(!mkdir(dir, 0700) || errno == EEXIST);
+	snprintf(sock, sizeof(sock), "%s/moatd.sock", dir);
+	snprintf(conf, sizeof(conf), "%s/moat.conf", dir);
+	snprintf(log, sizeof(log), "%s/moatd.log", dir);
+	write_file(conf, "# test config\nperiod_ms = 100\nrules/web = web-* lc\n"
+			 "rules/batch = batch-* be\n");
+	daemon_pid = start_moatd(sock, conf, log);
+}
+
+static void teardown(void)
+{
+	char cmd[PATH_MAX + 16];
+
+	stop(&daemon_pid);
+	tcg_cleanup();
+	if (dir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		if (system(cmd))
+			fprintf(stderr, "could not remove %s\n", dir);
+	}
+}
+
+TestSuite(moatd, .init = setup, .fini = teardown, .timeout = 60);
+
+static char out[OUT_MAX], err[OUT_MAX];
+
+/* Poll moatctl get @path until it succeeds (@want 0) or fails (1). */
+static int wait_get(const char *path, int want, int periods)
+{
+	int i, rc = -1;
+
+	for (i = 0; i < periods; i++) {
+		rc = ctl(out, err, "get", path, NULL);
+		if (rc == want)
+			return i;
+		sleep_ms(100);
+	}
+	cr_assert_eq(rc, want, "get %s: exit %d after %d periods: %s", path, rc,
+		     periods, err);
+	return -1;
+}
+
+Test(moatd, discovers_new_groups_and_drops_removed_ones)
+{
+	struct tcg web, other;
+	int periods;
+
+	cr_assert_eq(tcg_create("web-1", &web), 0);
+	cr_assert_eq(tcg_create("other", &other), 0);
+	/* A generous bound: the rescan runs every 100 ms period. */
+	periods = wait_get("groups/web.web-1/path", 0, 30);
+	cr_log_info("web-1 found after %d x 100 ms", periods);
+	cr_expect(strstr(out, "/web-1\n"), "path: %s", out);
+	cr_assert_eq(ctl(out, err, "get", "groups/web.web-1/class", NULL), 0);
+	cr_expect_str_eq(out, "lc\n");
+	cr_assert_eq(ctl(out, err, "get", "groups/web.web-1/source", NULL), 0);
+	cr_expect_str_eq(out, "rule:web\n");
+	/* No rule matches "other": not a group. */
+	cr_expect_eq(ctl(out, err, "ls", "groups", NULL), 0);
+	cr_expect_null(strstr(out, "other"), "ls groups: %s", out);
+
+	cr_assert_eq(rmdir(web.dir), 0);
+	wait_get("groups/web.web-1/path", 1, 30);
+	cr_expect(strstr(err, "no such knob"), "%s", err);
+}
+
+Test(moatd, ls_get_set_tree_round_trip)
+{
+	char before[OUT_MAX];
+
+	cr_assert_eq(ctl(out, err, "ls", NULL, NULL), 0, "%s", err);
+	cr_expect(strstr(out, "classes/\n") && strstr(out, "period_ms\n") &&
+		  strstr(out, "rules/\n") && strstr(out, "node/\n"), "%s", out);
+	cr_assert_eq(ctl(out, err, "get", "period_ms", NULL), 0);
+	cr_expect_str_eq(out, "100\n");
+	cr_assert_eq(ctl(out, err, "set", "period_ms", "200"), 0, "%s", err);
+	cr_assert_eq(ctl(out, err, "get", "period_ms", NULL), 0);
+	cr_expect_str_eq(out, "200\n");
+	cr_assert_eq(ctl(out, err, "set", "rules/cache", "cache-* lc"), 0, "%s", err);
+	cr_assert_eq(ctl(out, err, "get", "rules/cache", NULL), 0);
+	cr_expect_str_eq(out, "cache-* lc\n");
+	cr_assert_eq(ctl(out, err, "set", "rules/cache", ""), 0, "%s", err);
+	cr_expect_eq(ctl(out, err, "get", "rules/cache", NULL), 1);
+
+	cr_assert_eq(ctl(out, err, "tree", "classes", NULL), 0);
+	cr_expect_str_eq(out, "classes/besteffort = be\nclasses/burstable = lc\n"
+			      "classes/guaranteed = lc\n");
+	cr_assert_eq(ctl(before, err, "config", NULL, NULL), 0);
+	cr_expect(strstr(before, "period_ms = 200\n"), "%s", before);
+	cr_expect(strstr(before, "rules/web = web-* lc\n"), "%s", before);
+	cr_expect_null(strstr(before, "version"), "read-only knob in config");
+}
+
+/* What `moatctl config` prints starts a moatd with the same values. */
+Test(moatd, config_output_restarts_moatd_the_same)
+{
+	char conf[PATH_MAX], log[PATH_MAX], sock2[PATH_MAX], first[OUT_MAX];
+	const char *args[] = { "--socket", sock2, "config", NULL };
+	pid_t second;
+
+	cr_assert_eq(ctl(out, err, "set", "classes/burstable", "be"), 0, "%s", err);
+	cr_assert_eq(ctl(out, err, "set", "mode", "enforce"), 0, "%s", err);
+	cr_assert_eq(ctl(first, err, "config", NULL, NULL), 0, "%s", err);
+	snprintf(conf, sizeof(conf), "%s/round.conf", dir);
+	snprintf(log, sizeof(log), "%s/second.log", dir);
+	snprintf(sock2, sizeof(sock2), "%s/second.sock", dir);
+	write_file(conf, first);
+
+	second = start_moatd(sock2, conf, log);
+	cr_assert_eq(run("moatctl", args, out, err), 0, "%s", err);
+	stop(&second);
+	cr_expect_str_eq(out, first);
+}
+
+Test(moatd, bad_input_is_rejected_and_changes_nothing)
+{
+	static const char *const bad[][3] = {
+		{ "set", "nosuch", "1" },		/* unknown path */
+		{ "set", "period_ms", "fast" },		/* bad value */
+		{ "set", "period_ms", "10" },		/* out of range */
+		{ "set", "version", "9" },		/* read-only */
+		{ "set", "../period_ms", "100" },	/* traversal */
+		{ "set", "rules/../../x", "a lc" },
+		{ "set", "rules/bad", "/etc/* lc" },	/* absolute glob */
+		{ "set", "rules/bad", "a/../../b lc" },
+		{ "set", "classes/besteffort", "gold" },
+		{ "get", "groups/..", NULL },
+	};
+	char before[OUT_MAX], after[OUT_MAX];
+	unsigned int i;
+
+	cr_assert_eq(ctl(before, err, "config", NULL, NULL), 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_expect_eq(ctl(out, err, bad[i][0], bad[i][1], bad[i][2]), 1,
+			     "%s %s accepted", bad[i][0], bad[i][1]);
+		cr_expect(strstr(err, bad[i][1]) &&
+			  strchr(err, '\n') == err + strlen(err) - 1,
+			  "one line that names the path: %s", err);
+	}
+	cr_expect(strstr(err, "invalid path"), "%s", err);
+	cr_assert_eq(ctl(out, err, "set", "period_ms", "fast"), 1);
+	cr_expect(strstr(err, "expected an integer in [50, 60000]"), "%s", err);
+	cr_assert_eq(ctl(after, err, "config", NULL, NULL), 0);
+	cr_expect_str_eq(after, before);
+}
+
+/* Raw requests moatctl would never send. */
+static void raw_request(const char *req, size_t len, char *reply, size_t rlen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	size_t got = 0;
+	ssize_t n;
+
+	strcpy(sa.sun_path, sock);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(send(fd, req, len, MSG_NOSIGNAL), (ssize_t)len);
+	while (got < rlen - 1 && (n = recv(fd, reply + got, rlen - 1 - got, 0)) > 0)
+		got += n;
+	reply[got] = '\0';
+	close(fd);
+}
+
+Test(moatd, socket_survives_garbage_and_oversized_requests)
+{
+	static char big[3 * 4096];
+	char reply[256];
+
+	memset(big, 'a', sizeof(big));
+	raw_request(big, sizeof(big), reply, sizeof(reply));
+	cr_expect_str_eq(reply, "error E2BIG request too long\n");
+	raw_request("get mode\0junk\n", 14, reply, sizeof(reply));
+	cr_expect_str_eq(reply, "error EINVAL NUL byte in request\n");
+	raw_request("\x01\x02\xff\n", 4, reply, sizeof(reply));
+	cr_expect(!strncmp(reply, "error EINVAL", 12), "%s", reply);
+	raw_request("frobnicate everything\n", 22, reply, sizeof(reply));
+	cr_expect_str_eq(reply, "error EINVAL unknown request\n");
+	/* and it still answers */
+	cr_assert_eq(ctl(out, err, "get", "mode", NULL), 0, "%s", err);
+}
+
+Test(moatd, socket_is_private)
+{
+	struct stat st;
+
+	cr_assert_eq(stat(sock, &st), 0);
+	cr_expect(S_ISSOCK(st.st_mode));
+	cr_expect_eq(st.st_mode & 0777, 0600, "mode %o", st.st_mode & 0777);
+	cr_expect_eq(st.st_uid, 0);
+}
+
+Test(moatd, config_error_stops_startup_with_file_and_line)
+{
+	char conf[PATH_MAX], sock2[PATH_MAX];
+	const char *args[] = { "--foreground", "--socket", sock2, "--config",
+			       conf, NULL };
+
+	snprintf(conf, sizeof(conf), "%s/bad.conf", dir);
+	snprintf(sock2, sizeof(sock2), "%s/bad.sock", dir);
+	write_file(conf, "period_ms = 100\n\nmode = fast\n");
+	cr_assert_eq(run("moatd", args, out, err), 1);
+	cr_expect(strstr(err, "bad.conf:3: mode: invalid value 'fast'"), "%s", err);
+
+	write_file(conf, "rules/x = /abs lc\n");
+	cr_assert_eq(run("moatd", args, out, err), 1);
+	cr_expect(strstr(err, "bad.conf:1: rules/x: invalid value"), "%s", err);
+}
+
+Test(moatd, unreachable_daemon_is_named)
+{
+	const char *args[] = { "--socket", "/nonexistent/moatd.sock", "status", NULL };
+
+	cr_assert_eq(run("moatctl", args, out, err), 1);
+	cr_expect(strstr(err, "cannot reach moatd") &&
+		  strstr(err, "/nonexistent/moatd.sock"), "%s", err);
+}

@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * moatctl: read and set moatd's knobs over its control socket.
+ *
+ *   moatctl [--socket PATH] [--json] ls [PATH] | get PATH... |
+ *           set PATH VALUE | tree [PATH] | config [PATH] | status
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <json-c/json.h>
+#include "ctl.h"
+
+static const char *socket_path = MOAT_CTL_SOCKET;
+static bool json;
+
+static const char usage[] =
+"usage: moatctl [--socket PATH] [--json] VERB\n"
+"\n"
+"  ls [PATH]          the entries below PATH ('/' after directories)\n"
+"  get PATH...        each knob's value\n"
+"  set PATH VALUE     change a knob (root); rules/NAME creates a rule,\n"
+"                     an empty VALUE removes it\n"
+"  tree [PATH]        'path = value' for every knob below PATH, in the\n"
+"                     config file's format\n"
+"  config [PATH]      the same for the knobs a config file sets: its\n"
+"                     output is a config file\n"
+"  status             moatd's state and its groups, as a table\n"
+"\n"
+"  -s, --socket PATH  moatd's control socket (default " MOAT_CTL_SOCKET ")\n"
+"  -j, --json         JSON instead of text\n";
+
+/* One request; its body in *@body (caller frees).  Errors are printed. */
+static int request(const char *req, const char *what, char **body)
+{
+	char msg[MOAT_CTL_REQUEST_MAX];
+	size_t len;
+	FILE *out = open_memstream(body, &len);
+	int err;
+
+	if (!out)
+		return -ENOMEM;
+	err = moat_ctl_request(socket_path, req, out, msg, sizeof(msg));
+	fclose(out);
+	if (err == -ENOENT && !msg[0]) {
+		fprintf(stderr, "moatctl: cannot reach moatd: no socket at %s (is moatd running?)\n",
+			socket_path);
+	} else if (err && !msg[0]) {
+		fprintf(stderr, "moatctl: cannot reach moatd at %s: %s\n",
+			socket_path, strerror(-err));
+	} else if (err) {
+		/* moatd's message already names the path */
+		fprintf(stderr, "moatctl: %s%s%s\n", msg[0] ? "" : what,
+			msg[0] ? "" : ": ", msg);
+	}
+	if (err) {
+		free(*body);
+		*body = NULL;
+	}
+	return err;
+}
+
+/* Each "path = value" line of a tree body, split in place. */
+static int for_each_line(char *body, void (*fn)(const char *path,
+						const char *value, void *ctx),
+			 void *ctx)
+{
+	char *line, *save = NULL;
+
+	for (line = strtok_r(body, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *eq = strstr(line, " = ");
+
+		if (!eq)
+			return -EPROTO;
+		*eq = '\0';
+		fn(line, eq + 3, ctx);
+	}
+	return 0;
+}
+
+static void add_json(const char *path, const char *value, void *ctx)
+{
+	json_object_object_add(ctx, path, json_object_new_string(value));
+}
+
+static void print_json(json_object *o)
+{
+	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+					    JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+}
+
+static int cmd_simple(const char *verb, int argc, char **argv)
+{
+	char req[MOAT_CTL_REQUEST_MAX], *body = NULL;
+	const char *path = argc ? argv[0] : "";
+	json_object *o;
+	int err;
+
+	if (argc > 1) {
+		fprintf(stderr, "moatctl: %s takes at most one PATH\n", verb);
+		return 2;
+	}
+	snprintf(req, sizeof(req), "%s %s", verb, path);
+	err = request(req, path, &body);
+	if (err)
+		return 1;
+	if (!json) {
+		fputs(body, stdout);
+	} else if (strcmp(verb, "ls")) {
+		o = json_object_new_object();
+		err = for_each_line(body, add_json, o);
+		print_json(o);
+	} else {
+		char *line, *save = NULL;
+
+		o = json_object_new_array();
+		for (line = strtok_r(body, "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save))
+			json_object_array_add(o, json_object_new_string(line));
+		print_json(o);
+	}
+	free(body);
+	return err ? 1 : 0;
+}
+
+static int cmd_get(int argc, char **argv)
+{
+	char req[MOAT_CTL_REQUEST_MAX], *body;
+	json_object *o = json_object_new_object();
+	int i, ret = 0;
+
+	if (!argc) {
+		fprintf(stderr, "moatctl: get needs a PATH\n");
+		json_object_put(o);
+		return 2;
+	}
+	for (i = 0; i < argc; i++) {
+		if ((size_t)snprintf(req, sizeof(req), "get %s", argv[i]) >= sizeof(req)) {
+			fprintf(stderr, "moatctl: %.64s...: path too long\n", argv[i]);
+			ret = 1;
+			continue;
+		}
+		if (request(req, argv[i], &body)) {
+			ret = 1;
+			continue;
+		}
+		body[strcspn(body, "\n")] = '\0';
+		if (json)
+			json_object_object_add(o, argv[i], json_object_new_string(body));
+		else
+			puts(body);
+		free(body);
+	}
+	if (json)
+		print_json(o);
+	else
+		json_object_put(o);
+	return ret;
+}
+
+static int cmd_set(int argc, char **argv)
+{
+	char req[MOAT_CTL_REQUEST_MAX], *body;
+
+	if (argc != 2) {
+		fprintf(stderr, "moatctl: set needs PATH and VALUE\n");
+		return 2;
+	}
+	if (strchr(argv[1], '\n')) {
+		fprintf(stderr, "moatctl: %s: a value is one line\n", argv[0]);
+		return 1;
+	}
+	if ((size_t)snprintf(req, sizeof(req), "set %s %s", argv[0], argv[1]) >=
+	    sizeof(req)) {
+		fprintf(stderr, "moatctl: %s: value too long\n", argv[0]);
+		return 1;
+	}
+	if (request(req, argv[0], &body))
+		return 1;
+	free(body);
+	return 0;
+}
+
+/* The tree as a lookup table for status. */
+struct kv {
+	char **paths, **values;
+	size_t nr, cap;
+};
+
+static void add_kv(const char *path, const char *value, void *ctx)
+{
+	struct kv *t = ctx;
+
+	if (t->nr == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 256;
+		t->paths = realloc(t->paths, t->cap * sizeof(char *));
+		t->values = realloc(t->values, t->cap * sizeof(char *));
+		if (!t->paths || !t->values)
+			exit(1);
+	}
+	t->paths[t->nr] = (char *)path;
+	t->values[t->nr++] = (char *)value;
+}
+
+static const char *lookup(const struct kv *t, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < t->nr; i++)
+		if (!strcmp(t->paths[i], path))
+			return t->values[i];
+	return "-";
+}
+
+static int cmd_status(int argc, char **argv)
+{
+	char *body, path[512], id[128], last[128] = "";
+	struct kv t = {};
+	size_t i;
+
+	if (argc) {
+		fprintf(stderr, "moatctl: status takes no arguments\n");
+		return 2;
+	}
+	if (json)
+		return cmd_simple("tree", 0, argv);
+	if (request("tree", "", &body))
+		return 1;
+	if (for_each_line(body, add_kv, &t)) {
+		fprintf(stderr, "moatctl: malformed reply from moatd\n");
+		return 1;
+	}
+	printf("moatd %s, mode %s, period %s ms, last cycle %s us\n",
+	       lookup(&t, "version"), lookup(&t, "mode"), lookup(&t, "period_ms"),
+	       lookup(&t, "cycle_us"));
+	printf("node: %s CPUs, %s busy; pressure some avg10: cpu %s%%, memory %s%%, io %s%%\n\n",
+	       lookup(&t, "node/cpus"), lookup(&t, "node/cpu_usage"),
+	       lookup(&t, "node/pressure/cpu_some_avg10"),
+	       lookup(&t, "node/pressure/memory_some_avg10"),
+	       lookup(&t, "node/pressure/io_some_avg10"));
+	printf("%-38s %-5s %-9s %8s %9s %9s %7s  %s\n", "GROUP", "CLASS", "KIND",
+	       "WAITS", "P50_US", "P99_US", "CPUS", "PATH");
+	for (i = 0; i < t.nr; i++) {
+		if (sscanf(t.paths[i], "groups/%127[^/]/", id) != 1 ||
+		    !strcmp(id, last))
+			continue;
+		strcpy(last, id);
+#define G(attr) (snprintf(path, sizeof(path), "groups/%s/" attr, id), lookup(&t, path))
+		printf("%-38s %-5s %-9s %8s %9s %9s %7s  %s\n", id, G("class"),
+		       G("kind"), G("rqlat_count"), G("rqlat_p50_us"),
+		       G("rqlat_p99_us"), G("cpu_usage"), G("path"));
+#undef G
+	}
+	free(t.paths);
+	free(t.values);
+	free(body);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	const char *verb;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "+s:jh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			socket_path = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	verb = argv[optind++];
+	argc -= optind;
+	argv += optind;
+	if (!strcmp(verb, "ls") || !strcmp(verb, "tree") || !strcmp(verb, "config"))
+		return cmd_simple(verb, argc, argv);
+	if (!strcmp(verb, "get"))
+		return cmd_get(argc, argv);
+	if (!strcmp(verb, "set"))
+		return cmd_set(argc, argv);
+	if (!strcmp(verb, "status"))
+		return cmd_status(argc, argv);
+	fprintf(stderr, "moatctl: unknown verb '%s'\n", verb);
+	fputs(usage, stderr);
+	return 2;
+}

@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The groups moatd tracks: found by rescanning the cpu controller's
+ * hierarchy every period, each with its knobs under groups/<id>/, and
+ * observed every period.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "cgroup.h"
+#include "hist.h"
+#include "log.h"
+#include "moatd.h"
+
+/* groups/<id>/class: reads the effective class, writes the override. */
+static const char *const class_choices[] = { "auto", "none", "lc", "be", NULL };
+#define CLASS_AUTO 0
+
+static struct override *find_override(struct moatd *d, const char *id)
+{
+	size_t i;
+
+	for (i = 0; i < d->nr_overrides; i++)
+		if (!strcmp(d->overrides[i].id, id))
+			return &d->overrides[i];
+	return NULL;
+}
+
+static struct moatd_group *find_group(struct moatd *d, const char *id)
+{
+	size_t i;
+
+	for (i = 0; i < d->nr_groups; i++)
+		if (!strcmp(d->groups[i]->gid.id, id))
+			return d->groups[i];
+	return NULL;
+}
+
+static void update_class(struct moatd *d, struct moatd_group *g)
+{
+	struct override *o = find_override(d, g->gid.id);
+	unsigned int class = o ? o->class : g->gid.class;
+	bool watch = class == MOAT_CLASS_LC;
+
+	g->class = class;
+	if (watch != g->watched && !moat_rqlat_watch(d->rqlat, g->cgid, watch))
+		g->watched = watch;
+}
+
+static int show_class(const struct moat_knob *k, char *buf, size_t len)
+{
+	const struct moatd_group *g = k->owner;
+
+	return snprintf(buf, len, "%s", moat_class_names[g->class]) >= (int)len ?
+	       -EOVERFLOW : 0;
+}
+
+static void store_class(const struct moat_knob *k, unsigned int choice,
+			const char *val)
+{
+	struct moatd_group *g = k->owner;
+	struct moatd *d = g->d;
+	struct override *o = find_override(d, g->gid.id);
+
+	if (choice == CLASS_AUTO) {
+		if (o)
+			*o = d->overrides[--d->nr_overrides];
+	} else if (o) {
+		o->class = choice - 1;
+	} else {
+		struct override *v = realloc(d->overrides,
+					     (d->nr_overrides + 1) * sizeof(*v));
+
+		if (!v) {
+			pr_err("group %s: class override: out of memory", g->gid.id);
+			return;
+		}
+		d->overrides = v;
+		strcpy(v[d->nr_overrides].id, g->gid.id);
+		v[d->nr_overrides++].class = choice - 1;
+	}
+	update_class(d, g);
+	pr_info("group %s: class set to %s (%s)", g->gid.id,
+		moat_class_names[g->class], val);
+}
+
+static int show_u64(char *buf, size_t len, __u64 v)
+{
+	return snprintf(buf, len, "%llu", (unsigned long long)v) >= (int)len ?
+	       -EOVERFLOW : 0;
+}
+
+/* A measured number, or ENODATA when the window had none. */
+static int show_double(char *buf, size_t len, double v, int decimals)
+{
+	if (isnan(v))
+		return -ENODATA;
+	return snprintf(buf, len, "%.*f", decimals, v) >= (int)len ? -EOVERFLOW : 0;
+}
+
+static int show_cgroup_id(const struct moat_knob *k, char *buf, size_t len)
+{
+	return show_u64(buf, len, ((const struct moatd_group *)k->owner)->cgid);
+}
+
+static int show_rqlat_count(const struct moat_knob *k, char *buf, size_t len)
+{
+	return show_u64(buf, len, ((const struct moatd_group *)k->owner)->win.rqlat_count);
+}
+
+static int show_p50(const struct moat_knob *k, char *buf, size_t len)
+{
+	return show_double(buf, len, ((const struct moatd_group *)k->owner)->win.rqlat_p50_us, 1);
+}
+
+static int show_p99(const struct moat_knob *k, char *buf, size_t len)
+{
+	return show_double(buf, len, ((const struct moatd_group *)k->owner)->win.rqlat_p99_us, 1);
+}
+
+static int show_p999(const struct moat_knob *k, char *buf, size_t len)
+{
+	return show_double(buf, len, ((const struct moatd_group *)k->owner)->win.rqlat_p999_us, 1);
+}
+
+static int show_cpu_usage(const struct moat_knob *k, char *buf, size_t len)
+{
+	return show_double(buf, len, ((const struct moatd_group *)k->owner)->win.cpu_usage, 3);
+}
+
+static const char *const kind_names[] = { "pod", "container", "rule" };
+
+static int show_kind(const struct moat_knob *k, char *buf, size_t len)
+{
+	const struct moatd_group *g = k->owner;
+
+	return snprintf(buf, len, "%s", kind_names[g->gid.kind]) >= (int)len ?
+	       -EOVERFLOW : 0;
+}
+
+static int add_knobs(struct moatd *d, struct moatd_group *g)
+{
+	const struct moat_knob attrs[] = {
+		{ .path = "path", .type = MOAT_KNOB_STRING, .data = g->path,
+		  .str_max = sizeof(g->path) },
+		{ .path = "source", .type = MOAT_KNOB_STRING, .data = g->gid.source,
+		  .str_max = sizeof(g->gid.source) },
+		{ .path = "kind", .type = MOAT_KNOB_SHOW, .show = show_kind },
+		{ .path = "class", .type = MOAT_KNOB_CHOICE, .writable = true,
+		  .transient = true, .choices = class_choices, .show = show_class,
+		  .store = store_class },
+		{ .path = "cgroup_id", .type = MOAT_KNOB_SHOW, .show = show_cgroup_id },
+		{ .path = "rqlat_count", .type = MOAT_KNOB_SHOW, .show = show_rqlat_count },
+		{ .path = "rqlat_p50_us", .type = MOAT_KNOB_SHOW, .show = show_p50 },
+		{ .path = "rqlat_p99_us", .type = MOAT_KNOB_SHOW, .show = show_p99 },
+		{ .path = "rqlat_p999_us", .type = MOAT_KNOB_SHOW, .show = show_p999 },
+		{ .path = "cpu_usage", .type = MOAT_KNOB_SHOW, .show = show_cpu_usage },
+	};
+	struct moat_knob k;
+	size_t i;
+	int err;
+
+	for (i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++) {
+		k = attrs[i];
+		k.owner = g;
+		if ((size_t)snprintf(k.path, sizeof(k.path), "groups/%s/%s",
+				     g->gid.id, attrs[i].path) >= sizeof(k.path))
+			return -ENAMETOOLONG;
+		err = moat_knob_add(d->tree, &k);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static void drop_group(struct moatd *d, size_t i, const char *why)
+{
+	struct moatd_group *g = d->groups[i];
+	char dir[MOAT_KNOB_PATH_MAX];
+
+	snprintf(dir, sizeof(dir), "groups/%s", g->gid.id);
+	moat_knob_remove_dir(d->tree, dir);
+	if (g->watched)
+		moat_rqlat_watch(d->rqlat, g->cgid, false);
+	pr_info("group %s (%s): %s", g->gid.id, g->path, why);
+	free(g);
+	d->groups[i] = d->groups[--d->nr_groups];
+}
+
+static int new_group(struct moatd *d, const struct moat_group_id *gid,
+		     const char *path, __u64 cgid)
+{
+	struct moatd_group *g = calloc(1, sizeof(*g));
+	int err;
+
+	if (!g)
+		return -ENOMEM;
+	g->d = d;
+	g->gid = *gid;
+	g->cgid = cgid;
+	g->seen = true;
+	snprintf(g->path, sizeof(g->path), "%s", path);
+	err = moat_cgroup_dir(d->cpu, path, g->dir, sizeof(g->dir));
+	g->win = (struct group_window){ .rqlat_p50_us = NAN,
+		.rqlat_p99_us = NAN, .rqlat_p999_us = NAN, .cpu_usage = NAN };
+	if (!err && d->nr_groups == d->cap_groups) {
+		size_t cap = d->cap_groups ? d->cap_groups * 2 : 64;
+		void *v = realloc(d->groups, cap * sizeof(*d->groups));
+
+		if (v) {
+			d->groups = v;
+			d->cap_groups = cap;
+		} else {
+			err = -ENOMEM;
+		}
+	}
+	if (!err)
+		err = add_knobs(d, g);
+	if (err) {
+		char dir[MOAT_KNOB_PATH_MAX];
+
+		snprintf(dir, sizeof(dir), "groups/%s", gid->id);
+		moat_knob_remove_dir(d->tree, dir);
+		free(g);
+		return err;
+	}
+	d->groups[d->nr_groups++] = g;
+	update_class(d, g);
+	pr_info("group %s (%s): found, %s %s, class %s", g->gid.id, path,
+		kind_names[gid->kind], gid->source, moat_class_names[g->class]);
+	return 0;
+}
+
+/* One cgroup of the rescan: a new group, a known one, or none. */
+static int rescan_one(__u64 cgid, const char *path, void *ctx)
+{
+	struct moatd *d = ctx;
+	const char *rel = path + strlen(d->scan.root);
+	struct moat_group_id gid;
+	struct moatd_group *g;
+	int err;
+
+	if (!strcmp(d->scan.root, "/"))
+		rel = path;
+	if (moat_group_classify(rel, &d->qos, d->active_rules,
+				d->nr_active_rules, &gid))
+		return 0;
+	g = find_group(d, gid.id);
+	if (!g) {
+		err = new_group(d, &gid, path, cgid);
+		if (err)
+			pr_warn("group %s (%s): not tracked: %s", gid.id, path,
+				strerror(-err));
+		return 0;
+	}
+	if (g->seen)	/* two cgroups, one id: the first one found wins */
+		return 0;
+	g->seen = true;
+	if (g->cgid != cgid) {	/* the same pod or container, recreated */
+		if (g->watched)
+			moat_rqlat_watch(d->rqlat, g->cgid, false);
+		g->watched = false;
+		g->cgid = cgid;
+		memset(&g->rqlat_total, 0, sizeof(g->rqlat_total));
+		g->cpu_total_ns = 0;
+		snprintf(g->path, sizeof(g->path), "%s", path);
+		moat_cgroup_dir(d->cpu, path, g->dir, sizeof(g->dir));
+	}
+	g->gid.class = gid.class;
+	strcpy(g->gid.source, gid.source);
+	update_class(d, g);
+	return 0;
+}
+
+int groups_rescan(struct moatd *d)
+{
+	struct moat_cgroup_names *names;
+	size_t i;
+	int err;
+
+	rules_activate(d);
+	names = moat_cgroup_names_new(&d->scan);
+	if (!names)
+		return -ENOMEM;
+	err = moat_cgroup_names_refresh(names);
+	if (err) {
+		moat_cgroup_names_free(names);
+		return err;
+	}
+	for (i = 0; i < d->nr_groups; i++)
+		d->groups[i]->seen = false;
+	moat_cgroup_names_for_each(names, rescan_one, d);
+	moat_cgroup_names_free(names);
+	for (i = d->nr_groups; i-- > 0;)
+		if (!d->groups[i]->seen)
+			drop_group(d, i, "gone");
+	return 0;
+}
+
+/* A cgroup file's first number, or the one after "key " in it. */
+static int read_u64(const char *dir, const char *file, const char *key,
+		    __u64 *out)
+{
+	char path[PATH_MAX], buf[4096], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	p = buf;
+	if (key) {
+		size_t klen = strlen(key);
+
+		for (p = buf; p && (strncmp(p, key, klen) || p[klen] != ' ');
+		     p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+			;
+		if (!p)
+			return -ENODATA;
+		p += klen + 1;
+	}
+	return sscanf(p, "%llu", (unsigned long long *)out) == 1 ? 0 : -ENODATA;
+}
+
+/* CPU time of @g so far: cgroup v2 cpu.stat, v1 cpuacct.usage. */
+static int read_cpu_ns(struct moatd *d, struct moatd_group *g, __u64 *ns)
+{
+	char dir[PATH_MAX];
+	__u64 usec;
+	int err;
+
+	if (d->cpu->v2) {
+		err = read_u64(g->dir, "cpu.stat", "usage_usec", &usec);
+		*ns = usec * 1000;
+		return err;
+	}
+	if (!d->cpuacct)
+		return -ENODATA;
+	err = moat_cgroup_dir(d->cpuacct, g->path, dir, sizeof(dir));
+	return err ? err : read_u64(dir, "cpuacct.usage", NULL, ns);
+}
+
+static double percentile_us(const struct moat_rqlat_hist *h, double q)
+{
+	double ns;
+
+	return moat_hist_percentile(h, q, &ns) ? NAN : ns / 1000;
+}
+
+void groups_observe(struct moatd *d)
+{
+	static struct timespec last;
+	struct timespec now;
+	double elapsed;
+	size_t i;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	elapsed = last.tv_sec ? (now.tv_sec - last.tv_sec) +
+				(now.tv_nsec - last.tv_nsec) / 1e9 : 0;
+	last = now;
+
+	for (i = 0; i < d->nr_groups; i++) {
+		struct moatd_group *g = d->groups[i];
+		struct moat_rqlat_hist total, win;
+		__u64 cpu_ns;
+		int err;
+
+		err = moat_rqlat_read_hist(d->rqlat, g->cgid, &total);
+		if (err == -ENOENT)
+			memset(&total, 0, sizeof(total));
+		moat_hist_delta(&win, &total, &g->rqlat_total);
+		g->rqlat_total = total;
+		g->win.rqlat_count = win.count;
+		g->win.rqlat_p50_us = percentile_us(&win, 0.5);
+		g->win.rqlat_p99_us = percentile_us(&win, 0.99);
+		g->win.rqlat_p999_us = percentile_us(&win, 0.999);
+
+		/* A cgroup gone mid-read drops out at the next rescan. */
+		g->win.cpu_usage = NAN;
+		if (read_cpu_ns(d, g, &cpu_ns))
+			continue;
+		if (g->cpu_total_ns && elapsed > 0 && cpu_ns >= g->cpu_total_ns)
+			g->win.cpu_usage = (cpu_ns - g->cpu_total_ns) / 1e9 / elapsed;
+		g->cpu_total_ns = cpu_ns;
+	}
+}
+
+void groups_free(struct moatd *d)
+{
+	while (d->nr_groups)
+		drop_group(d, d->nr_groups - 1, "no longer tracked: moatd stops");
+	free(d->groups);
+	free(d->overrides);
+}

@@ -1,0 +1,424 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * moatd: finds the groups on this node, observes them every period, and
+ * serves everything it knows and every tunable as one knob tree on its
+ * control socket.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include "cgroup.h"
+#include "config.h"
+#include "ctl.h"
+#include "log.h"
+#include "moatd.h"
+
+#define MOAT_VERSION		"0.1.0"
+#define DEFAULT_CONFIG		"/etc/moat/moat.conf"
+#define MAX_POLL		32
+
+struct options {
+	const char *config, *cgroup_root, *socket, *socket_group, *mode;
+	bool config_given, foreground;
+	int verbose;
+};
+
+static const char *const mode_names[] = { "observe", "enforce", NULL };
+
+static const char usage[] =
+"usage: moatd [--config FILE] [--cgroup-root DIR] [--socket PATH]\n"
+"             [--socket-group GROUP] [--mode observe|enforce] [--foreground] [-v]\n"
+"\n"
+"  -c, --config FILE       knob settings, 'path = value' lines\n"
+"                          (default " DEFAULT_CONFIG ", if it exists)\n"
+"  -r, --cgroup-root DIR   look for groups only below this cgroup\n"
+"                          (default: the cpu controller's whole hierarchy)\n"
+"  -s, --socket PATH       control socket (default " MOAT_CTL_SOCKET ")\n"
+"  -g, --socket-group GRP  let this group read the socket (mode 0660)\n"
+"  -m, --mode MODE         observe or enforce; wins over the config\n"
+"  -f, --foreground        do not detach\n"
+"  -v, --verbose           debug messages; twice: libbpf's too\n";
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "cgroup-root", required_argument, NULL, 'r' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "socket-group", required_argument, NULL, 'g' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	int c;
+
+	o->config = DEFAULT_CONFIG;
+	o->socket = MOAT_CTL_SOCKET;
+	while ((c = getopt_long(argc, argv, "c:r:s:g:m:fvh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			o->config = optarg;
+			o->config_given = true;
+			break;
+		case 'r':
+			o->cgroup_root = optarg;
+			break;
+		case 's':
+			o->socket = optarg;
+			break;
+		case 'g':
+			o->socket_group = optarg;
+			break;
+		case 'm':
+			o->mode = optarg;
+			break;
+		case 'f':
+			o->foreground = true;
+			break;
+		case 'v':
+			o->verbose++;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			exit(0);
+		default:
+			fputs(usage, stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		pr_err("unexpected argument '%s'", argv[optind]);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int moatd_set(struct moatd *d, const char *path, const char *val)
+{
+	const char *name = path + strlen("rules/");
+	bool rule = !strncmp(path, "rules/", 6) && !strchr(name, '/');
+	bool created = false;
+	int err;
+
+	if (rule && !moat_knob_find(d->tree, path)) {
+		if (!*val)
+			return -ENOENT;
+		err = rules_create(d, name);
+		if (err)
+			return err == -E2BIG ? -E2BIG : -ENOENT;
+		created = true;
+	}
+	err = moat_knob_set(d->tree, path, val);
+	if (rule && ((err && created) || (!err && !*val)))
+		rules_remove(d, name);
+	if (!err)
+		pr_info("knob %s set to '%s'", path, val);
+	return err;
+}
+
+static int show_version(const struct moat_knob *k, char *buf, size_t len)
+{
+	return snprintf(buf, len, "%s", MOAT_VERSION) >= (int)len ? -EOVERFLOW : 0;
+}
+
+static void store_period(const struct moat_knob *k, unsigned int u,
+			 const char *val)
+{
+	struct moatd *d = k->owner;
+
+	d->period_ms = u;
+	d->period_changed = true;
+}
+
+static int show_cycle_us(const struct moat_knob *k, char *buf, size_t len)
+{
+	const struct moatd *d = k->owner;
+
+	return snprintf(buf, len, "%.0f", d->cycle_us) >= (int)len ? -EOVERFLOW : 0;
+}
+
+static int add_base_knobs(struct moatd *d)
+{
+	const struct moat_knob knobs[] = {
+		{ .path = "version", .type = MOAT_KNOB_SHOW, .show = show_version },
+		{ .path = "mode", .type = MOAT_KNOB_CHOICE, .writable = true,
+		  .choices = mode_names, .data = &d->mode },
+		{ .path = "period_ms", .type = MOAT_KNOB_U32, .writable = true,
+		  .min = 50, .max = 60000, .data = &d->period_ms,
+		  .store = store_period },
+		{ .path = "cycle_us", .type = MOAT_KNOB_SHOW, .show = show_cycle_us },
+		{ .path = "classes/guaranteed", .type = MOAT_KNOB_CHOICE,
+		  .writable = true, .choices = moat_class_names,
+		  .data = &d->qos.guaranteed },
+		{ .path = "classes/burstable", .type = MOAT_KNOB_CHOICE,
+		  .writable = true, .choices = moat_class_names,
+		  .data = &d->qos.burstable },
+		{ .path = "classes/besteffort", .type = MOAT_KNOB_CHOICE,
+		  .writable = true, .choices = moat_class_names,
+		  .data = &d->qos.besteffort },
+	};
+	struct moat_knob k;
+	size_t i;
+	int err;
+
+	for (i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
+		k = knobs[i];
+		k.owner = d;
+		err = moat_knob_add(d->tree, &k);
+		if (err)
+			return err;
+	}
+	return node_add_knobs(d);
+}
+
+/* Load the config file, all or nothing; rules it names are created. */
+static int load_config(struct moatd *d, const struct options *o)
+{
+	char err_msg[512], created[MOATD_MAX_RULES][MOAT_ID_MAX];
+	unsigned int nr_created = 0, i;
+	struct moat_config c;
+	FILE *f;
+	int err;
+
+	f = fopen(o->config, "re");
+	if (!f) {
+		if (errno == ENOENT && !o->config_given)
+			return 0;
+		err = -errno;
+		pr_err("config %s: %s", o->config, strerror(errno));
+		return err;
+	}
+	err = moat_config_parse(f, o->config, &c, err_msg, sizeof(err_msg));
+	fclose(f);
+	if (err) {
+		pr_err("%s", err_msg);
+		return err;
+	}
+	for (i = 0; i < c.nr && !err; i++) {
+		const char *p = c.v[i].path;
+
+		if (strncmp(p, "rules/", 6) || strchr(p + 6, '/') ||
+		    moat_knob_find(d->tree, p))
+			continue;
+		err = rules_create(d, p + 6);
+		if (err) {
+			pr_err("%s:%u: %s: %s", o->config, c.v[i].line, p,
+			       err == -E2BIG ? "too many rules" : "invalid rule name");
+			break;
+		}
+		strcpy(created[nr_created++], p + 6);
+	}
+	if (!err)
+		err = moat_config_apply(d->tree, &c, o->config, err_msg,
+					sizeof(err_msg));
+	if (err && err_msg[0])
+		pr_err("%s", err_msg);
+	for (i = 0; err && i < nr_created; i++)
+		rules_remove(d, created[i]);
+	moat_config_free(&c);
+	return err;
+}
+
+static int setup_cgroups(struct moatd *d, const struct options *o)
+{
+	char path[PATH_MAX];
+	__u64 id;
+	int err;
+
+	err = moat_cg_layout_read(&d->layout);
+	if (err)
+		return err;
+	d->cpu = moat_cg_layout_find(&d->layout, "cpu");
+	if (!d->cpu) {
+		pr_err("no cgroup hierarchy has the cpu controller");
+		return -ENOENT;
+	}
+	d->cpuacct = d->cpu->v2 ? NULL : moat_cg_layout_find(&d->layout, "cpuacct");
+	if (d->cpuacct && d->cpuacct->v2)
+		d->cpuacct = NULL;
+	d->scan = *d->cpu;
+	if (o->cgroup_root) {
+		err = moat_cgroup_resolve(d->cpu, o->cgroup_root, path,
+					  sizeof(path), &id);
+		if (err) {
+			pr_err("--cgroup-root %s: %s", o->cgroup_root,
+			       err == -ENOENT ? "no such cgroup in the cpu hierarchy" :
+			       strerror(-err));
+			return err;
+		}
+		strcpy(d->scan.root, path);
+		err = moat_cgroup_dir(d->cpu, path, d->scan.mnt, sizeof(d->scan.mnt));
+		if (err)
+			return err;
+	}
+	pr_info("cgroups: %s; cpu controller on %s at %s; cpu usage from %s; groups looked for below %s",
+		moat_cg_mode_name(d->layout.mode), d->cpu->v2 ? "cgroup2" : "cgroup v1",
+		d->cpu->mnt, d->cpu->v2 ? "cpu.stat" :
+		d->cpuacct ? "cpuacct.usage" : "nowhere (no cpuacct)",
+		d->scan.root);
+	return 0;
+}
+
+static int arm_timer(int fd, unsigned int ms)
+{
+	struct itimerspec its = {
+		.it_interval = { ms / 1000, (ms % 1000) * 1000000L },
+		.it_value = { ms / 1000, (ms % 1000) * 1000000L },
+	};
+
+	return timerfd_settime(fd, 0, &its, NULL) ? -errno : 0;
+}
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static void cycle(struct moatd *d)
+{
+	double start = now_us();
+	int err;
+
+	err = groups_rescan(d);
+	if (err)
+		pr_warn("rescan of %s: %s", d->scan.mnt, strerror(-err));
+	node_observe(d);
+	groups_observe(d);
+	d->cycle_us = now_us() - start;
+}
+
+static int run(struct moatd *d, struct server *srv)
+{
+	struct pollfd pfd[MAX_POLL];
+	sigset_t mask;
+	int tfd, sfd, err = 0;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (sfd < 0 || tfd < 0 || arm_timer(tfd, d->period_ms)) {
+		err = -errno;
+		pr_err("signalfd/timerfd: %s", strerror(errno));
+		goto out;
+	}
+	pr_info("running in %s mode, period %u ms, control socket ready",
+		mode_names[d->mode], d->period_ms);
+	for (;;) {
+		struct signalfd_siginfo si;
+		unsigned int n = 2;
+		int timeout = -1;
+		__u64 ticks;
+
+		pfd[0] = (struct pollfd){ .fd = tfd, .events = POLLIN };
+		pfd[1] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+		server_poll_fds(srv, pfd, &n, MAX_POLL);
+		server_work(srv, d, &timeout);
+		if (poll(pfd, n, timeout) < 0 && errno != EINTR) {
+			err = -errno;
+			break;
+		}
+		if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+			pr_info("signal %u: stopping", si.ssi_signo);
+			break;
+		}
+		if (read(tfd, &ticks, sizeof(ticks)) == sizeof(ticks))
+			cycle(d);
+		if (d->period_changed) {
+			d->period_changed = false;
+			arm_timer(tfd, d->period_ms);
+		}
+	}
+out:
+	if (sfd >= 0)
+		close(sfd);
+	if (tfd >= 0)
+		close(tfd);
+	return err;
+}
+
+int main(int argc, char **argv)
+{
+	struct moat_rqlat_opts ropts = {};
+	struct server *srv = NULL;
+	struct options o = {};
+	struct moatd *d;
+	unsigned int mode;
+	int err;
+
+	moat_log_init("moatd", MOAT_LOG_INFO);
+	moat_log_syslog_prefix(true);
+	if (parse_args(argc, argv, &o))
+		return 2;
+	moat_log_init("moatd", o.verbose > 1 ? MOAT_LOG_TRACE :
+			       o.verbose ? MOAT_LOG_DEBUG : MOAT_LOG_INFO);
+	if (geteuid()) {
+		pr_err("must run as root: it loads BPF programs and reads every cgroup");
+		return 1;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return 1;
+	d->period_ms = 500;
+	d->qos = (struct moat_qos_classes){ MOAT_CLASS_LC, MOAT_CLASS_LC,
+					    MOAT_CLASS_BE };
+	d->tree = moat_knob_tree_new();
+	err = d->tree ? add_base_knobs(d) : -ENOMEM;
+	if (!err && o.mode) {
+		for (mode = 0; mode_names[mode] && strcmp(mode_names[mode], o.mode); mode++)
+			;
+		if (!mode_names[mode]) {
+			pr_err("--mode %s: expected observe or enforce", o.mode);
+			err = -EINVAL;
+		}
+	}
+	if (!err)
+		err = setup_cgroups(d, &o);
+	if (!err)
+		err = load_config(d, &o);
+	if (err)
+		goto out;
+	if (o.mode)
+		d->mode = mode;
+
+	err = moat_rqlat_open(&ropts, &d->rqlat);
+	if (err) {
+		if (o.verbose)
+			moat_log_libbpf_tail();
+		goto out;
+	}
+	err = server_open(&srv, o.socket, o.socket_group);
+	if (err)
+		goto out;
+	cycle(d);
+	if (!o.foreground && daemon(0, 1)) {
+		err = -errno;
+		pr_err("detach: %s", strerror(errno));
+		goto out;
+	}
+	err = run(d, srv);
+out:
+	server_close(srv);
+	groups_free(d);
+	moat_rqlat_close(d->rqlat);
+	moat_knob_tree_free(d->tree);
+	free(d);
+	if (err)
+		pr_err("not started or stopped on error: %s", strerror(-err));
+	return err ? 1 : 0;
+}

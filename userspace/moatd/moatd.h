@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef MOATD_H
+#define MOATD_H
+
+#include <limits.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <linux/types.h>
+#include "group.h"
+#include "knob.h"
+#include "mountinfo.h"
+#include "rqlat_bpf.h"
+
+#define MOATD_MAX_RULES		64
+
+enum moatd_mode { MOATD_OBSERVE, MOATD_ENFORCE };
+
+/* One window of a group's signals. */
+struct group_window {
+	__u64 rqlat_count;
+	double rqlat_p50_us, rqlat_p99_us, rqlat_p999_us;	/* NAN: no waits */
+	double cpu_usage;		/* CPUs; NAN: not known */
+};
+
+struct moatd;
+
+struct moatd_group {
+	struct moatd *d;
+	struct moat_group_id gid;	/* id, kind, default class, source */
+	char path[PATH_MAX];		/* in the cpu controller's hierarchy */
+	char dir[PATH_MAX];
+	__u64 cgid;
+	unsigned int class;		/* effective enum moat_class */
+	bool seen;			/* in the latest rescan */
+	bool watched;			/* in rqlat's watched map */
+
+	struct moat_rqlat_hist rqlat_total;	/* at the last window's end */
+	__u64 cpu_total_ns;		/* ditto; 0: not read yet */
+	struct group_window win;
+};
+
+/* Per-group class overrides, by id: they outlive the groups. */
+struct override {
+	char id[MOAT_ID_MAX];
+	unsigned int class;		/* enum moat_class */
+};
+
+struct node_window {
+	double cpu_usage;		/* busy CPUs, NAN before two reads */
+	double psi_some_avg10[3];	/* cpu, memory, io; NAN: no PSI */
+	__u64 cpu_busy, cpu_total;	/* /proc/stat jiffies at window end */
+};
+
+/* rules/<name>: a fixed slot each, so that its knob's storage stays put. */
+struct rule_slot {
+	bool used;
+	char text[MOAT_KNOB_VALUE_MAX];
+	struct moat_rule rule;
+};
+
+struct moatd {
+	/* knobs */
+	unsigned int mode;		/* enum moatd_mode */
+	unsigned int period_ms;
+	struct moat_qos_classes qos;
+	struct rule_slot rules[MOATD_MAX_RULES];
+	/* the used rules in name order, as classification tries them */
+	struct moat_rule active_rules[MOATD_MAX_RULES];
+	size_t nr_active_rules;
+
+	struct moat_knob_tree *tree;
+	struct moat_cg_layout layout;
+	const struct moat_cg_hierarchy *cpu;
+	const struct moat_cg_hierarchy *cpuacct;	/* v1, may be NULL */
+	struct moat_cg_hierarchy scan;	/* the part of cpu moatd looks at */
+	struct moat_rqlat *rqlat;
+
+	struct moatd_group **groups;
+	size_t nr_groups, cap_groups;
+	struct override *overrides;
+	size_t nr_overrides;
+
+	struct node_window node;
+	bool period_changed;
+	double cycle_us;		/* the last cycle's duration */
+};
+
+/* main.c */
+/**
+ * moatd_set() - set a knob as moatctl and the config file do: a write to
+ * rules/<name> creates the rule, and "" removes it.
+ */
+int moatd_set(struct moatd *d, const char *path, const char *val);
+
+/* groups.c */
+int groups_rescan(struct moatd *d);
+void groups_observe(struct moatd *d);
+void groups_free(struct moatd *d);
+
+/* rules.c */
+int rules_create(struct moatd *d, const char *name);
+void rules_remove(struct moatd *d, const char *name);
+void rules_activate(struct moatd *d);
+
+/* node.c */
+void node_observe(struct moatd *d);
+int node_add_knobs(struct moatd *d);
+
+/* server.c */
+struct server;
+int server_open(struct server **out, const char *path, const char *group);
+void server_close(struct server *s);
+/* Append the fds to poll to @pfd, which has room for @max, from *@n. */
+void server_poll_fds(struct server *s, struct pollfd *pfd, unsigned int *n,
+		     unsigned int max);
+/* Serve what poll() reported; @timeout_ms: how soon to come back. */
+void server_work(struct server *s, struct moatd *d, int *timeout_ms);
+/* Handle one request line; the response goes to @out. */
+void server_handle(struct moatd *d, const char *line, bool may_write,
+		   FILE *out);
+
+#endif /* MOATD_H */

@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The control socket (protocol in userspace/lib/ctl.h).  Every socket is
+ * non-blocking and every connection has a deadline, a bounded request and
+ * a bounded response, so no client, slow or hostile, can stall the
+ * control loop or grow moatd's memory without bound.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include "config.h"
+#include "ctl.h"
+#include "log.h"
+#include "moatd.h"
+
+#define MAX_CONNS		16
+#define CONN_TIMEOUT_MS		2000
+#define MAX_RESPONSE		(8 << 20)
+
+struct conn {
+	int fd;
+	bool may_write;
+	char in[MOAT_CTL_REQUEST_MAX];
+	size_t inlen;
+	char *out;		/* the response, once the request is in */
+	size_t outlen, outoff;
+	long long deadline_ms;
+};
+
+struct server {
+	int lfd;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct conn conns[MAX_CONNS];
+	unsigned int nr;
+};
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* Refuse to take over a socket another moatd still listens on. */
+static int claim_path(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd, err = 0;
+
+	if (lstat(path, &st))
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode)) {
+		pr_err("socket %s: exists and is not a socket", path);
+		return -EEXIST;
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (!connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		pr_err("socket %s: another moatd is listening on it", path);
+		err = -EADDRINUSE;
+	} else if (unlink(path)) {
+		err = -errno;
+	}
+	close(fd);
+	return err;
+}
+
+int server_open(struct server **out, const char *path, const char *group)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct server *s;
+	struct group *gr = NULL;
+	char dir[sizeof(sa.sun_path)], *slash;
+	mode_t old;
+	int err;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		pr_err("socket %s: path too long", path);
+		return -ENAMETOOLONG;
+	}
+	if (group) {
+		gr = getgrnam(group);
+		if (!gr) {
+			pr_err("socket group %s: no such group", group);
+			return -ENOENT;
+		}
+	}
+	strcpy(dir, path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		if (mkdir(dir, 0755) && errno != EEXIST) {
+			err = -errno;
+			pr_err("socket directory %s: %s", dir, strerror(errno));
+			return err;
+		}
+	}
+	err = claim_path(path);
+	if (err)
+		return err;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	strcpy(s->path, path);
+	strcpy(sa.sun_path, path);
+	s->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s->lfd < 0)
+		goto err_errno;
+	/* Never visible with wider permissions than it will have. */
+	old = umask(0177);
+	err = bind(s->lfd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (err || listen(s->lfd, MAX_CONNS))
+		goto err_errno;
+	if (gr && (chown(path, -1, gr->gr_gid) || chmod(path, 0660)))
+		goto err_errno;
+	*out = s;
+	return 0;
+
+err_errno:
+	err = -errno;
+	pr_err("socket %s: %s", path, strerror(errno));
+	if (s->lfd >= 0)
+		close(s->lfd);
+	free(s);
+	return err;
+}
+
+static void conn_close(struct server *s, unsigned int i)
+{
+	close(s->conns[i].fd);
+	free(s->conns[i].out);
+	s->conns[i] = s->conns[--s->nr];
+}
+
+void server_close(struct server *s)
+{
+	if (!s)
+		return;
+	while (s->nr)
+		conn_close(s, s->nr - 1);
+	close(s->lfd);
+	unlink(s->path);
+	free(s);
+}
+
+void server_poll_fds(struct server *s, struct pollfd *pfd, unsigned int *n,
+		     unsigned int max)
+{
+	unsigned int i;
+
+	if (*n < max)
+		pfd[(*n)++] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
+	for (i = 0; i < s->nr && *n < max; i++)
+		pfd[(*n)++] = (struct pollfd){
+			.fd = s->conns[i].fd,
+			.events = s->conns[i].out ? POLLOUT : POLLIN,
+		};
+}
+
+static void accept_all(struct server *s)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	int fd;
+
+	while ((fd = accept4(s->lfd, NULL, NULL,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+		struct conn *c;
+
+		if (s->nr == MAX_CONNS) {
+			pr_debug("control socket: %d connections open, refusing one",
+				 MAX_CONNS);
+			close(fd);
+			continue;
+		}
+		c = &s->conns[s->nr++];
+		memset(c, 0, sizeof(*c));
+		c->fd = fd;
+		c->deadline_ms = now_ms() + CONN_TIMEOUT_MS;
+		/* Who may change things: root, or moatd's own user. */
+		c->may_write = !getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) &&
+			       (cred.uid == 0 || cred.uid == geteuid());
+	}
+}
+
+static void respond_error(FILE *out, int err, const char *path, const char *why)
+{
+	fprintf(out, "error %s %s%s%s\n", moat_ctl_errname(-err), path,
+		*path ? ": " : "", why);
+}
+
+static const char *knob_error(int err)
+{
+	switch (err) {
+	case -ENOENT:
+		return "no such knob";
+	case -EPERM:
+		return "read-only";
+	case -ENOTDIR:
+		return "not a directory";
+	case -ENODATA:
+		return "no data yet";
+	}
+	return strerror(-err);
+}
+
+struct ls_ctx {
+	FILE *out;
+};
+
+static int ls_one(const char *name, bool dir, void *arg)
+{
+	fprintf(((struct ls_ctx *)arg)->out, "%s%s\n", name, dir ? "/" : "");
+	return 0;
+}
+
+void server_handle(struct moatd *d, const char *line, bool may_write,
+		   FILE *out)
+{
+	char verb[8] = "", path[MOAT_KNOB_PATH_MAX] = "", val[MOAT_KNOB_VALUE_MAX];
+	const char *rest = line;
+	size_t n = strcspn(rest, " ");
+	struct ls_ctx ls;
+	char *body = NULL;
+	size_t bodylen = 0;
+	FILE *mem;
+	int err;
+
+	if (n >= sizeof(verb)) {
+		respond_error(out, -EINVAL, "", "unknown request");
+		return;
+	}
+	memcpy(verb, rest, n);
+	rest += n + (rest[n] == ' ');
+	n = strcspn(rest, " ");
+	if (n >= sizeof(path)) {
+		respond_error(out, -EINVAL, "", "path too long");
+		return;
+	}
+	memcpy(path, rest, n);
+	path[n] = '\0';
+	rest += n + (rest[n] == ' ');
+	if (*path && !moat_knob_path_valid(path)) {
+		respond_error(out, -EINVAL, path, "invalid path");
+		return;
+	}
+
+	/* The body first, so that an error replaces it whole. */
+	mem = open_memstream(&body, &bodylen);
+	if (!mem) {
+		respond_error(out, -ENOMEM, path, "out of memory");
+		return;
+	}
+	if (!strcmp(verb, "get") && *path) {
+		err = moat_knob_get(d->tree, path, val, sizeof(val));
+		if (!err)
+			fprintf(mem, "%s\n", val);
+	} else if (!strcmp(verb, "set") && *path) {
+		err = may_write ? moatd_set(d, path, rest) : -EACCES;
+	} else if (!strcmp(verb, "ls")) {
+		ls.out = mem;
+		err = moat_knob_ls(d->tree, path, ls_one, &ls);
+	} else if (!strcmp(verb, "tree") || !strcmp(verb, "config")) {
+		err = moat_config_print(mem, d->tree, path, !strcmp(verb, "config"));
+	} else {
+		fclose(mem);
+		free(body);
+		respond_error(out, -EINVAL, "", "unknown request");
+		return;
+	}
+	fclose(mem);
+	if (err == -EACCES) {
+		respond_error(out, err, path, "permission denied: only root may set knobs");
+	} else if (err == -EINVAL && !strcmp(verb, "set") &&
+		   moat_knob_find(d->tree, path)) {
+		char why[MOAT_KNOB_VALUE_MAX + 128], expects[256];
+
+		moat_knob_expects(moat_knob_find(d->tree, path), expects,
+				  sizeof(expects));
+		snprintf(why, sizeof(why), "invalid value '%s': expected %s",
+			 rest, expects);
+		respond_error(out, err, path, why);
+	} else if (err) {
+		respond_error(out, err, path, knob_error(err));
+	}
+	else
+		fprintf(out, "ok\n%.*s", (int)bodylen, body);
+	free(body);
+}
+
+/* A complete request is in: build the whole response. */
+static void conn_respond(struct moatd *d, struct conn *c)
+{
+	FILE *mem = open_memstream(&c->out, &c->outlen);
+
+	if (!mem)
+		return;
+	server_handle(d, c->in, c->may_write, mem);
+	fclose(mem);
+	if (c->outlen > MAX_RESPONSE) {
+		free(c->out);
+		c->out = strdup("error E2BIG response too large: ask for less\n");
+		c->outlen = c->out ? strlen(c->out) : 0;
+	}
+}
+
+/* Read what there is; false when the connection is done with. */
+static bool conn_read(struct moatd *d, struct conn *c)
+{
+	char *nl;
+	ssize_t n;
+
+	n = recv(c->fd, c->in + c->inlen, sizeof(c->in) - 1 - c->inlen, 0);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+		return false;
+	if (n > 0)
+		c->inlen += n;
+	c->in[c->inlen] = '\0';
+	nl = memchr(c->in, '\n', c->inlen);
+	if (nl) {
+		*nl = '\0';
+		if (strlen(c->in) != (size_t)(nl - c->in)) {
+			c->out = strdup("error EINVAL NUL byte in request\n");
+			c->outlen = c->out ? strlen(c->out) : 0;
+		} else {
+			conn_respond(d, c);
+		}
+	} else if (c->inlen == sizeof(c->in) - 1) {
+		c->out = strdup("error E2BIG request too long\n");
+		c->outlen = c->out ? strlen(c->out) : 0;
+	}
+	return true;
+}
+
+/* Write what the socket takes; false when done or failed. */
+static bool conn_write(struct conn *c)
+{
+	ssize_t n = send(c->fd, c->out + c->outoff, c->outlen - c->outoff,
+			 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR;
+	c->outoff += n;
+	return c->outoff < c->outlen;
+}
+
+void server_work(struct server *s, struct moatd *d, int *timeout_ms)
+{
+	long long now;
+	unsigned int i;
+
+	accept_all(s);
+	now = now_ms();
+	for (i = s->nr; i-- > 0;) {
+		struct conn *c = &s->conns[i];
+		bool open;
+
+		if (now >= c->deadline_ms) {
+			pr_debug("control socket: a client too slow, dropped");
+			conn_close(s, i);
+			continue;
+		}
+		open = c->out ? conn_write(c) : conn_read(d, c);
+		if (open && c->out && !c->outoff)
+			open = conn_write(c);
+		if (!open) {
+			conn_close(s, i);
+			continue;
+		}
+		if (c->deadline_ms - now < *timeout_ms)
+			*timeout_ms = c->deadline_ms - now;
+	}
+}
