@@ -90,6 +90,11 @@ int tcg_setup(void)
 	return err;
 }
 
+int tcg_write(const struct tcg *cg, const char *file, const char *val)
+{
+	return write_file(cg->dir, file, val);
+}
+
 const char *tcg_prefix_dir(void)
 {
 	return prefix_dir;

@@ -44,6 +44,9 @@ int tcg_create(const char *name, struct tcg *out);
  */
 int tcg_pick_cpu(void);
 
+/* Write @val to @cg's @file (a test's own cgroup only). */
+int tcg_write(const struct tcg *cg, const char *file, const char *val);
+
 /* Run @fn(@arg) in a child process in @cg, pinned to @cpu; returns its pid. */
 pid_t tcg_spawn(const struct tcg *cg, int cpu, void (*fn)(void *), void *arg);
 

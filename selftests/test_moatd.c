@@ -214,6 +214,44 @@ Test(moatd, discovers_new_groups_and_drops_removed_ones)
 	cr_expect(strstr(err, "no such knob"), "%s", err);
 }
 
+/*
+ * The chain from the kernel to the knob: a hog in a cgroup capped at 10%
+ * of a CPU is throttled every 100 ms period, and each throttled stretch
+ * is ~90 ms of run-queue wait, far above anything else on the machine.
+ */
+Test(moatd, observes_throttling_and_its_latency)
+{
+	struct tcg web;
+	double p99 = 0;
+	unsigned long thr = 0;
+	pid_t hog;
+	int i;
+
+	cr_assert_eq(tcg_create("web-hog", &web), 0);
+	if (tcg_hierarchy()->v2)
+		cr_assert_eq(tcg_write(&web, "cpu.max", "10000 100000"), 0);
+	else
+		cr_assert_eq(tcg_write(&web, "cpu.cfs_quota_us", "10000"), 0);
+	hog = tcg_spawn(&web, 0, work_hog, NULL);
+	cr_assert_gt(hog, 0);
+	wait_get("groups/web.web-hog/path", 0, 30);
+	for (i = 0; i < 40 && !(thr > 0 && p99 > 10000); i++) {
+		sleep_ms(100);
+		if (!ctl(out, err, "get", "groups/web.web-hog/throttled_periods", NULL))
+			thr = strtoul(out, NULL, 10);
+		if (!ctl(out, err, "get", "groups/web.web-hog/rqlat_p99_us", NULL))
+			p99 = strtod(out, NULL);
+	}
+	tcg_kill(hog);
+	cr_log_info("throttled periods in a window: %lu, p99 run-queue wait %.0f us",
+		    thr, p99);
+	cr_expect_gt(thr, 0, "no throttling seen");
+	cr_expect_gt(p99, 10000, "p99 %.0f us: throttling not seen as waiting", p99);
+	cr_assert_eq(ctl(out, err, "get", "groups/web.web-hog/rqlat_p99_us_history",
+			 NULL), 0, "%s", err);
+	cr_expect(strchr(out, '.'), "history: %s", out);
+}
+
 Test(moatd, ls_get_set_tree_round_trip)
 {
 	char before[OUT_MAX];

@@ -5,15 +5,10 @@
  * observed every period.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 #include "cgroup.h"
-#include "hist.h"
 #include "log.h"
 #include "moatd.h"
 
@@ -95,42 +90,9 @@ static int show_u64(char *buf, size_t len, __u64 v)
 	       -EOVERFLOW : 0;
 }
 
-/* A measured number, or ENODATA when the window had none. */
-static int show_double(char *buf, size_t len, double v, int decimals)
-{
-	if (isnan(v))
-		return -ENODATA;
-	return snprintf(buf, len, "%.*f", decimals, v) >= (int)len ? -EOVERFLOW : 0;
-}
-
 static int show_cgroup_id(const struct moat_knob *k, char *buf, size_t len)
 {
 	return show_u64(buf, len, ((const struct moatd_group *)k->owner)->cgid);
-}
-
-static int show_rqlat_count(const struct moat_knob *k, char *buf, size_t len)
-{
-	return show_u64(buf, len, ((const struct moatd_group *)k->owner)->win.rqlat_count);
-}
-
-static int show_p50(const struct moat_knob *k, char *buf, size_t len)
-{
-	return show_double(buf, len, ((const struct moatd_group *)k->owner)->win.rqlat_p50_us, 1);
-}
-
-static int show_p99(const struct moat_knob *k, char *buf, size_t len)
-{
-	return show_double(buf, len, ((const struct moatd_group *)k->owner)->win.rqlat_p99_us, 1);
-}
-
-static int show_p999(const struct moat_knob *k, char *buf, size_t len)
-{
-	return show_double(buf, len, ((const struct moatd_group *)k->owner)->win.rqlat_p999_us, 1);
-}
-
-static int show_cpu_usage(const struct moat_knob *k, char *buf, size_t len)
-{
-	return show_double(buf, len, ((const struct moatd_group *)k->owner)->win.cpu_usage, 3);
 }
 
 static const char *const kind_names[] = { "pod", "container", "rule" };
@@ -155,11 +117,6 @@ static int add_knobs(struct moatd *d, struct moatd_group *g)
 		  .transient = true, .choices = class_choices, .show = show_class,
 		  .store = store_class },
 		{ .path = "cgroup_id", .type = MOAT_KNOB_SHOW, .show = show_cgroup_id },
-		{ .path = "rqlat_count", .type = MOAT_KNOB_SHOW, .show = show_rqlat_count },
-		{ .path = "rqlat_p50_us", .type = MOAT_KNOB_SHOW, .show = show_p50 },
-		{ .path = "rqlat_p99_us", .type = MOAT_KNOB_SHOW, .show = show_p99 },
-		{ .path = "rqlat_p999_us", .type = MOAT_KNOB_SHOW, .show = show_p999 },
-		{ .path = "cpu_usage", .type = MOAT_KNOB_SHOW, .show = show_cpu_usage },
 	};
 	struct moat_knob k;
 	size_t i;
@@ -175,7 +132,7 @@ static int add_knobs(struct moatd *d, struct moatd_group *g)
 		if (err)
 			return err;
 	}
-	return 0;
+	return observe_add_knobs(d, g);
 }
 
 static void drop_group(struct moatd *d, size_t i, const char *why)
@@ -188,6 +145,7 @@ static void drop_group(struct moatd *d, size_t i, const char *why)
 	if (g->watched)
 		moat_rqlat_watch(d->rqlat, g->cgid, false);
 	pr_info("group %s (%s): %s", g->gid.id, g->path, why);
+	observe_close(g);
 	free(g);
 	d->groups[i] = d->groups[--d->nr_groups];
 }
@@ -206,8 +164,9 @@ static int new_group(struct moatd *d, const struct moat_group_id *gid,
 	g->seen = true;
 	snprintf(g->path, sizeof(g->path), "%s", path);
 	err = moat_cgroup_dir(d->cpu, path, g->dir, sizeof(g->dir));
-	g->win = (struct group_window){ .rqlat_p50_us = NAN,
-		.rqlat_p99_us = NAN, .rqlat_p999_us = NAN, .cpu_usage = NAN };
+	observe_init(g);
+	if (!err)
+		observe_reset(d, g);
 	if (!err && d->nr_groups == d->cap_groups) {
 		size_t cap = d->cap_groups ? d->cap_groups * 2 : 64;
 		void *v = realloc(d->groups, cap * sizeof(*d->groups));
@@ -226,6 +185,7 @@ static int new_group(struct moatd *d, const struct moat_group_id *gid,
 
 		snprintf(dir, sizeof(dir), "groups/%s", gid->id);
 		moat_knob_remove_dir(d->tree, dir);
+		observe_close(g);
 		free(g);
 		return err;
 	}
@@ -266,10 +226,9 @@ static int rescan_one(__u64 cgid, const char *path, void *ctx)
 			moat_rqlat_watch(d->rqlat, g->cgid, false);
 		g->watched = false;
 		g->cgid = cgid;
-		memset(&g->rqlat_total, 0, sizeof(g->rqlat_total));
-		g->cpu_total_ns = 0;
 		snprintf(g->path, sizeof(g->path), "%s", path);
 		moat_cgroup_dir(d->cpu, path, g->dir, sizeof(g->dir));
+		observe_reset(d, g);
 	}
 	g->gid.class = gid.class;
 	strcpy(g->gid.source, gid.source);
@@ -300,100 +259,6 @@ int groups_rescan(struct moatd *d)
 		if (!d->groups[i]->seen)
 			drop_group(d, i, "gone");
 	return 0;
-}
-
-/* A cgroup file's first number, or the one after "key " in it. */
-static int read_u64(const char *dir, const char *file, const char *key,
-		    __u64 *out)
-{
-	char path[PATH_MAX], buf[4096], *p;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	p = buf;
-	if (key) {
-		size_t klen = strlen(key);
-
-		for (p = buf; p && (strncmp(p, key, klen) || p[klen] != ' ');
-		     p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-			;
-		if (!p)
-			return -ENODATA;
-		p += klen + 1;
-	}
-	return sscanf(p, "%llu", (unsigned long long *)out) == 1 ? 0 : -ENODATA;
-}
-
-/* CPU time of @g so far: cgroup v2 cpu.stat, v1 cpuacct.usage. */
-static int read_cpu_ns(struct moatd *d, struct moatd_group *g, __u64 *ns)
-{
-	char dir[PATH_MAX];
-	__u64 usec;
-	int err;
-
-	if (d->cpu->v2) {
-		err = read_u64(g->dir, "cpu.stat", "usage_usec", &usec);
-		*ns = usec * 1000;
-		return err;
-	}
-	if (!d->cpuacct)
-		return -ENODATA;
-	err = moat_cgroup_dir(d->cpuacct, g->path, dir, sizeof(dir));
-	return err ? err : read_u64(dir, "cpuacct.usage", NULL, ns);
-}
-
-static double percentile_us(const struct moat_rqlat_hist *h, double q)
-{
-	double ns;
-
-	return moat_hist_percentile(h, q, &ns) ? NAN : ns / 1000;
-}
-
-void groups_observe(struct moatd *d)
-{
-	static struct timespec last;
-	struct timespec now;
-	double elapsed;
-	size_t i;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	elapsed = last.tv_sec ? (now.tv_sec - last.tv_sec) +
-				(now.tv_nsec - last.tv_nsec) / 1e9 : 0;
-	last = now;
-
-	for (i = 0; i < d->nr_groups; i++) {
-		struct moatd_group *g = d->groups[i];
-		struct moat_rqlat_hist total, win;
-		__u64 cpu_ns;
-		int err;
-
-		err = moat_rqlat_read_hist(d->rqlat, g->cgid, &total);
-		if (err == -ENOENT)
-			memset(&total, 0, sizeof(total));
-		moat_hist_delta(&win, &total, &g->rqlat_total);
-		g->rqlat_total = total;
-		g->win.rqlat_count = win.count;
-		g->win.rqlat_p50_us = percentile_us(&win, 0.5);
-		g->win.rqlat_p99_us = percentile_us(&win, 0.99);
-		g->win.rqlat_p999_us = percentile_us(&win, 0.999);
-
-		/* A cgroup gone mid-read drops out at the next rescan. */
-		g->win.cpu_usage = NAN;
-		if (read_cpu_ns(d, g, &cpu_ns))
-			continue;
-		if (g->cpu_total_ns && elapsed > 0 && cpu_ns >= g->cpu_total_ns)
-			g->win.cpu_usage = (cpu_ns - g->cpu_total_ns) / 1e9 / elapsed;
-		g->cpu_total_ns = cpu_ns;
-	}
 }
 
 void groups_free(struct moatd *d)

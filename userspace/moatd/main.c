@@ -243,9 +243,15 @@ static int setup_cgroups(struct moatd *d, const struct options *o)
 		pr_err("no cgroup hierarchy has the cpu controller");
 		return -ENOENT;
 	}
-	d->cpuacct = d->cpu->v2 ? NULL : moat_cg_layout_find(&d->layout, "cpuacct");
-	if (d->cpuacct && d->cpuacct->v2)
-		d->cpuacct = NULL;
+	/* On v1, usage and memory live in hierarchies of their own. */
+	if (!d->cpu->v2) {
+		d->cpuacct = moat_cg_layout_find(&d->layout, "cpuacct");
+		d->memory = moat_cg_layout_find(&d->layout, "memory");
+		if (d->cpuacct && d->cpuacct->v2)
+			d->cpuacct = NULL;
+		if (d->memory && d->memory->v2)
+			d->memory = NULL;
+	}
 	d->scan = *d->cpu;
 	if (o->cgroup_root) {
 		err = moat_cgroup_resolve(d->cpu, o->cgroup_root, path,

@@ -4,6 +4,7 @@
 
 #include <limits.h>
 #include <poll.h>
+#include <time.h>
 #include <stdbool.h>
 #include <linux/types.h>
 #include "group.h"
@@ -15,11 +16,36 @@
 
 enum moatd_mode { MOATD_OBSERVE, MOATD_ENFORCE };
 
-/* One window of a group's signals. */
+/* One window of a group's signals; NAN where not known. */
 struct group_window {
 	__u64 rqlat_count;
-	double rqlat_p50_us, rqlat_p99_us, rqlat_p999_us;	/* NAN: no waits */
-	double cpu_usage;		/* CPUs; NAN: not known */
+	double rqlat_p50_us, rqlat_p99_us, rqlat_p999_us;
+	double cpu_usage;		/* CPUs */
+	double throttled_periods;	/* CFS periods throttled */
+	double throttled_ms;
+	double cpu_pressure_pct;	/* share of the window some task stalled */
+	double memory_pressure_pct;
+	double memory_bytes;		/* at the window's end */
+};
+
+#define GROUP_HISTORY	16
+
+/* The cgroup files a group is observed through, kept open. */
+enum group_file {
+	GF_CPU_STAT,		/* v2: usage and throttling; v1: throttling */
+	GF_CPUACCT_USAGE,	/* v1 */
+	GF_CPU_PRESSURE,	/* v2 */
+	GF_MEMORY_PRESSURE,	/* v2 */
+	GF_MEMORY_USAGE,	/* v2 memory.current, v1 memory.usage_in_bytes */
+	GF_NR,
+};
+
+/* Cumulative counters at the last window's end. */
+struct group_counters {
+	struct moat_rqlat_hist rqlat;
+	__u64 cpu_ns, nr_throttled, throttled_ns;
+	__u64 cpu_some_us, memory_some_us;
+	bool valid;		/* false before the first read */
 };
 
 struct moatd;
@@ -34,9 +60,11 @@ struct moatd_group {
 	bool seen;			/* in the latest rescan */
 	bool watched;			/* in rqlat's watched map */
 
-	struct moat_rqlat_hist rqlat_total;	/* at the last window's end */
-	__u64 cpu_total_ns;		/* ditto; 0: not read yet */
+	int fd[GF_NR];			/* -1: not available */
+	struct group_counters last;
 	struct group_window win;
+	struct group_window history[GROUP_HISTORY];	/* a ring, newest at */
+	unsigned int history_next;			/* history_next - 1 */
 };
 
 /* Per-group class overrides, by id: they outlive the groups. */
@@ -72,6 +100,7 @@ struct moatd {
 	struct moat_cg_layout layout;
 	const struct moat_cg_hierarchy *cpu;
 	const struct moat_cg_hierarchy *cpuacct;	/* v1, may be NULL */
+	const struct moat_cg_hierarchy *memory;		/* v1, may be NULL */
 	struct moat_cg_hierarchy scan;	/* the part of cpu moatd looks at */
 	struct moat_rqlat *rqlat;
 
@@ -83,6 +112,7 @@ struct moatd {
 	struct node_window node;
 	bool period_changed;
 	double cycle_us;		/* the last cycle's duration */
+	struct timespec last_observe;
 };
 
 /* main.c */
@@ -94,8 +124,14 @@ int moatd_set(struct moatd *d, const char *path, const char *val);
 
 /* groups.c */
 int groups_rescan(struct moatd *d);
-void groups_observe(struct moatd *d);
 void groups_free(struct moatd *d);
+
+/* observe.c */
+void observe_init(struct moatd_group *g);
+void observe_reset(struct moatd *d, struct moatd_group *g);
+void observe_close(struct moatd_group *g);
+int observe_add_knobs(struct moatd *d, struct moatd_group *g);
+void groups_observe(struct moatd *d);
 
 /* rules.c */
 int rules_create(struct moatd *d, const char *name);
