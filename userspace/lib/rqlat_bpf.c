@@ -8,6 +8,7 @@
 #include <sys/utsname.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "bpf_probe.h"
 #include "hist.h"
 #include "log.h"
 #include "rqlat_bpf.h"
@@ -21,32 +22,6 @@ struct moat_rqlat {
 	int ncpus;
 	void *percpu_buf;	/* one per-CPU value of the largest map */
 };
-
-/*
- * tp_btf needs kernel BTF and the btf_trace_<tp> type; load a two-insn
- * program against it to know for sure, as libbpf-tools does.
- */
-static bool probe_tp_btf(const char *tp)
-{
-	LIBBPF_OPTS(bpf_prog_load_opts, opts,
-		    .expected_attach_type = BPF_TRACE_RAW_TP);
-	struct bpf_insn insns[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	int id, fd;
-
-	id = libbpf_find_vmlinux_btf_id(tp, BPF_TRACE_RAW_TP);
-	if (id <= 0)
-		return false;
-	opts.attach_btf_id = id;
-	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", insns,
-			   sizeof(insns) / sizeof(insns[0]), &opts);
-	if (fd < 0)
-		return false;
-	close(fd);
-	return true;
-}
 
 /*
  * The per-cgroup maps are filled from sched_switch, under the runqueue
@@ -112,9 +87,9 @@ int moat_rqlat_open(const struct moat_rqlat_opts *opts, struct moat_rqlat **out)
 		pr_err("rqlat: open BPF object: %s", strerror(-err));
 		goto err_free;
 	}
-	tp_btf = probe_tp_btf("sched_switch") && probe_tp_btf("sched_wakeup") &&
-		 probe_tp_btf("sched_wakeup_new") &&
-		 probe_tp_btf("sched_process_exit");
+	tp_btf = moat_probe_tp_btf("sched_switch") && moat_probe_tp_btf("sched_wakeup") &&
+		 moat_probe_tp_btf("sched_wakeup_new") &&
+		 moat_probe_tp_btf("sched_process_exit");
 	choose_programs(r, opts->force_raw_tp || !tp_btf);
 	pr_info("rqlat: kernel BTF found, tp_btf %s: attaching %s programs",
 		tp_btf ? "supported" : "unsupported",
@@ -196,26 +171,48 @@ int moat_rqlat_read_hist(struct moat_rqlat *r, __u64 cgid,
 	return read_percpu_hist(r, bpf_map__fd(r->skel->maps.hists), cgid, out);
 }
 
+#define BATCH 128
+
+/*
+ * All histograms in a few syscalls: BPF_MAP_LOOKUP_BATCH (v5.6) returns
+ * up to BATCH keys with every CPU's value each time.
+ */
 int moat_rqlat_for_each_hist(struct moat_rqlat *r, moat_rqlat_hist_fn fn,
 			     void *ctx)
 {
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
 	int fd = bpf_map__fd(r->skel->maps.hists);
+	struct moat_rqlat_cg *vals;
 	struct moat_rqlat_hist h;
-	__u64 key, *prev = NULL;
-	int err;
+	__u64 keys[BATCH], cursor;
+	bool first = true, done = false;
+	__u32 n, i;
+	int cpu, err = 0;
 
-	while (!bpf_map_get_next_key(fd, prev, &key)) {
-		prev = &key;
-		err = read_percpu_hist(r, fd, key, &h);
-		if (err == -ENOENT)	/* deleted since get_next_key */
-			continue;
-		if (err)
-			return err;
-		err = fn(key, &h, ctx);
-		if (err)
-			return err;
+	vals = malloc(sizeof(*vals) * r->ncpus * BATCH);
+	if (!vals)
+		return -ENOMEM;
+	while (!done && !err) {
+		n = BATCH;
+		err = bpf_map_lookup_batch(fd, first ? NULL : &cursor, &cursor,
+					   keys, vals, &n, &opts);
+		first = false;
+		if (err == -ENOENT || (err && errno == ENOENT)) {
+			done = true;	/* the last batch, maybe not empty */
+			err = 0;
+		} else if (err) {
+			err = -errno;
+			break;
+		}
+		for (i = 0; i < n && !err; i++) {
+			memset(&h, 0, sizeof(h));
+			for (cpu = 0; cpu < r->ncpus; cpu++)
+				moat_hist_add(&h, &vals[i * r->ncpus + cpu].hist);
+			err = fn(keys[i], &h, ctx);
+		}
 	}
-	return errno == ENOENT ? 0 : -errno;
+	free(vals);
+	return err;
 }
 
 int moat_rqlat_for_each_blame(struct moat_rqlat *r, moat_rqlat_blame_fn fn,

@@ -157,6 +157,8 @@ static int add_base_knobs(struct moatd *d)
 		  .min = 50, .max = 60000, .data = &d->period_ms,
 		  .store = store_period },
 		{ .path = "cycle_us", .type = MOAT_KNOB_SHOW, .show = show_cycle_us },
+		{ .path = "rescan_ms", .type = MOAT_KNOB_U32, .writable = true,
+		  .min = 1000, .max = 3600000, .data = &d->rescan_ms },
 		{ .path = "classes/guaranteed", .type = MOAT_KNOB_CHOICE,
 		  .writable = true, .choices = moat_class_names,
 		  .data = &d->qos.guaranteed },
@@ -293,14 +295,32 @@ static double now_us(void)
 	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
+static double ms_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t->tv_sec) * 1e3 + (now.tv_nsec - t->tv_nsec) / 1e6;
+}
+
+/*
+ * Walking the hierarchy is most of a period's work, so it is done when a
+ * cgroup event says something changed, and every rescan_ms in case an
+ * event was missed; without the events, every period.
+ */
 static void cycle(struct moatd *d)
 {
 	double start = now_us();
+	bool changed = !d->events || moat_cgroup_events_consume(d->events);
 	int err;
 
-	err = groups_rescan(d);
-	if (err)
-		pr_warn("rescan of %s: %s", d->scan.mnt, strerror(-err));
+	if (changed || !d->last_rescan.tv_sec ||
+	    ms_since(&d->last_rescan) >= d->rescan_ms) {
+		clock_gettime(CLOCK_MONOTONIC, &d->last_rescan);
+		err = groups_rescan(d);
+		if (err)
+			pr_warn("rescan of %s: %s", d->scan.mnt, strerror(-err));
+	}
 	node_observe(d);
 	groups_observe(d);
 	d->cycle_us = now_us() - start;
@@ -381,6 +401,7 @@ int main(int argc, char **argv)
 	if (!d)
 		return 1;
 	d->period_ms = 500;
+	d->rescan_ms = 10000;
 	d->qos = (struct moat_qos_classes){ MOAT_CLASS_LC, MOAT_CLASS_LC,
 					    MOAT_CLASS_BE };
 	d->tree = moat_knob_tree_new();
@@ -408,6 +429,7 @@ int main(int argc, char **argv)
 			moat_log_libbpf_tail();
 		goto out;
 	}
+	moat_cgroup_events_open(&d->events);	/* optional: says why not */
 	err = server_open(&srv, o.socket, o.socket_group);
 	if (err)
 		goto out;
@@ -421,6 +443,7 @@ int main(int argc, char **argv)
 out:
 	server_close(srv);
 	groups_free(d);
+	moat_cgroup_events_close(d->events);
 	moat_rqlat_close(d->rqlat);
 	moat_knob_tree_free(d->tree);
 	free(d);

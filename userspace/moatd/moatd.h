@@ -10,6 +10,7 @@
 #include "group.h"
 #include "knob.h"
 #include "mountinfo.h"
+#include "cgroup_events_bpf.h"
 #include "rqlat_bpf.h"
 
 #define MOATD_MAX_RULES		64
@@ -103,6 +104,9 @@ struct moatd {
 	const struct moat_cg_hierarchy *memory;		/* v1, may be NULL */
 	struct moat_cg_hierarchy scan;	/* the part of cpu moatd looks at */
 	struct moat_rqlat *rqlat;
+	struct moat_cgroup_events *events;	/* NULL: walk every period */
+	unsigned int rescan_ms;		/* walk at least this often anyway */
+	struct timespec last_rescan;
 
 	struct moatd_group **groups;
 	size_t nr_groups, cap_groups;

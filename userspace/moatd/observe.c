@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -153,6 +154,50 @@ static double rate(bool ok, bool had, __u64 now, __u64 before, double scale)
 	return (now - before) * scale;
 }
 
+/* Every cgroup's histogram, read once a cycle, sorted by id. */
+struct hist_snap {
+	__u64 id;
+	struct moat_rqlat_hist h;
+};
+
+static struct hist_snap *snap;
+static size_t snap_nr, snap_cap;
+
+static int snap_add(__u64 id, const struct moat_rqlat_hist *h, void *ctx)
+{
+	if (snap_nr == snap_cap) {
+		size_t cap = snap_cap ? snap_cap * 2 : 256;
+		void *v = realloc(snap, cap * sizeof(*snap));
+
+		if (!v)
+			return -ENOMEM;
+		snap = v;
+		snap_cap = cap;
+	}
+	snap[snap_nr].id = id;
+	snap[snap_nr++].h = *h;
+	return 0;
+}
+
+static int cmp_snap(const void *a, const void *b)
+{
+	const struct hist_snap *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static void snap_hist(__u64 id, struct moat_rqlat_hist *out)
+{
+	struct hist_snap key = { .id = id }, *found;
+
+	found = snap_nr ? bsearch(&key, snap, snap_nr, sizeof(*snap), cmp_snap) :
+			  NULL;
+	if (found)
+		*out = found->h;
+	else
+		memset(out, 0, sizeof(*out));
+}
+
 static void observe_group(struct moatd *d, struct moatd_group *g, double secs)
 {
 	struct group_counters c = { .valid = true };
@@ -162,11 +207,8 @@ static void observe_group(struct moatd *d, struct moatd_group *g, double secs)
 	bool cpu_ok, thr_ok, cpsi_ok, mpsi_ok;
 	bool had = g->last.valid && secs > 0;
 	__u64 v;
-	int err;
 
-	err = moat_rqlat_read_hist(d->rqlat, g->cgid, &c.rqlat);
-	if (err && err != -ENOENT)
-		pr_debug("group %s: read rqlat: %s", g->gid.id, strerror(-err));
+	snap_hist(g->cgid, &c.rqlat);
 	moat_hist_delta(&win, &c.rqlat, &g->last.rqlat);
 	w->rqlat_count = win.count;
 	w->rqlat_p50_us = percentile_us(&win, 0.5);
@@ -211,12 +253,20 @@ void groups_observe(struct moatd *d)
 	struct timespec now;
 	double secs;
 	size_t i;
+	int err;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	secs = d->last_observe.tv_sec ?
 	       (now.tv_sec - d->last_observe.tv_sec) +
 	       (now.tv_nsec - d->last_observe.tv_nsec) / 1e9 : 0;
 	d->last_observe = now;
+
+	/* A few batched syscalls for all groups' histograms, not one each. */
+	snap_nr = 0;
+	err = moat_rqlat_for_each_hist(d->rqlat, snap_add, NULL);
+	if (err)
+		pr_warn("read rqlat histograms: %s", strerror(-err));
+	qsort(snap, snap_nr, sizeof(*snap), cmp_snap);
 	for (i = 0; i < d->nr_groups; i++)
 		observe_group(d, d->groups[i], secs);
 }
