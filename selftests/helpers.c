@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include "cgroup.h"
@@ -129,6 +130,15 @@ int tcg_pick_cpu(void)
 		sched_setaffinity(0, sizeof(set), &set);
 	}
 	return last;
+}
+
+void tcg_lock_cpu(void)
+{
+	int fd = open("/run/moat-selftests-cpu.lock", O_RDWR | O_CREAT | O_CLOEXEC,
+		      0600);
+
+	if (fd >= 0)
+		flock(fd, LOCK_EX);	/* released when the test process exits */
 }
 
 pid_t tcg_spawn(const struct tcg *cg, int cpu, void (*fn)(void *), void *arg)

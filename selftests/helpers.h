@@ -44,6 +44,9 @@ int tcg_create(const char *name, struct tcg *out);
  */
 int tcg_pick_cpu(void);
 
+/* Wait for, then hold until exit, the lock of tests that time the CPU. */
+void tcg_lock_cpu(void);
+
 /* Write @val to @cg's @file (a test's own cgroup only). */
 int tcg_write(const struct tcg *cg, const char *file, const char *val);
 

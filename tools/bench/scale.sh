@@ -1,0 +1,87 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# moatd at scale: its CPU time per control cycle and its memory, with N
+# groups (real cgroups under a prefix of the cpu controller's hierarchy,
+# each a group by rule).
+#
+#   tools/bench/scale.sh [GROUPS] [SECONDS]     (root; default 500, 20)
+#
+# CPU time comes from /proc/PID/schedstat (ns on the CPU), divided by the
+# cycles run in the window (SECONDS / period_ms); memory is VmRSS and
+# VmHWM from /proc/PID/status.
+#
+# Targets at 500 groups: <= 2 ms of CPU per cycle, RSS <= 16 MiB.
+# Exits 1 when a target is missed.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+O=${O:-$top/build}
+N=${1:-500}
+SECS=${2:-20}
+PERIOD_MS=500
+
+die() { echo "scale.sh: $*" >&2; exit 2; }
+
+[ "$(id -u)" -eq 0 ] || die "must run as root (cgroups, BPF)"
+[[ "$N" =~ ^[1-9][0-9]*$ ]] || die "GROUPS: '$N' is not a positive integer"
+[[ "$SECS" =~ ^[1-9][0-9]*$ ]] || die "SECONDS: '$SECS' is not a positive integer"
+[ -x "$O/moatd" ] && [ -x "$O/moatctl" ] || make -C "$top" O="$O" >/dev/null
+
+# The cpu controller's hierarchy: a v1 mount listing cpu, else cgroup2.
+cpu_mnt=$(awk '$9 == "cgroup" && $NF ~ /(^|,)cpu(,|$)/ { print $5; exit }' /proc/self/mountinfo)
+[ -n "$cpu_mnt" ] || cpu_mnt=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+[ -n "$cpu_mnt" ] || die "no cgroup hierarchy with the cpu controller"
+
+work=$(mktemp -d)
+prefix="$cpu_mnt/moat-bench-$$"
+moatd_pid=
+cleanup() {
+	if [ -n "$moatd_pid" ]; then
+		kill "$moatd_pid" 2>/dev/null || true
+		wait "$moatd_pid" 2>/dev/null || true
+	fi
+	if [ -d "$prefix" ]; then
+		find "$prefix" -mindepth 1 -maxdepth 1 -type d -exec rmdir {} + 2>/dev/null || true
+		rmdir "$prefix" 2>/dev/null || true
+	fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+mkdir "$prefix"
+for i in $(seq -w 1 "$N"); do
+	mkdir "$prefix/grp-$i"
+done
+printf 'period_ms = %s\nrules/bench = grp-* lc\n' "$PERIOD_MS" >"$work/moat.conf"
+
+"$O/moatd" --foreground --socket "$work/sock" --config "$work/moat.conf" \
+	--cgroup-root "$prefix" 2>"$work/moatd.log" &
+moatd_pid=$!
+ctl() { "$O/moatctl" --socket "$work/sock" "$@"; }
+for _ in $(seq 100); do
+	found=$(ctl ls groups 2>/dev/null | wc -l || true)
+	[ "$found" -ge "$N" ] && break
+	sleep 0.2
+done
+[ "$found" -ge "$N" ] || { cat "$work/moatd.log" >&2; die "moatd found $found of $N groups"; }
+
+cpu_ns() { awk '{ print $1 }' "/proc/$moatd_pid/schedstat"; }
+start=$(cpu_ns)
+sleep "$SECS"
+end=$(cpu_ns)
+cycles=$((SECS * 1000 / PERIOD_MS))
+rss_kb=$(awk '/^VmRSS/ { print $2 }' "/proc/$moatd_pid/status")
+hwm_kb=$(awk '/^VmHWM/ { print $2 }' "/proc/$moatd_pid/status")
+cycle_us=$(ctl get cycle_us)
+
+echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -r), $(nproc) CPUs, $N groups under $prefix"
+awk -v t=$((end - start)) -v c="$cycles" -v w="$cycle_us" -v r="$rss_kb" -v h="$hwm_kb" 'BEGIN {
+	cpu = t / c / 1e6
+	printf "CPU per cycle:   %.3f ms over %d cycles (target <= 2 ms: %.2fx of it)\n", cpu, c, cpu / 2
+	printf "last cycle wall: %.3f ms\n", w / 1000
+	printf "RSS:             %.1f MiB, peak %.1f MiB (target <= 16 MiB: %.2fx of it)\n",
+		r / 1024, h / 1024, h / 1024 / 16
+	exit !(cpu <= 2 && h / 1024 <= 16)
+}' || { echo "scale.sh: a target was missed" >&2; exit 1; }
