@@ -9,12 +9,14 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <criterion/criterion.h>
 #include "cgroup.h"
 #include "helpers.h"
 #include "hist.h"
 #include "log.h"
+#include "cgroup_events_bpf.h"
 #include "rqlat_bpf.h"
 
 /*
@@ -268,4 +270,27 @@ Test(cgroup_real, names_resolve_ids)
 		  (unsigned long long)d.id, p ? p : "(none)", d.path);
 	cr_expect_null(moat_cgroup_names_lookup(names, ~0ULL));
 	moat_cgroup_names_free(names);
+}
+
+/* cgroup_mkdir and cgroup_rmdir in the cpu hierarchy reach userspace. */
+Test(cgroup_real, mkdir_and_rmdir_are_reported)
+{
+	struct moat_cgroup_events *ev;
+	struct tcg e;
+	int i;
+
+	if (tcg_skip_reason(true))
+		cr_skip_test("%s", tcg_skip_reason(true));
+	cr_assert_eq(moat_cgroup_events_open(&ev), 0);
+	moat_cgroup_events_consume(ev);		/* whatever came before */
+	cr_expect_not(moat_cgroup_events_consume(ev), "an event from nowhere");
+	cr_assert_eq(tcg_create("e", &e), 0);
+	cr_expect(moat_cgroup_events_consume(ev), "mkdir not reported");
+	cr_expect_not(moat_cgroup_events_consume(ev), "mkdir reported twice");
+	/* rmdir: the cgroup may linger a moment while its css goes away */
+	cr_assert_eq(rmdir(e.dir), 0);
+	for (i = 0; i < 100 && !moat_cgroup_events_consume(ev); i++)
+		usleep(10000);
+	cr_expect_lt(i, 100, "rmdir not reported");
+	moat_cgroup_events_close(ev);
 }
