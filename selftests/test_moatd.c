@@ -114,7 +114,8 @@ static pid_t start_moatd(const char *socket_path, const char *config,
 
 		dup2(fd, 2);
 		execl(path, path, "--foreground", "--socket", socket_path,
-		      "--config", config, "--cgroup-root", root, NULL);
+		      "--config", config, "--cgroup-root", root,
+		      "--state-dir", dir, NULL);
 		_exit(127);
 	}
 	for (i = 0; i < 200; i++) {
@@ -381,7 +382,7 @@ Test(moatd, config_error_stops_startup_with_file_and_line)
 {
 	char conf[PATH_MAX], sock2[PATH_MAX];
 	const char *args[] = { "--foreground", "--socket", sock2, "--config",
-			       conf, NULL };
+			       conf, "--state-dir", dir, NULL };
 
 	snprintf(conf, sizeof(conf), "%s/bad.conf", dir);
 	snprintf(sock2, sizeof(sock2), "%s/bad.sock", dir);
@@ -401,4 +402,62 @@ Test(moatd, unreachable_daemon_is_named)
 	cr_assert_eq(run("moatctl", args, out, err), 1);
 	cr_expect(strstr(err, "cannot reach moatd") &&
 		  strstr(err, "/nonexistent/moatd.sock"), "%s", err);
+}
+
+static void restart(void)
+{
+	char conf[PATH_MAX], log[PATH_MAX];
+
+	stop(&daemon_pid);
+	snprintf(conf, sizeof(conf), "%s/moat.conf", dir);
+	snprintf(log, sizeof(log), "%s/moatd.log", dir);
+	daemon_pid = start_moatd(sock, conf, log);
+}
+
+Test(moatd, set_survives_a_restart_and_runtime_set_does_not)
+{
+	cr_assert_eq(ctl(out, err, "set", "period_ms", "300"), 0, "%s", err);
+	cr_assert_eq(ctl(out, err, "set", "rules/web", ""), 0, "%s", err);
+	cr_assert_eq(ctl(out, err, "set", "rules/cache", "cache-* lc"), 0, "%s", err);
+	restart();
+	cr_assert_eq(ctl(out, err, "get", "period_ms", NULL), 0);
+	cr_expect_str_eq(out, "300\n");
+	/* the config's rule stays removed, the new one stays */
+	cr_expect_eq(ctl(out, err, "get", "rules/web", NULL), 1);
+	cr_assert_eq(ctl(out, err, "get", "rules/cache", NULL), 0, "%s", err);
+	cr_expect_str_eq(out, "cache-* lc\n");
+
+	{
+		const char *args[] = { "--socket", sock, "set", "--runtime",
+				       "period_ms", "400", NULL };
+
+		cr_assert_eq(run("moatctl", args, out, err), 0, "%s", err);
+	}
+	cr_assert_eq(ctl(out, err, "get", "period_ms", NULL), 0);
+	cr_expect_str_eq(out, "400\n");
+	restart();
+	cr_assert_eq(ctl(out, err, "get", "period_ms", NULL), 0);
+	cr_expect_str_eq(out, "300\n");
+}
+
+Test(moatd, sighup_reloads_all_or_nothing)
+{
+	char conf[PATH_MAX], before[OUT_MAX];
+
+	snprintf(conf, sizeof(conf), "%s/moat.conf", dir);
+	write_file(conf, "period_ms = 150\nrules/api = api-* lc\n");
+	cr_assert_eq(kill(daemon_pid, SIGHUP), 0);
+	sleep_ms(300);
+	cr_assert_eq(ctl(out, err, "get", "period_ms", NULL), 0);
+	cr_expect_str_eq(out, "150\n");
+	cr_expect_eq(ctl(out, err, "get", "rules/api", NULL), 0);
+	/* the rules the old config had are gone with it */
+	cr_expect_eq(ctl(out, err, "get", "rules/web", NULL), 1);
+
+	cr_assert_eq(ctl(before, err, "config", NULL, NULL), 0);
+	write_file(conf, "period_ms = 250\nrules/db = db-* lc\nmode = fast\n");
+	cr_assert_eq(kill(daemon_pid, SIGHUP), 0);
+	sleep_ms(300);
+	cr_assert_eq(ctl(out, err, "config", NULL, NULL), 0, "moatd died: %s", err);
+	cr_expect_str_eq(out, before);
 }

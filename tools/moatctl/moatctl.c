@@ -3,7 +3,8 @@
  * moatctl: read and set moatd's knobs over its control socket.
  *
  *   moatctl [--socket PATH] [--json] ls [PATH] | get PATH... |
- *           set PATH VALUE | tree [PATH] | config [PATH] | status
+ *           set [--runtime] PATH VALUE | tree [PATH] | config [PATH] |
+ *           status
  */
 #include <errno.h>
 #include <getopt.h>
@@ -22,8 +23,10 @@ static const char usage[] =
 "\n"
 "  ls [PATH]          the entries below PATH ('/' after directories)\n"
 "  get PATH...        each knob's value\n"
-"  set PATH VALUE     change a knob (root); rules/NAME creates a rule,\n"
-"                     an empty VALUE removes it\n"
+"  set [--runtime] PATH VALUE\n"
+"                     change a knob (root), and keep it across restarts\n"
+"                     unless --runtime; rules/NAME creates a rule, an\n"
+"                     empty VALUE removes it\n"
 "  tree [PATH]        'path = value' for every knob below PATH, in the\n"
 "                     config file's format\n"
 "  config [PATH]      the same for the knobs a config file sets: its\n"
@@ -166,7 +169,13 @@ static int cmd_get(int argc, char **argv)
 static int cmd_set(int argc, char **argv)
 {
 	char req[MOAT_CTL_REQUEST_MAX], *body;
+	const char *verb = "set";
 
+	if (argc && !strcmp(argv[0], "--runtime")) {
+		verb = "rset";
+		argc--;
+		argv++;
+	}
 	if (argc != 2) {
 		fprintf(stderr, "moatctl: set needs PATH and VALUE\n");
 		return 2;
@@ -175,8 +184,8 @@ static int cmd_set(int argc, char **argv)
 		fprintf(stderr, "moatctl: %s: a value is one line\n", argv[0]);
 		return 1;
 	}
-	if ((size_t)snprintf(req, sizeof(req), "set %s %s", argv[0], argv[1]) >=
-	    sizeof(req)) {
+	if ((size_t)snprintf(req, sizeof(req), "%s %s %s", verb, argv[0],
+			     argv[1]) >= sizeof(req)) {
 		fprintf(stderr, "moatctl: %s: value too long\n", argv[0]);
 		return 1;
 	}

@@ -9,8 +9,10 @@
  * socket.  One request per connection:
  *
  *   request:  one line, at most MOAT_CTL_REQUEST_MAX bytes with its '\n':
- *               get PATH | set PATH VALUE | ls [PATH] | tree [PATH] |
- *               config [PATH]
+ *               get PATH | set PATH VALUE | rset PATH VALUE | ls [PATH] |
+ *               tree [PATH] | config [PATH]
+ *             (set persists in moatd's state file; rset, the runtime
+ *             set, does not)
  *             (VALUE is the rest of the line and may hold spaces)
  *   response: "ok\n" and the body, or "error ENAME message\n";
  *             then moatd closes the connection.

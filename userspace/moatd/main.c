@@ -16,17 +16,18 @@
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include "cgroup.h"
-#include "config.h"
 #include "ctl.h"
 #include "log.h"
 #include "moatd.h"
 
 #define MOAT_VERSION		"0.1.0"
 #define DEFAULT_CONFIG		"/etc/moat/moat.conf"
+#define DEFAULT_STATE_DIR	"/var/lib/moat"
 #define MAX_POLL		32
 
 struct options {
-	const char *config, *cgroup_root, *socket, *socket_group, *mode;
+	const char *config, *cgroup_root, *state_dir, *socket, *socket_group;
+	const char *mode;
 	bool config_given, foreground;
 	int verbose;
 };
@@ -34,13 +35,15 @@ struct options {
 static const char *const mode_names[] = { "observe", "enforce", NULL };
 
 static const char usage[] =
-"usage: moatd [--config FILE] [--cgroup-root DIR] [--socket PATH]\n"
+"usage: moatd [--config FILE] [--cgroup-root DIR] [--state-dir DIR] [--socket PATH]\n"
 "             [--socket-group GROUP] [--mode observe|enforce] [--foreground] [-v]\n"
 "\n"
 "  -c, --config FILE       knob settings, 'path = value' lines\n"
 "                          (default " DEFAULT_CONFIG ", if it exists)\n"
 "  -r, --cgroup-root DIR   look for groups only below this cgroup\n"
 "                          (default: the cpu controller's whole hierarchy)\n"
+"  -d, --state-dir DIR     keep what moatctl set changed in DIR/moat.state\n"
+"                          (default " DEFAULT_STATE_DIR "; '' keeps nothing)\n"
 "  -s, --socket PATH       control socket (default " MOAT_CTL_SOCKET ")\n"
 "  -g, --socket-group GRP  let this group read the socket (mode 0660)\n"
 "  -m, --mode MODE         observe or enforce; wins over the config\n"
@@ -52,6 +55,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	static const struct option longopts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "cgroup-root", required_argument, NULL, 'r' },
+		{ "state-dir", required_argument, NULL, 'd' },
 		{ "socket", required_argument, NULL, 's' },
 		{ "socket-group", required_argument, NULL, 'g' },
 		{ "mode", required_argument, NULL, 'm' },
@@ -63,8 +67,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 	int c;
 
 	o->config = DEFAULT_CONFIG;
+	o->state_dir = DEFAULT_STATE_DIR;
 	o->socket = MOAT_CTL_SOCKET;
-	while ((c = getopt_long(argc, argv, "c:r:s:g:m:fvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:r:d:s:g:m:fvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			o->config = optarg;
@@ -72,6 +77,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case 'r':
 			o->cgroup_root = optarg;
+			break;
+		case 'd':
+			o->state_dir = optarg;
 			break;
 		case 's':
 			o->socket = optarg;
@@ -183,54 +191,6 @@ static int add_base_knobs(struct moatd *d)
 	return node_add_knobs(d);
 }
 
-/* Load the config file, all or nothing; rules it names are created. */
-static int load_config(struct moatd *d, const struct options *o)
-{
-	char err_msg[512], created[MOATD_MAX_RULES][MOAT_ID_MAX];
-	unsigned int nr_created = 0, i;
-	struct moat_config c;
-	FILE *f;
-	int err;
-
-	f = fopen(o->config, "re");
-	if (!f) {
-		if (errno == ENOENT && !o->config_given)
-			return 0;
-		err = -errno;
-		pr_err("config %s: %s", o->config, strerror(errno));
-		return err;
-	}
-	err = moat_config_parse(f, o->config, &c, err_msg, sizeof(err_msg));
-	fclose(f);
-	if (err) {
-		pr_err("%s", err_msg);
-		return err;
-	}
-	for (i = 0; i < c.nr && !err; i++) {
-		const char *p = c.v[i].path;
-
-		if (strncmp(p, "rules/", 6) || strchr(p + 6, '/') ||
-		    moat_knob_find(d->tree, p))
-			continue;
-		err = rules_create(d, p + 6);
-		if (err) {
-			pr_err("%s:%u: %s: %s", o->config, c.v[i].line, p,
-			       err == -E2BIG ? "too many rules" : "invalid rule name");
-			break;
-		}
-		strcpy(created[nr_created++], p + 6);
-	}
-	if (!err)
-		err = moat_config_apply(d->tree, &c, o->config, err_msg,
-					sizeof(err_msg));
-	if (err && err_msg[0])
-		pr_err("%s", err_msg);
-	for (i = 0; err && i < nr_created; i++)
-		rules_remove(d, created[i]);
-	moat_config_free(&c);
-	return err;
-}
-
 static int setup_cgroups(struct moatd *d, const struct options *o)
 {
 	char path[PATH_MAX];
@@ -335,6 +295,7 @@ static int run(struct moatd *d, struct server *srv)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -360,6 +321,10 @@ static int run(struct moatd *d, struct server *srv)
 			break;
 		}
 		if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+			if (si.ssi_signo == SIGHUP) {
+				settings_reload(d);
+				continue;
+			}
 			pr_info("signal %u: stopping", si.ssi_signo);
 			break;
 		}
@@ -384,7 +349,7 @@ int main(int argc, char **argv)
 	struct server *srv = NULL;
 	struct options o = {};
 	struct moatd *d;
-	unsigned int mode;
+	unsigned int mode = 0;
 	int err;
 
 	moat_log_init("moatd", MOAT_LOG_INFO);
@@ -414,10 +379,20 @@ int main(int argc, char **argv)
 			err = -EINVAL;
 		}
 	}
+	d->config_path = o.config;
+	d->config_given = o.config_given;
+	if (!err && *o.state_dir &&
+	    (size_t)snprintf(d->state_path, sizeof(d->state_path), "%s/moat.state",
+			     o.state_dir) >= sizeof(d->state_path)) {
+		pr_err("--state-dir %s: path too long", o.state_dir);
+		err = -ENAMETOOLONG;
+	}
 	if (!err)
 		err = setup_cgroups(d, &o);
 	if (!err)
-		err = load_config(d, &o);
+		err = settings_load(d);
+	if (!err)
+		err = settings_read_state(d);
 	if (err)
 		goto out;
 	if (o.mode)
@@ -446,6 +421,7 @@ out:
 	moat_cgroup_events_close(d->events);
 	moat_rqlat_close(d->rqlat);
 	moat_knob_tree_free(d->tree);
+	settings_free(d);
 	free(d);
 	if (err)
 		pr_err("not started or stopped on error: %s", strerror(-err));

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <stdbool.h>
 #include <linux/types.h>
+#include "config.h"
 #include "group.h"
 #include "knob.h"
 #include "mountinfo.h"
@@ -113,6 +114,13 @@ struct moatd {
 	struct override *overrides;
 	size_t nr_overrides;
 
+	/* settings.c */
+	const char *config_path;
+	bool config_given;
+	char state_path[PATH_MAX];	/* "" when not persisting */
+	char *defaults;			/* the writable knobs before any file */
+	struct moat_config state;	/* what the state file holds */
+
 	struct node_window node;
 	bool period_changed;
 	double cycle_us;		/* the last cycle's duration */
@@ -145,6 +153,14 @@ void rules_activate(struct moatd *d);
 /* node.c */
 void node_observe(struct moatd *d);
 int node_add_knobs(struct moatd *d);
+
+/* settings.c */
+int settings_load(struct moatd *d);
+int settings_read_state(struct moatd *d);
+int settings_reload(struct moatd *d);
+/* Record that `moatctl set` gave @path @value, in the state file. */
+int settings_persist(struct moatd *d, const char *path, const char *value);
+void settings_free(struct moatd *d);
 
 /* server.c */
 struct server;

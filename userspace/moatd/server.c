@@ -228,6 +228,32 @@ static int ls_one(const char *name, bool dir, void *arg)
 	return 0;
 }
 
+/*
+ * Set @path; with @keep, also record it in the state file, and if that
+ * fails put the old value back: a set either lasts or did not happen.
+ */
+static int set_and_keep(struct moatd *d, const char *path, const char *val,
+			bool keep)
+{
+	const struct moat_knob *k = moat_knob_find(d->tree, path);
+	char old[MOAT_KNOB_VALUE_MAX] = "";
+	bool existed = k != NULL;
+	int err;
+
+	if (k && moat_knob_get(d->tree, path, old, sizeof(old)))
+		old[0] = '\0';
+	keep = keep && !(k && k->transient);
+	err = moatd_set(d, path, val);
+	if (err || !keep)
+		return err;
+	err = settings_persist(d, path, val);
+	if (err) {
+		moatd_set(d, path, existed ? old : "");
+		return -EIO;
+	}
+	return 0;
+}
+
 void server_handle(struct moatd *d, const char *line, bool may_write,
 		   FILE *out)
 {
@@ -269,8 +295,9 @@ void server_handle(struct moatd *d, const char *line, bool may_write,
 		err = moat_knob_get(d->tree, path, val, sizeof(val));
 		if (!err)
 			fprintf(mem, "%s\n", val);
-	} else if (!strcmp(verb, "set") && *path) {
-		err = may_write ? moatd_set(d, path, rest) : -EACCES;
+	} else if ((!strcmp(verb, "set") || !strcmp(verb, "rset")) && *path) {
+		err = may_write ? set_and_keep(d, path, rest, !strcmp(verb, "set")) :
+				  -EACCES;
 	} else if (!strcmp(verb, "ls")) {
 		ls.out = mem;
 		err = moat_knob_ls(d->tree, path, ls_one, &ls);
@@ -285,6 +312,8 @@ void server_handle(struct moatd *d, const char *line, bool may_write,
 	fclose(mem);
 	if (err == -EACCES) {
 		respond_error(out, err, path, "permission denied: only root may set knobs");
+	} else if (err == -EIO) {
+		respond_error(out, err, path, "cannot write the state file: not set");
 	} else if (err == -EINVAL && !strcmp(verb, "set") &&
 		   moat_knob_find(d->tree, path)) {
 		char why[MOAT_KNOB_VALUE_MAX + 128], expects[256];
