@@ -70,42 +70,13 @@ static int apply(struct moatd *d, struct moat_config *c, const char *name)
 	return err;
 }
 
-/* Parse and apply a file; a missing file is fine when @optional. */
-static int apply_file(struct moatd *d, const char *path, bool optional)
+/* Parse and apply what @f holds; closes @f. */
+static int apply_stream(struct moatd *d, FILE *f, const char *name)
 {
-	struct moat_config c;
-	char msg[1024];
-	FILE *f;
-	int err;
-
-	f = fopen(path, "re");
-	if (!f) {
-		if (errno == ENOENT && optional)
-			return 0;
-		err = -errno;
-		pr_err("%s: %s", path, strerror(errno));
-		return err;
-	}
-	err = moat_config_parse(f, path, &c, msg, sizeof(msg));
-	fclose(f);
-	if (err) {
-		pr_err("%s", msg);
-		return err;
-	}
-	err = apply(d, &c, path);
-	moat_config_free(&c);
-	return err;
-}
-
-static int apply_text(struct moatd *d, const char *text, const char *name)
-{
-	FILE *f = fmemopen((void *)text, strlen(text), "r");
 	struct moat_config c;
 	char msg[1024];
 	int err;
 
-	if (!f)
-		return -errno;
 	err = moat_config_parse(f, name, &c, msg, sizeof(msg));
 	fclose(f);
 	if (err) {
@@ -115,6 +86,29 @@ static int apply_text(struct moatd *d, const char *text, const char *name)
 	err = apply(d, &c, name);
 	moat_config_free(&c);
 	return err;
+}
+
+/* Parse and apply a file; a missing file is fine when @optional. */
+static int apply_file(struct moatd *d, const char *path, bool optional)
+{
+	FILE *f = fopen(path, "re");
+	int err;
+
+	if (!f) {
+		if (errno == ENOENT && optional)
+			return 0;
+		err = -errno;
+		pr_err("%s: %s", path, strerror(errno));
+		return err;
+	}
+	return apply_stream(d, f, path);
+}
+
+static int apply_text(struct moatd *d, const char *text, const char *name)
+{
+	FILE *f = fmemopen((void *)text, strlen(text), "r");
+
+	return f ? apply_stream(d, f, name) : -errno;
 }
 
 /* The knobs a config file sets, as config text (caller frees). */
