@@ -362,6 +362,8 @@ Test(moatd, socket_survives_garbage_and_oversized_requests)
 	cr_expect_str_eq(reply, "error EINVAL NUL byte in request\n");
 	raw_request("\x01\x02\xff\n", 4, reply, sizeof(reply));
 	cr_expect(!strncmp(reply, "error EINVAL", 12), "%s", reply);
+	raw_request("get a\x1b[2Jb\n", 11, reply, sizeof(reply));
+	cr_expect_str_eq(reply, "error EINVAL a?[2Jb: invalid path\n");
 	raw_request("frobnicate everything\n", 22, reply, sizeof(reply));
 	cr_expect_str_eq(reply, "error EINVAL unknown request\n");
 	/* and it still answers */

@@ -197,10 +197,23 @@ static void accept_all(struct server *s)
 	}
 }
 
+/* What a client sent may hold any byte but '\n' and NUL: print it tame. */
+static void put_printable(FILE *out, const char *s)
+{
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)s; *p; p++)
+		fputc(*p < 0x20 || *p >= 0x7f ? '?' : *p, out);
+}
+
+/* One line: "error ENAME path: why". */
 static void respond_error(FILE *out, int err, const char *path, const char *why)
 {
-	fprintf(out, "error %s %s%s%s\n", moat_ctl_errname(-err), path,
-		*path ? ": " : "", why);
+	fprintf(out, "error %s ", moat_ctl_errname(-err));
+	put_printable(out, path);
+	fputs(*path ? ": " : "", out);
+	put_printable(out, why);
+	fputc('\n', out);
 }
 
 static const char *knob_error(int err)
