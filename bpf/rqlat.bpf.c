@@ -156,6 +156,7 @@ static __always_inline void record_wait(struct task_struct *next,
 					__u32 prev_pid, __u64 wait, bool btf)
 {
 	__u64 cgid = moat_task_cpu_cgroup_id(next, btf);
+	__u32 slot = hist_slot(wait);
 	struct moat_rqlat_cg *cg;
 	struct moat_blame_key bk;
 	struct moat_blame_val *bv;
@@ -163,7 +164,14 @@ static __always_inline void record_wait(struct task_struct *next,
 	cg = lookup_or_init(&hists, &cgid, &new_cg, MOAT_DROP_HIST);
 	if (!cg)
 		return;
-	cg->hist.slots[hist_slot(wait)]++;
+	/*
+	 * hist_slot() clamps, but clang may test a copy of the register it
+	 * then indexes with, and the v6.1 verifier loses the bound on the
+	 * copy: pin the value, then test the one that is used.
+	 */
+	barrier_var(slot);
+	if (slot < MOAT_HIST_SLOTS)
+		cg->hist.slots[slot]++;
 	cg->hist.count++;
 	cg->hist.sum_ns += wait;
 
