@@ -4,7 +4,8 @@
 #
 #   make            build everything into $(O) (default: build/)
 #   make run        build, then run moatd on this machine's cgroups
-#   make check      build, then run every test
+#   make check      build, then run every test, here and under QEMU
+#   make vmtest     build, then run the tests on cgroup v2 under QEMU
 #   make install    install into $(DESTDIR)$(PREFIX)
 #   make V=1        show the commands
 #   make O=dir      build somewhere else
@@ -62,7 +63,7 @@ USER_OBJS	:= $(LIBMOAT_OBJS) $(SELFTEST_OBJS) \
 .DELETE_ON_ERROR:
 # Keep the BPF objects and skeletons: they are outputs, not intermediates.
 .SECONDARY: $(BPF_OBJS) $(SKELS)
-.PHONY: all run check install clean deps
+.PHONY: all run check vmtest install clean deps
 
 all: $(PROGS) $(SELFTESTS)
 
@@ -119,11 +120,14 @@ run: $(PROGS)
 	@echo "Ctrl-C stops it."
 	$(O)/moatd $(RUN_ARGS)
 
-# One runner, one summary line.  -j1: the BPF tests measure scheduling
-# and must not compete with each other for the CPUs.
+# The suite here, then on cgroup v2 under QEMU, then one line adding up.
+# -j1 inside: the BPF tests measure scheduling and must not compete.
 check: all
-	MOAT_FIXTURES=$(CURDIR)/selftests/fixtures MOAT_BUILD=$(abspath $(O)) \
-		$(SELFTESTS) --jobs 1 --verbose
+	O=$(abspath $(O)) selftests/check.sh
+
+# The suite on a real cgroup v2 kernel only (VMTEST_KERNEL=bzImage).
+vmtest: all
+	O=$(abspath $(O)) selftests/vmtest.sh
 
 install: $(PROGS)
 	install -d $(DESTDIR)$(PREFIX)/sbin

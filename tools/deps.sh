@@ -16,6 +16,7 @@ PACKAGES="
 	libjson-c-dev
 	libcriterion-dev
 	linux-perf jq
+	qemu-system-x86 busybox-static cpio
 "
 
 missing=

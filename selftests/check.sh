@@ -1,0 +1,40 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# make check: the whole suite on this machine, then the same suite on a
+# real cgroup v2 kernel under QEMU (selftests/vmtest.sh), then one line
+# that adds them up.  Exits non-zero when anything failed.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+O=${O:-$top/build}
+host_log=$(mktemp)
+vm_log=$(mktemp)
+trap 'rm -f "$host_log" "$vm_log"' EXIT
+
+# "Synthesis: Tested: 61 | Passing: 61 | Failing: 0 | Crashing: 0"
+counts() {
+	sed 's/\x1b\[[0-9;]*m//g' "$1" |
+		awk '/Synthesis: Tested:/ { t = $4; p = $7 } END { printf "%d %d\n", p, t - p }'
+}
+
+MOAT_FIXTURES="$top/selftests/fixtures" MOAT_BUILD="$O" \
+	"$O/selftests/moat-selftests" --jobs 1 --verbose 2>&1 | tee "$host_log"
+host_rc=${PIPESTATUS[0]}
+read -r host_pass host_fail < <(counts "$host_log")
+
+vm_rc=0 vm_pass=0 vm_fail=0
+if command -v qemu-system-x86_64 >/dev/null; then
+	echo "== the same suite on cgroup v2, under QEMU =="
+	O="$O" "$top/selftests/vmtest.sh" 2>&1 | tee "$vm_log"
+	vm_rc=${PIPESTATUS[0]}
+	read -r vm_pass vm_fail < <(counts "$vm_log")
+	[ "$vm_rc" -ne 0 ] && [ "$vm_fail" -eq 0 ] && vm_fail=1
+else
+	echo "vmtest: skipped: qemu-system-x86_64 not found (tools/deps.sh installs it)"
+fi
+
+[ "$host_rc" -ne 0 ] && [ "$host_fail" -eq 0 ] && host_fail=1
+echo "host $host_pass passed, $host_fail failed; cgroup v2 VM $vm_pass passed, $vm_fail failed"
+echo "check: $((host_pass + vm_pass)) passed, $((host_fail + vm_fail)) failed"
+[ "$host_rc" -eq 0 ] && [ "$vm_rc" -eq 0 ]

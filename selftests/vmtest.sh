@@ -1,0 +1,136 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Run moat's test suite on a real cgroup v2 kernel, booted under QEMU, as
+# the kernel's own tools/testing/selftests/bpf/vmtest.sh does.
+#
+#   selftests/vmtest.sh                  Debian's linux-image-amd64 kernel
+#   VMTEST_KERNEL=bzImage selftests/vmtest.sh    another kernel
+#   VMTEST_FILTER='moatd/*' selftests/vmtest.sh   some tests (Criterion --filter)
+#
+# The kernel package is downloaded and unpacked, never installed.  The
+# initramfs holds busybox, moat's binaries and test suite, and the shared
+# libraries they load; its init mounts proc, sysfs, devtmpfs, bpffs,
+# tracefs and cgroup2, enables +cpu +memory +io, runs the suite, prints
+# its exit status on the serial console and powers off.  KVM is used
+# when it works, software emulation otherwise.  Exits with the guest's
+# test status; a guest that hangs or panics fails with its console shown.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+O=${O:-$top/build}
+O=$(cd "$O" && pwd)
+work="$O/vmtest"
+TIMEOUT=${VMTEST_TIMEOUT:-600}
+BINS="moatd moatctl moat-rqlat selftests/moat-selftests"
+
+die() { echo "vmtest.sh: $*" >&2; exit 2; }
+
+for b in $BINS; do
+	[ -x "$O/$b" ] || die "$O/$b missing: run make first"
+done
+for t in qemu-system-x86_64 cpio gzip; do
+	command -v "$t" >/dev/null || die "$t not found (tools/deps.sh installs it)"
+done
+[ -x /bin/busybox ] || die "/bin/busybox not found (tools/deps.sh installs busybox-static)"
+mkdir -p "$work"
+
+# The kernel: Debian's current linux-image-amd64, fetched once.
+kernel=${VMTEST_KERNEL:-}
+if [ -z "$kernel" ]; then
+	latest() {
+		apt-cache depends linux-image-amd64 2>/dev/null |
+			awk '/Depends: linux-image-[0-9]/ { print $2; exit }'
+	}
+	pkg=$(latest)
+	if [ -z "$pkg" ] && [ "$(id -u)" -eq 0 ]; then
+		apt-get update -q >/dev/null 2>&1 || true
+		pkg=$(latest)
+	fi
+	[ -n "$pkg" ] || die "apt-cache knows no linux-image-amd64 (run apt-get update)"
+	if [ ! -d "$work/$pkg" ]; then
+		rm -rf "$work/deb" && mkdir -p "$work/deb"
+		(cd "$work/deb" && apt-get download -q "$pkg" >/dev/null 2>&1) ||
+			die "apt-get download $pkg failed"
+		dpkg -x "$work"/deb/*.deb "$work/$pkg.tmp"
+		mv "$work/$pkg.tmp" "$work/$pkg"
+		rm -rf "$work/deb"
+	fi
+	kernel=$(ls "$work/$pkg"/boot/vmlinuz-*)
+fi
+[ -r "$kernel" ] || die "kernel $kernel not readable"
+
+# The initramfs.
+root="$work/root"
+rm -rf "$root"
+mkdir -p "$root"/{bin,dev,proc,sys,tmp,run,moat/build/selftests,moat/selftests}
+cp /bin/busybox "$root/bin/busybox"
+for b in $BINS; do
+	cp "$O/$b" "$root/moat/build/$b"
+	ldd "$O/$b" | awk '/=> \// { print $3 } /^\t\// { print $1 }'
+done | sort -u | while read -r lib; do
+	mkdir -p "$root$(dirname "$lib")"
+	cp -L "$lib" "$root$lib"
+done
+cp -r "$top/selftests/fixtures" "$root/moat/selftests/"
+printf '%s\n' "${VMTEST_FILTER:-}" >"$root/moat/filter"
+cat >"$root/init" <<'EOF'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mkdir -p /dev/shm /sys/fs/cgroup
+mount -t tmpfs tmpfs /dev/shm
+mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs /run
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
+mount -t bpf bpf /sys/fs/bpf
+mount -t tracefs tracefs /sys/kernel/tracing
+echo "+cpu +memory +io" >/sys/fs/cgroup/cgroup.subtree_control
+echo "vmtest: $(uname -r), $(nproc) CPUs, cgroup2 controllers: $(cat /sys/fs/cgroup/cgroup.subtree_control)"
+cd /moat
+filter=$(cat /moat/filter)
+[ -n "$filter" ] && set -- --filter "$filter"
+MOAT_FIXTURES=/moat/selftests/fixtures MOAT_BUILD=/moat/build \
+	build/selftests/moat-selftests --jobs 1 --verbose "$@"
+echo "vmtest-exit: $?"
+poweroff -f
+EOF
+chmod +x "$root/init"
+(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initramfs.cpio.gz"
+
+# KVM if it works here: a stopped VM stays up until killed, where KVM
+# fails it aborts at once (this project's build VM: "failed to set MSR").
+accel=tcg
+if [ -w /dev/kvm ]; then
+	probe=0
+	bash -c 'timeout 3 qemu-system-x86_64 -accel kvm -cpu host -M q35 -S \
+		-display none -nodefaults </dev/null >/dev/null 2>&1' 2>/dev/null ||
+		probe=$?
+	if [ "$probe" -eq 124 ]; then
+		accel=kvm
+	fi
+fi
+cpu=max
+[ "$accel" = kvm ] && cpu=host
+
+echo "vmtest.sh: booting $kernel ($accel), timeout ${TIMEOUT}s"
+log="$work/console.log"
+set +e
+timeout "$TIMEOUT" qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -m 2048 -smp 2 \
+	-kernel "$kernel" -initrd "$work/initramfs.cpio.gz" \
+	-append "console=ttyS0 quiet panic=-1 oops=panic" \
+	-nographic -no-reboot -nodefaults -serial stdio </dev/null |
+	tee "$log"
+rc=${PIPESTATUS[0]}
+set -e
+
+status=$(sed -n 's/^vmtest-exit: \([0-9]*\).*/\1/p' "$log" | tail -n 1)
+if [ -z "$status" ]; then
+	[ "$rc" -eq 124 ] && echo "vmtest.sh: the guest hung: no result in ${TIMEOUT}s" >&2
+	echo "vmtest.sh: the guest gave no result (qemu exit $rc); its console is above and in $log" >&2
+	exit 1
+fi
+exit "$status"
