@@ -82,11 +82,12 @@ int tcg_setup(void)
 		 cpu_h->mnt, (int)getpid());
 	if (mkdir(prefix_dir, 0755) && errno != EEXIST)
 		return -errno;
-	/* On cgroup2 the cpu controller must be enabled down to our leaves. */
+	/* On cgroup2 the controllers must be enabled down to our leaves. */
 	if (cpu_h->v2) {
-		err = write_file(cpu_h->mnt, "cgroup.subtree_control", "+cpu");
+		err = write_file(cpu_h->mnt, "cgroup.subtree_control", "+cpu +memory");
 		if (!err)
-			err = write_file(prefix_dir, "cgroup.subtree_control", "+cpu");
+			err = write_file(prefix_dir, "cgroup.subtree_control",
+					 "+cpu +memory");
 	}
 	return err;
 }

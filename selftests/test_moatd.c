@@ -463,3 +463,41 @@ Test(moatd, sighup_reloads_all_or_nothing)
 	cr_assert_eq(ctl(out, err, "config", NULL, NULL), 0, "moatd died: %s", err);
 	cr_expect_str_eq(out, before);
 }
+
+/*
+ * cgroup v2 only (v1 has no per-cgroup pressure): two hogs on one CPU in
+ * one group keep one of them runnable and not running all the time, so
+ * the group's cpu pressure is high, and it uses memory.
+ */
+Test(moatd, reads_pressure_and_memory_on_cgroup_v2)
+{
+	struct tcg web;
+	double pressure = -1, bytes = -1;
+	pid_t h1, h2;
+	int i;
+
+	if (!tcg_hierarchy()->v2) {
+		/* A skip does not run .fini: stop moatd here, or it lingers. */
+		teardown();
+		cr_skip_test("cgroup v1: no per-cgroup pressure here (make vmtest runs this)");
+	}
+	cr_assert_eq(tcg_create("web-psi", &web), 0);
+	h1 = tcg_spawn(&web, 0, work_hog, NULL);
+	h2 = tcg_spawn(&web, 0, work_hog, NULL);
+	cr_assert(h1 > 0 && h2 > 0);
+	wait_get("groups/web.web-psi/path", 0, 30);
+	for (i = 0; i < 40 && pressure < 50; i++) {
+		sleep_ms(100);
+		if (!ctl(out, err, "get", "groups/web.web-psi/cpu_pressure_pct", NULL))
+			pressure = strtod(out, NULL);
+	}
+	if (!ctl(out, err, "get", "groups/web.web-psi/memory_bytes", NULL))
+		bytes = strtod(out, NULL);
+	tcg_kill(h1);
+	tcg_kill(h2);
+	cr_log_info("cpu pressure %.1f%%, memory %.0f bytes", pressure, bytes);
+	cr_expect_geq(pressure, 50, "cpu pressure %.1f%% with two hogs on one CPU",
+		      pressure);
+	cr_expect_leq(pressure, 100.5);
+	cr_expect_gt(bytes, 0, "memory.current not read");
+}

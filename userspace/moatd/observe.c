@@ -198,6 +198,12 @@ static void snap_hist(__u64 id, struct moat_rqlat_hist *out)
 		memset(out, 0, sizeof(*out));
 }
 
+/* The file and the clock are read moments apart: a share over 100% is 100%. */
+static double pct(double v)
+{
+	return v > 100 ? 100 : v;	/* NAN stays NAN */
+}
+
 static void observe_group(struct moatd *d, struct moatd_group *g, double secs)
 {
 	struct group_counters c = { .valid = true };
@@ -238,10 +244,10 @@ static void observe_group(struct moatd *d, struct moatd_group *g, double secs)
 				    g->last.nr_throttled, 1);
 	w->throttled_ms = rate(thr_ok, had, c.throttled_ns, g->last.throttled_ns,
 			       1e-6);
-	w->cpu_pressure_pct = rate(cpsi_ok, had, c.cpu_some_us,
-				   g->last.cpu_some_us, 1e-4 / secs);
-	w->memory_pressure_pct = rate(mpsi_ok, had, c.memory_some_us,
-				      g->last.memory_some_us, 1e-4 / secs);
+	w->cpu_pressure_pct = pct(rate(cpsi_ok, had, c.cpu_some_us,
+				       g->last.cpu_some_us, 1e-4 / secs));
+	w->memory_pressure_pct = pct(rate(mpsi_ok, had, c.memory_some_us,
+					  g->last.memory_some_us, 1e-4 / secs));
 	w->memory_bytes = read_number(g->fd[GF_MEMORY_USAGE], &v) ? NAN : v;
 
 	g->last = c;
