@@ -282,15 +282,60 @@ Test(cgroup_real, mkdir_and_rmdir_are_reported)
 	if (tcg_skip_reason(true))
 		cr_skip_test("%s", tcg_skip_reason(true));
 	cr_assert_eq(moat_cgroup_events_open(&ev), 0);
-	moat_cgroup_events_consume(ev);		/* whatever came before */
-	cr_expect_not(moat_cgroup_events_consume(ev), "an event from nowhere");
+	moat_cgroup_events_consume(ev, NULL, NULL);		/* whatever came before */
+	cr_expect_not(moat_cgroup_events_consume(ev, NULL, NULL), "an event from nowhere");
 	cr_assert_eq(tcg_create("e", &e), 0);
-	cr_expect(moat_cgroup_events_consume(ev), "mkdir not reported");
-	cr_expect_not(moat_cgroup_events_consume(ev), "mkdir reported twice");
+	cr_expect(moat_cgroup_events_consume(ev, NULL, NULL), "mkdir not reported");
+	cr_expect_not(moat_cgroup_events_consume(ev, NULL, NULL), "mkdir reported twice");
 	/* rmdir: the cgroup may linger a moment while its css goes away */
 	cr_assert_eq(rmdir(e.dir), 0);
-	for (i = 0; i < 100 && !moat_cgroup_events_consume(ev); i++)
+	for (i = 0; i < 100 && !moat_cgroup_events_consume(ev, NULL, NULL); i++)
 		usleep(10000);
 	cr_expect_lt(i, 100, "rmdir not reported");
+	moat_cgroup_events_close(ev);
+}
+
+static void count_removed(__u64 id, void *ctx)
+{
+	__u64 *want = ctx;
+
+	if (id == want[0])
+		want[1]++;
+}
+
+/* A removed cgroup's id comes with its event, and rqlat then forgets it. */
+Test(rqlat_bpf, removed_cgroups_leave_the_maps)
+{
+	struct moat_rqlat_opts opts = {};
+	struct moat_cgroup_events *ev;
+	struct moat_rqlat_hist win, h;
+	struct blame_sums blame;
+	struct tcg f;
+	__u64 seen[2];
+	int i;
+
+	cr_assert_eq(tcg_create("f", &f), 0);
+	cr_assert_eq(moat_rqlat_open(&opts, &rq), 0);
+	cr_assert_eq(moat_cgroup_events_open(&ev), 0);
+	cr_assert_eq(moat_rqlat_watch(rq, f.id, true), 0);
+	server_phase(&f, &f, &win, &blame);
+	cr_assert_gt(win.count, 0);
+	read_blame(f.id, 0, &blame);
+	cr_assert_gt(blame.total_ns, 0, "no blame entry to forget");
+
+	moat_cgroup_events_consume(ev, NULL, NULL);
+	cr_assert_eq(rmdir(f.dir), 0);
+	seen[0] = f.id;
+	seen[1] = 0;
+	for (i = 0; i < 100 && !seen[1]; i++) {
+		moat_cgroup_events_consume(ev, count_removed, seen);
+		usleep(10000);
+	}
+	cr_assert_eq(seen[1], 1, "rmdir of %llu reported %llu times",
+		     (unsigned long long)f.id, (unsigned long long)seen[1]);
+	cr_assert_eq(moat_rqlat_forget(rq, &f.id, 1), 0);
+	cr_expect_eq(moat_rqlat_read_hist(rq, f.id, &h), -ENOENT);
+	read_blame(f.id, 0, &blame);
+	cr_expect_eq(blame.total_ns, 0, "blame entries of a removed cgroup left");
 	moat_cgroup_events_close(ev);
 }

@@ -16,6 +16,8 @@ struct moat_cgroup_events {
 	struct ring_buffer *rb;
 	__u64 dropped_seen;
 	bool changed;
+	moat_cgroup_removed_fn removed;	/* during consume() */
+	void *removed_ctx;
 };
 
 static int on_event(void *ctx, void *data, size_t len)
@@ -23,9 +25,12 @@ static int on_event(void *ctx, void *data, size_t len)
 	struct moat_cgroup_events *ev = ctx;
 	const struct moat_cgroup_event *e = data;
 
-	if (len >= sizeof(*e))
-		pr_debug("cgroup %s: id %llu", e->type == MOAT_CGROUP_MKDIR ?
-			 "made" : "removed", (unsigned long long)e->id);
+	if (len < sizeof(*e))
+		return 0;
+	pr_debug("cgroup %s: id %llu", e->type == MOAT_CGROUP_MKDIR ?
+		 "made" : "removed", (unsigned long long)e->id);
+	if (e->type == MOAT_CGROUP_RMDIR && ev->removed)
+		ev->removed(e->id, ev->removed_ctx);
 	ev->changed = true;
 	return 0;
 }
@@ -87,12 +92,16 @@ int moat_cgroup_events_fd(const struct moat_cgroup_events *ev)
 	return ring_buffer__epoll_fd(ev->rb);
 }
 
-bool moat_cgroup_events_consume(struct moat_cgroup_events *ev)
+bool moat_cgroup_events_consume(struct moat_cgroup_events *ev,
+				moat_cgroup_removed_fn removed, void *ctx)
 {
 	__u64 dropped = ev->skel->bss->events_dropped;
 	bool changed;
 
+	ev->removed = removed;
+	ev->removed_ctx = ctx;
 	ring_buffer__consume(ev->rb);
+	ev->removed = NULL;
 	changed = ev->changed || dropped != ev->dropped_seen;
 	if (dropped != ev->dropped_seen)
 		pr_debug("cgroup events: %llu dropped: walking the hierarchy",

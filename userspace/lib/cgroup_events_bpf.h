@@ -20,13 +20,17 @@ void moat_cgroup_events_close(struct moat_cgroup_events *ev);
 /** moat_cgroup_events_fd() - an fd that polls readable when events wait. */
 int moat_cgroup_events_fd(const struct moat_cgroup_events *ev);
 
+typedef void (*moat_cgroup_removed_fn)(__u64 id, void *ctx);
+
 /**
- * moat_cgroup_events_consume() - take every waiting event.
+ * moat_cgroup_events_consume() - take every waiting event, calling
+ * @removed (when not NULL) with the id of each cgroup removed.
  *
  * Return: whether any cgroup of the cpu hierarchy was made or removed
  * since the last call, or events were dropped, so that only a walk of the
  * hierarchy can tell what changed.
  */
-bool moat_cgroup_events_consume(struct moat_cgroup_events *ev);
+bool moat_cgroup_events_consume(struct moat_cgroup_events *ev,
+				moat_cgroup_removed_fn removed, void *ctx);
 
 #endif /* MOAT_CGROUP_EVENTS_BPF_H */

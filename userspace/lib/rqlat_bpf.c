@@ -243,6 +243,43 @@ int moat_rqlat_for_each_blame(struct moat_rqlat *r, moat_rqlat_blame_fn fn,
 	return errno == ENOENT ? 0 : -errno;
 }
 
+static bool in_ids(__u64 id, const __u64 *ids, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+int moat_rqlat_forget(struct moat_rqlat *r, const __u64 *ids, size_t n)
+{
+	int hists = bpf_map__fd(r->skel->maps.hists);
+	int watched = bpf_map__fd(r->skel->maps.watched);
+	int blame = bpf_map__fd(r->skel->maps.blame);
+	struct moat_blame_key key, next;
+	bool more;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		bpf_map_delete_elem(hists, &ids[i]);
+		bpf_map_delete_elem(watched, &ids[i]);
+	}
+	/*
+	 * Walk the blame map once for all of them.  Find the next key before
+	 * deleting the current one, or get_next_key starts over.
+	 */
+	more = !bpf_map_get_next_key(blame, NULL, &key);
+	while (more) {
+		more = !bpf_map_get_next_key(blame, &key, &next);
+		if (in_ids(key.victim, ids, n) || in_ids(key.culprit, ids, n))
+			bpf_map_delete_elem(blame, &key);
+		key = next;
+	}
+	return 0;
+}
+
 void moat_rqlat_drops(const struct moat_rqlat *r, __u64 drops[MOAT_DROP_NR])
 {
 	memcpy(drops, r->skel->bss->rqlat_drops, sizeof(r->skel->bss->rqlat_drops));

@@ -56,6 +56,14 @@ int moat_rqlat_for_each_hist(struct moat_rqlat *r, moat_rqlat_hist_fn fn,
 int moat_rqlat_for_each_blame(struct moat_rqlat *r, moat_rqlat_blame_fn fn,
 			      void *ctx);
 
+/**
+ * moat_rqlat_forget() - drop what the maps hold for the @n cgroups in
+ * @ids, which were removed: their histograms, their watched entries, and
+ * every blame entry naming them.  Without this the bounded maps fill with
+ * the dead over a long run, and new cgroups are dropped.
+ */
+int moat_rqlat_forget(struct moat_rqlat *r, const __u64 *ids, size_t n);
+
 /** moat_rqlat_drops() - events not recorded since load, by reason. */
 void moat_rqlat_drops(const struct moat_rqlat *r, __u64 drops[MOAT_DROP_NR]);
 

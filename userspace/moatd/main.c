@@ -268,11 +268,36 @@ static double ms_since(const struct timespec *t)
  * cgroup event says something changed, and every rescan_ms in case an
  * event was missed; without the events, every period.
  */
+struct removed {
+	__u64 ids[256];
+	size_t n;
+	bool overflow;
+};
+
+static void note_removed(__u64 id, void *ctx)
+{
+	struct removed *r = ctx;
+
+	if (r->n < sizeof(r->ids) / sizeof(r->ids[0]))
+		r->ids[r->n++] = id;
+	else
+		r->overflow = true;
+}
+
 static void cycle(struct moatd *d)
 {
 	double start = now_us();
-	bool changed = !d->events || moat_cgroup_events_consume(d->events);
+	struct removed gone = { .n = 0 };
+	bool changed = !d->events ||
+		       moat_cgroup_events_consume(d->events, note_removed, &gone);
 	int err;
+
+	/* Removed cgroups leave the rqlat maps at once, not when they fill. */
+	if (gone.n)
+		moat_rqlat_forget(d->rqlat, gone.ids, gone.n);
+	if (gone.overflow)
+		pr_debug("more than %zu cgroups removed in a period: some stay in the rqlat maps",
+			 sizeof(gone.ids) / sizeof(gone.ids[0]));
 
 	if (changed || !d->last_rescan.tv_sec ||
 	    ms_since(&d->last_rescan) >= d->rescan_ms) {
