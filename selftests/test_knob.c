@@ -218,3 +218,22 @@ Test(knob, expects_describes_the_knob)
 	moat_knob_expects(moat_knob_find(t, "version"), buf, sizeof(buf));
 	cr_expect_str_eq(buf, "read-only");
 }
+
+Test(knob, add_all_prefixes_and_owns)
+{
+	static int owner;
+	const struct moat_knob tmpl[] = {
+		{ .path = "a", .type = MOAT_KNOB_SHOW, .show = show_answer },
+		{ .path = "b/c", .type = MOAT_KNOB_SHOW, .show = show_answer },
+	};
+	char longdir[MOAT_KNOB_PATH_MAX];
+
+	cr_assert_eq(moat_knob_add_all(t, "groups/pod-c", tmpl, 2, &owner), 0);
+	cr_expect_eq(moat_knob_find(t, "groups/pod-c/a")->owner, &owner);
+	cr_expect_not_null(moat_knob_find(t, "groups/pod-c/b/c"));
+	cr_assert_eq(moat_knob_add_all(t, "", tmpl, 1, &owner), 0);
+	cr_expect_not_null(moat_knob_find(t, "a"));
+	memset(longdir, 'x', sizeof(longdir) - 2);
+	longdir[sizeof(longdir) - 2] = '\0';
+	cr_expect_eq(moat_knob_add_all(t, longdir, tmpl, 1, &owner), -ENAMETOOLONG);
+}

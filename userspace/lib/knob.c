@@ -149,6 +149,26 @@ int moat_knob_add(struct moat_knob_tree *t, const struct moat_knob *k)
 	return 0;
 }
 
+int moat_knob_add_all(struct moat_knob_tree *t, const char *dir,
+		      const struct moat_knob *tmpl, size_t n, void *owner)
+{
+	struct moat_knob k;
+	size_t i;
+	int err;
+
+	for (i = 0; i < n; i++) {
+		k = tmpl[i];
+		k.owner = owner;
+		if ((size_t)snprintf(k.path, sizeof(k.path), "%s%s%s", dir,
+				     *dir ? "/" : "", tmpl[i].path) >= sizeof(k.path))
+			return -ENAMETOOLONG;
+		err = moat_knob_add(t, &k);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 void moat_knob_remove_dir(struct moat_knob_tree *t, const char *prefix)
 {
 	size_t i = lower_bound(t, prefix), j = i;

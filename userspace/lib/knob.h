@@ -71,6 +71,14 @@ void moat_knob_tree_free(struct moat_knob_tree *t);
  */
 int moat_knob_add(struct moat_knob_tree *t, const struct moat_knob *k);
 
+/**
+ * moat_knob_add_all() - add copies of the @n knobs of @tmpl, each with
+ * @owner and its path prefixed by @dir ("" for the top).  On error the
+ * ones already added stay: remove @dir to undo.
+ */
+int moat_knob_add_all(struct moat_knob_tree *t, const char *dir,
+		      const struct moat_knob *tmpl, size_t n, void *owner);
+
 /** moat_knob_remove_dir() - remove every knob at or below @prefix. */
 void moat_knob_remove_dir(struct moat_knob_tree *t, const char *prefix);
 

@@ -118,21 +118,13 @@ static int add_knobs(struct moatd *d, struct moatd_group *g)
 		  .store = store_class },
 		{ .path = "cgroup_id", .type = MOAT_KNOB_SHOW, .show = show_cgroup_id },
 	};
-	struct moat_knob k;
-	size_t i;
+	char dir[MOAT_KNOB_PATH_MAX];
 	int err;
 
-	for (i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++) {
-		k = attrs[i];
-		k.owner = g;
-		if ((size_t)snprintf(k.path, sizeof(k.path), "groups/%s/%s",
-				     g->gid.id, attrs[i].path) >= sizeof(k.path))
-			return -ENAMETOOLONG;
-		err = moat_knob_add(d->tree, &k);
-		if (err)
-			return err;
-	}
-	return observe_add_knobs(d, g);
+	snprintf(dir, sizeof(dir), "groups/%s", g->gid.id);
+	err = moat_knob_add_all(d->tree, dir, attrs,
+				sizeof(attrs) / sizeof(attrs[0]), g);
+	return err ? err : observe_add_knobs(d, g);
 }
 
 static void drop_group(struct moatd *d, size_t i, const char *why)

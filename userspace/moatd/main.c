@@ -177,18 +177,11 @@ static int add_base_knobs(struct moatd *d)
 		  .writable = true, .choices = moat_class_names,
 		  .data = &d->qos.besteffort },
 	};
-	struct moat_knob k;
-	size_t i;
 	int err;
 
-	for (i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
-		k = knobs[i];
-		k.owner = d;
-		err = moat_knob_add(d->tree, &k);
-		if (err)
-			return err;
-	}
-	return node_add_knobs(d);
+	err = moat_knob_add_all(d->tree, "", knobs,
+				sizeof(knobs) / sizeof(knobs[0]), d);
+	return err ? err : node_add_knobs(d);
 }
 
 static int setup_cgroups(struct moatd *d, const struct options *o)
