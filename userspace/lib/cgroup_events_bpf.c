@@ -87,11 +87,6 @@ void moat_cgroup_events_close(struct moat_cgroup_events *ev)
 	free(ev);
 }
 
-int moat_cgroup_events_fd(const struct moat_cgroup_events *ev)
-{
-	return ring_buffer__epoll_fd(ev->rb);
-}
-
 bool moat_cgroup_events_consume(struct moat_cgroup_events *ev,
 				moat_cgroup_removed_fn removed, void *ctx)
 {

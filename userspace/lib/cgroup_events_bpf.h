@@ -17,9 +17,6 @@ struct moat_cgroup_events;
 int moat_cgroup_events_open(struct moat_cgroup_events **out);
 void moat_cgroup_events_close(struct moat_cgroup_events *ev);
 
-/** moat_cgroup_events_fd() - an fd that polls readable when events wait. */
-int moat_cgroup_events_fd(const struct moat_cgroup_events *ev);
-
 typedef void (*moat_cgroup_removed_fn)(__u64 id, void *ctx);
 
 /**
