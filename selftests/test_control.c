@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The controller's decision step, without a kernel: violations throttle
+ * the culprits in blame order, floors hold, slack releases stepwise back
+ * to the original, cooldowns and hysteresis, memory.high steps.
+ */
+#include <math.h>
+#include <string.h>
+#include <criterion/criterion.h>
+#include "control.h"
+
+static struct moat_ctl_params params(void)
+{
+	return (struct moat_ctl_params){
+		.step = {
+			[MOAT_RES_CPU] = { .decrease_pct = 50, .increase_pct = 25,
+					   .min_pct = 20, .cooldown = 0 },
+			[MOAT_RES_MEMORY] = { .decrease_pct = 10, .increase_pct = 10,
+					      .min_pct = 70, .cooldown = 0 },
+		},
+		.floor_min = { [MOAT_RES_CPU] = 0.01, [MOAT_RES_MEMORY] = 1 << 20 },
+		.slack_pct = 50,
+		.release_periods = 3,
+		.culprits = 1,
+	};
+}
+
+static struct moat_ctl_lc lc_with(double p99, double target)
+{
+	struct moat_ctl_lc lc = {
+		.value = { [MOAT_SIG_RQLAT_P99] = p99,
+			   [MOAT_SIG_MEMORY_PRESSURE] = NAN },
+		.target = { [MOAT_SIG_RQLAT_P99] = target,
+			    [MOAT_SIG_MEMORY_PRESSURE] = 10 },
+	};
+
+	return lc;
+}
+
+static struct moat_ctl_be be_using(double cpus)
+{
+	struct moat_ctl_be b = {
+		.usage = { [MOAT_RES_CPU] = cpus, [MOAT_RES_MEMORY] = NAN },
+		.orig = { [MOAT_RES_CPU] = INFINITY, [MOAT_RES_MEMORY] = INFINITY },
+		.lim = { [MOAT_RES_CPU] = { .limit = INFINITY },
+			 [MOAT_RES_MEMORY] = { .limit = INFINITY } },
+	};
+
+	return b;
+}
+
+Test(control, violation_throttles_the_most_blamed_be_group_first)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc lc = lc_with(5000, 1000);
+	struct moat_ctl_be be[3] = { be_using(1), be_using(1), be_using(1) };
+	double blame[3] = { 10, 900, 0 };
+
+	moat_control_step(&p, &st, &lc, 1, blame, be, 3);
+	cr_assert(st.violated[MOAT_RES_CPU]);
+	cr_assert_eq(be[1].action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
+	cr_assert_eq(be[1].cause[MOAT_RES_CPU], 0);
+	cr_assert_float_eq(be[1].lim[MOAT_RES_CPU].limit, 0.5, 1e-9);
+	cr_assert_float_eq(be[1].lim[MOAT_RES_CPU].ref, 1, 1e-9);
+	cr_assert_eq(be[0].action[MOAT_RES_CPU], MOAT_CTL_NONE);
+	cr_assert(isinf(be[0].lim[MOAT_RES_CPU].limit));
+
+	/* Still violated: culprits = 1 per LC group, the next in blame order
+	 * only once the first can take no step; with 2, both at once. */
+	p.culprits = 2;
+	moat_control_step(&p, &st, &lc, 1, blame, be, 3);
+	cr_assert_float_eq(be[1].lim[MOAT_RES_CPU].limit, 0.25, 1e-9);
+	cr_assert_eq(be[0].action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
+	cr_assert_eq(be[2].action[MOAT_RES_CPU], MOAT_CTL_NONE,
+		     "a BE group that took none of the waits is left alone");
+}
+
+Test(control, floor_bounds_the_throttling)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc lc = lc_with(5000, 1000);
+	struct moat_ctl_be be = be_using(2);
+	double blame = 100;
+	int i;
+
+	for (i = 0; i < 10; i++)
+		moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	/* 20% of the 2 CPUs it used when first throttled. */
+	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.4, 1e-9);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE,
+		     "at the floor: no further step");
+	cr_assert_float_eq(moat_ctl_floor(&p, MOAT_RES_CPU, &be.lim[MOAT_RES_CPU]),
+			   0.4, 1e-9);
+
+	/* An absolute floor under a tiny reference. */
+	be = be_using(0.001);
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.01, 1e-9);
+}
+
+Test(control, step_down_starts_from_usage_and_a_finite_original)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc lc = lc_with(5000, 1000);
+	struct moat_ctl_be be = be_using(3);
+	double blame = 100;
+
+	be.orig[MOAT_RES_CPU] = 2;	/* its own cpu.max is 2 CPUs */
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	cr_assert_float_eq(be.lim[MOAT_RES_CPU].ref, 2, 1e-9);
+	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 1, 1e-9);
+
+	/* It now uses less than its limit: the next step is from usage. */
+	be.usage[MOAT_RES_CPU] = 0.6;
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.4, 1e-9);
+}
+
+Test(control, release_after_sustained_slack_back_to_the_original)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc bad = lc_with(5000, 1000), calm = lc_with(100, 1000);
+	struct moat_ctl_be be = be_using(1);
+	double blame = 100, limit;
+	int i;
+
+	moat_control_step(&p, &st, &bad, 1, &blame, &be, 1);
+	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.5, 1e-9);
+
+	/* Slack for release_periods - 1 periods: nothing moves yet. */
+	for (i = 0; i < 2; i++) {
+		moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
+		cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE);
+	}
+	/* Then one additive step per period: 0.5 -> 0.75 -> restored. */
+	moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_RELEASE);
+	limit = be.lim[MOAT_RES_CPU].limit;
+	cr_assert_float_eq(limit, 0.75, 1e-9);
+	moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_RESTORE);
+	cr_assert(isinf(be.lim[MOAT_RES_CPU].limit));
+	moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE);
+}
+
+Test(control, between_slack_and_target_holds)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc bad = lc_with(5000, 1000), near = lc_with(700, 1000),
+			   calm = lc_with(100, 1000);
+	struct moat_ctl_be be = be_using(1);
+	double blame = 100;
+	int i;
+
+	moat_control_step(&p, &st, &bad, 1, &blame, &be, 1);
+	for (i = 0; i < 10; i++) {
+		moat_control_step(&p, &st, &near, 1, &blame, &be, 1);
+		cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE);
+	}
+	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.5, 1e-9);
+	/* A period in the band restarts the count of slack periods. */
+	moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &near, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE);
+	moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_RELEASE);
+}
+
+Test(control, unmeasured_signals_neither_violate_nor_block_release)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc bad = lc_with(5000, 1000), idle = lc_with(NAN, 1000),
+			   untargeted = lc_with(9000, 0);
+	struct moat_ctl_be be = be_using(1);
+	double blame = 100;
+	int i;
+
+	moat_control_step(&p, &st, &untargeted, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE, "no target: no violation");
+	moat_control_step(&p, &st, &bad, 1, &blame, &be, 1);
+	for (i = 0; i < 3; i++)
+		moat_control_step(&p, &st, &idle, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_RELEASE);
+}
+
+Test(control, cooldown_spaces_the_steps_down)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc lc = lc_with(5000, 1000);
+	struct moat_ctl_be be = be_using(4);
+	double blame = 100;
+
+	p.step[MOAT_RES_CPU].cooldown = 2;
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE);
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE);
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
+	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 1, 1e-9);
+}
+
+Test(control, worst_lc_group_picks_its_culprit_first)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc lc[2] = { lc_with(2000, 1000), lc_with(9000, 1000) };
+	struct moat_ctl_be be[2] = { be_using(1), be_using(1) };
+	/* Both LC groups blame BE 0 most; LC 1 is worse and claims it. */
+	double blame[4] = { 50, 10, 80, 20 };
+
+	moat_control_step(&p, &st, lc, 2, blame, be, 2);
+	cr_assert_eq(be[0].cause[MOAT_RES_CPU], 1);
+	cr_assert_eq(be[1].cause[MOAT_RES_CPU], 0,
+		     "each BE group takes one step a period; LC 0 gets the next");
+}
+
+Test(control, memory_pressure_steps_memory_high_of_the_largest_user)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc lc = lc_with(100, 1000);
+	struct moat_ctl_be be[2] = { be_using(1), be_using(1) };
+	double blame[2] = { 0, 0 };
+	int i;
+
+	be[0].usage[MOAT_RES_MEMORY] = 100 << 20;
+	be[1].usage[MOAT_RES_MEMORY] = 400 << 20;
+	lc.value[MOAT_SIG_MEMORY_PRESSURE] = 30;	/* target 10 */
+	moat_control_step(&p, &st, &lc, 1, blame, be, 2);
+	cr_assert(st.violated[MOAT_RES_MEMORY]);
+	cr_assert(!st.violated[MOAT_RES_CPU]);
+	cr_assert_eq(be[1].action[MOAT_RES_MEMORY], MOAT_CTL_THROTTLE);
+	cr_assert_float_eq(be[1].lim[MOAT_RES_MEMORY].limit, 360.0 * (1 << 20), 1);
+	cr_assert_eq(be[0].action[MOAT_RES_MEMORY], MOAT_CTL_NONE);
+	cr_assert_eq(be[1].action[MOAT_RES_CPU], MOAT_CTL_NONE);
+
+	/* Never below 70% of the usage it had when first stepped. */
+	for (i = 0; i < 20; i++) {
+		be[1].usage[MOAT_RES_MEMORY] = be[1].lim[MOAT_RES_MEMORY].limit;
+		moat_control_step(&p, &st, &lc, 1, blame, be, 2);
+	}
+	cr_assert_float_eq(be[1].lim[MOAT_RES_MEMORY].limit, 280.0 * (1 << 20), 1);
+
+	/* Memory unknown (cgroup v1): nothing to step. */
+	be[0] = be_using(1);
+	be[1] = be_using(1);
+	moat_control_step(&p, &st, &lc, 1, blame, be, 2);
+	cr_assert_eq(be[0].action[MOAT_RES_MEMORY], MOAT_CTL_NONE);
+	cr_assert_eq(be[1].action[MOAT_RES_MEMORY], MOAT_CTL_NONE);
+}

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The journal of original values: its encoding, every way a damaged file
+ * is caught, and moat_kfile_write()/restore on real cgroup files.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <criterion/criterion.h>
+#include "journal.h"
+#include "helpers.h"
+
+static struct moat_journal *mem_journal(void)
+{
+	struct moat_journal *j;
+
+	cr_assert_eq(moat_journal_open("", &j), 0);
+	return j;
+}
+
+static void add(struct moat_journal *j, const char *path, const char *orig)
+{
+	j->e = realloc(j->e, (j->n + 1) * sizeof(*j->e));
+	j->cap = j->n + 1;
+	snprintf(j->e[j->n].path, sizeof(j->e[j->n].path), "%s", path);
+	snprintf(j->e[j->n].orig, sizeof(j->e[j->n].orig), "%s", orig);
+	j->n++;
+}
+
+static char *encode(struct moat_journal *j, size_t *len)
+{
+	char *buf;
+
+	cr_assert_eq(moat_journal_encode(j, &buf, len), 0);
+	return buf;
+}
+
+Test(journal, round_trip_keeps_every_byte)
+{
+	struct moat_journal *j = mem_journal(), *k = mem_journal();
+	char why[256], *buf;
+	size_t len;
+
+	add(j, "/sys/fs/cgroup/kubepods/pod a/cpu.max", "max 100000");
+	add(j, "/sys/fs/cgroup/x%y/memory.high", "12%34\nline two\t");
+	add(j, "/sys/fs/cgroup/e/cpu.idle", "");
+	buf = encode(j, &len);
+	cr_assert_eq(moat_journal_decode(k, buf, len, why, sizeof(why)), 0, "%s", why);
+	cr_assert_eq(k->n, 3);
+	cr_assert_str_eq(k->e[0].path, "/sys/fs/cgroup/kubepods/pod a/cpu.max");
+	cr_assert_str_eq(k->e[0].orig, "max 100000");
+	cr_assert_str_eq(k->e[1].path, "/sys/fs/cgroup/x%y/memory.high");
+	cr_assert_str_eq(k->e[1].orig, "12%34\nline two\t");
+	cr_assert_str_eq(k->e[2].orig, "");
+	cr_assert(strstr(buf, "pod%20a/cpu.max max%20100000\n"), "%s", buf);
+	free(buf);
+	moat_journal_free(j);
+	moat_journal_free(k);
+}
+
+/* Decoding @text fails, and @why names @expect. */
+static void bad(const char *text, size_t len, const char *expect)
+{
+	struct moat_journal *j = mem_journal();
+	char why[256] = "";
+
+	cr_assert_eq(moat_journal_decode(j, text, len, why, sizeof(why)), -EBADMSG,
+		     "accepted: %.*s", (int)len, text);
+	cr_assert(strstr(why, expect), "'%s' does not say '%s'", why, expect);
+	cr_assert_eq(j->n, 0, "a bad journal leaves no entries");
+	moat_journal_free(j);
+}
+
+static void bad_text(const char *text, const char *expect)
+{
+	bad(text, strlen(text), expect);
+}
+
+Test(journal, damage_is_reported_never_ignored)
+{
+	struct moat_journal *j = mem_journal();
+	char *buf, *copy;
+	size_t len;
+
+	add(j, "/sys/fs/cgroup/a/cpu.max", "max 100000");
+	add(j, "/sys/fs/cgroup/b/cpu.max", "50000 100000");
+	buf = encode(j, &len);
+
+	bad("", 0, "not a moat journal");
+	bad_text("moat-journal 2\nend 0 0\n", "not a moat journal");
+	/* Cut anywhere: inside an entry, before the end line, inside it. */
+	bad(buf, len - 1, "truncated");
+	bad(buf, strchr(buf + 15, '\n') + 1 - buf, "no end line");
+	bad(buf, strstr(buf, "file /sys/fs/cgroup/b") + 10 - buf, "truncated");
+
+	copy = malloc(len + 16);
+	memcpy(copy, buf, len);
+	copy[strstr(buf, "50000") - buf] = '6';		/* a changed value */
+	bad(copy, len, "checksum");
+	memcpy(copy, buf, len);
+	*strstr(copy, "end 2") = 'x';			/* no end line */
+	bad(copy, len, "bad entry");
+	memcpy(copy, buf, len);
+	strstr(copy, "end 2")[4] = '3';			/* count */
+	bad(copy, len, "3 entries promised, 2 found");
+	memcpy(copy, buf, len);
+	memcpy(copy + len, "file /x y\n", 10);		/* after the end */
+	bad(copy, len + 10, "after the end");
+	free(copy);
+	free(buf);
+
+	bad_text("moat-journal 1\nfile relative/cpu.max 1\nend 1 0\n", "not absolute");
+	bad_text("moat-journal 1\nfile /a/../etc/passwd 1\nend 1 0\n", "not absolute");
+	bad_text("moat-journal 1\nfile /a/cpu.max %4\nend 1 0\n", "bad entry");
+	bad_text("moat-journal 1\nfile /a/cpu.max\nend 1 0\n", "bad entry");
+	moat_journal_free(j);
+}
+
+static char tmp_dir[] = "/tmp/moat-test-journal-XXXXXX";
+
+static void fini_tmp(void)
+{
+	char cmd[64];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp_dir);
+	cr_assert_eq(system(cmd), 0);
+	tcg_cleanup();
+}
+
+Test(journal, a_damaged_file_does_not_open, .fini = fini_tmp)
+{
+	struct moat_journal *j;
+	char file[PATH_MAX];
+	FILE *f;
+
+	cr_assert_not_null(mkdtemp(tmp_dir));
+	snprintf(file, sizeof(file), "%s/journal", tmp_dir);
+	cr_assert_eq(moat_journal_open(file, &j), 0, "a missing file is empty");
+	cr_assert_eq(j->n, 0);
+	moat_journal_free(j);
+	f = fopen(file, "w");
+	fputs("moat-journal 1\nfile /sys/fs/cgroup/a/cpu.max max%20100000\n", f);
+	fclose(f);
+	cr_assert_eq(moat_journal_open(file, &j), -EBADMSG);
+}
+
+static void read_file(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+
+	cr_assert_not_null(f, "%s", path);
+	cr_assert_not_null(fgets(buf, len, f));
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+Test(journal, kfile_write_records_first_and_restores_exactly, .fini = fini_tmp)
+{
+	const char *skip = tcg_skip_reason(false);
+	char file[PATH_MAX], quota[PATH_MAX + 16], buf[64];
+	struct moat_journal *j, *again;
+	struct tcg cg;
+
+	if (skip)
+		cr_skip_test("%s", skip);
+	cr_assert_eq(tcg_setup(), 0);
+	cr_assert_eq(tcg_create("journal", &cg), 0);
+	cr_assert_not_null(mkdtemp(tmp_dir));
+	snprintf(file, sizeof(file), "%s/journal", tmp_dir);
+	snprintf(quota, sizeof(quota), "%s/%s", cg.dir,
+		 tcg_hierarchy()->v2 ? "cpu.weight" : "cpu.shares");
+	cr_assert_eq(tcg_write(&cg, tcg_hierarchy()->v2 ? "cpu.weight" :
+			       "cpu.shares", tcg_hierarchy()->v2 ? "77" : "777"), 0);
+
+	cr_assert_eq(moat_journal_open(file, &j), 0);
+	cr_assert_eq(moat_kfile_write(j, quota, "20"), 0);
+	read_file(quota, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "20");
+	cr_assert_eq(j->n, 1);
+	cr_assert_str_eq(j->e[0].orig, tcg_hierarchy()->v2 ? "77" : "777");
+
+	/* On disk before anything else: a crash now is restored from it. */
+	cr_assert_eq(moat_journal_open(file, &again), 0);
+	cr_assert_eq(again->n, 1);
+	cr_assert_str_eq(again->e[0].orig, j->e[0].orig);
+
+	/* A second write keeps the first original. */
+	cr_assert_eq(moat_kfile_write(j, quota, "30"), 0);
+	cr_assert_eq(j->n, 1);
+	cr_assert_str_eq(j->e[0].orig, tcg_hierarchy()->v2 ? "77" : "777");
+
+	/* Restored from the reopened journal, as after a crash. */
+	cr_assert_eq(moat_journal_restore(again, ""), 0);
+	read_file(quota, buf, sizeof(buf));
+	cr_assert_str_eq(buf, tcg_hierarchy()->v2 ? "77" : "777");
+	cr_assert_eq(again->n, 0);
+	moat_journal_free(again);
+	cr_assert_eq(moat_journal_open(file, &again), 0);
+	cr_assert_eq(again->n, 0, "the restore emptied the file too");
+	moat_journal_free(again);
+	moat_journal_free(j);
+}
+
+Test(journal, someone_elses_change_becomes_the_original, .fini = fini_tmp)
+{
+	const char *skip = tcg_skip_reason(false);
+	const char *file;
+	char path[PATH_MAX + 16], buf[64];
+	struct moat_journal *j;
+	struct tcg cg;
+
+	if (skip)
+		cr_skip_test("%s", skip);
+	cr_assert_eq(tcg_setup(), 0);
+	cr_assert_eq(tcg_create("journal", &cg), 0);
+	file = tcg_hierarchy()->v2 ? "cpu.weight" : "cpu.shares";
+	snprintf(path, sizeof(path), "%s/%s", cg.dir, file);
+	j = mem_journal();
+	cr_assert_eq(moat_kfile_write(j, path, "100"), 0);
+	cr_assert_eq(tcg_write(&cg, file, "300"), 0);	/* "kubelet" */
+	cr_assert_eq(moat_kfile_write(j, path, "50"), 0);
+	cr_assert_str_eq(j->e[0].orig, "300");
+	cr_assert_eq(moat_journal_restore(j, cg.dir), 0);
+	read_file(path, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "300");
+	moat_journal_free(j);
+}
+
+Test(journal, writes_nothing_outside_cgroup_file_systems, .fini = fini_tmp)
+{
+	struct moat_journal *j = mem_journal();
+	char file[PATH_MAX], buf[64];
+	FILE *f;
+
+	cr_assert_not_null(mkdtemp(tmp_dir));
+	snprintf(file, sizeof(file), "%s/not-a-cgroup", tmp_dir);
+	f = fopen(file, "w");
+	fputs("1\n", f);
+	fclose(f);
+	cr_assert_eq(moat_kfile_write(j, file, "2"), -EXDEV);
+	cr_assert_eq(j->n, 0);
+	read_file(file, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "1");
+	moat_journal_free(j);
+}
+
+Test(journal, a_vanished_cgroup_drops_out, .fini = fini_tmp)
+{
+	struct moat_journal *j = mem_journal();
+
+	add(j, "/sys/fs/cgroup/cpu/moat-test-gone-0/cpu.shares", "1024");
+	cr_assert_eq(moat_journal_restore(j, ""), 0);
+	cr_assert_eq(j->n, 0);
+	cr_assert_eq(moat_kfile_write(j, "/sys/fs/cgroup/cpu/moat-test-gone-0/cpu.shares",
+				      "2"), -ENOENT);
+	cr_assert_eq(j->n, 0);
+	moat_journal_free(j);
+}

@@ -1,0 +1,496 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The journal of original values, and the one function that writes to
+ * kernel files (format and guarantees in journal.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
+#include <zlib.h>
+#include "journal.h"
+#include "log.h"
+
+#define HEADER "moat-journal 1\n"
+
+/* Append @s to @out (of @len) with bytes outside '!'..'~' and '%' as %XX. */
+static int escape(char *out, size_t len, const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++) {
+		unsigned char c = *s;
+		bool plain = c > ' ' && c < 0x7f && c != '%';
+
+		if (n + (plain ? 1 : 3) >= len)
+			return -ENAMETOOLONG;
+		if (plain)
+			out[n++] = c;
+		else
+			n += sprintf(out + n, "%%%02X", c);
+	}
+	out[n] = '\0';
+	return 0;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* Undo escape() of the @n bytes at @s into @out (of @len). */
+static int unescape(char *out, size_t len, const char *s, size_t n)
+{
+	size_t i, o = 0;
+
+	for (i = 0; i < n; i++) {
+		unsigned char c = s[i];
+
+		if (o + 1 >= len)
+			return -ENAMETOOLONG;
+		if (c == '%') {
+			int hi = i + 2 < n ? hexval(s[i + 1]) : -1;
+			int lo = i + 2 < n ? hexval(s[i + 2]) : -1;
+
+			if (hi < 0 || lo < 0 || !(hi | lo))
+				return -EINVAL;	/* short, not hex, or NUL */
+			c = hi << 4 | lo;
+			i += 2;
+		} else if (c <= ' ' || c >= 0x7f) {
+			return -EINVAL;
+		}
+		out[o++] = c;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+static int add_entry(struct moat_journal *j, const char *path, const char *orig)
+{
+	struct moat_journal_entry *e;
+
+	if (strlen(path) >= sizeof(e->path) || strlen(orig) >= sizeof(e->orig))
+		return -ENAMETOOLONG;
+	if (j->n == j->cap) {
+		size_t cap = j->cap ? j->cap * 2 : 16;
+		void *v = realloc(j->e, cap * sizeof(*j->e));
+
+		if (!v)
+			return -ENOMEM;
+		j->e = v;
+		j->cap = cap;
+	}
+	e = &j->e[j->n++];
+	strcpy(e->path, path);
+	strcpy(e->orig, orig);
+	e->last[0] = '\0';
+	return 0;
+}
+
+static void drop_entry(struct moat_journal *j, size_t i)
+{
+	j->e[i] = j->e[--j->n];
+}
+
+int moat_journal_encode(const struct moat_journal *j, char **buf, size_t *len)
+{
+	char path[PATH_MAX * 3], orig[MOAT_JOURNAL_VALUE_MAX * 3];
+	FILE *f = open_memstream(buf, len);
+	size_t i;
+	int err = 0;
+
+	if (!f)
+		return -ENOMEM;
+	fputs(HEADER, f);
+	for (i = 0; i < j->n && !err; i++) {
+		err = escape(path, sizeof(path), j->e[i].path);
+		if (!err)
+			err = escape(orig, sizeof(orig), j->e[i].orig);
+		if (!err)
+			fprintf(f, "file %s %s\n", path, *orig ? orig : "%00");
+	}
+	if (!err) {
+		fflush(f);
+		fprintf(f, "end %zu %08lx\n", j->n,
+			crc32(0, (const Bytef *)*buf, *len));
+	}
+	if (fclose(f) && !err)
+		err = -ENOMEM;
+	if (err) {
+		free(*buf);
+		*buf = NULL;
+	}
+	return err;
+}
+
+/* Absolute, and no ".." component that could climb out of a mount. */
+static bool path_normal(const char *path)
+{
+	size_t n = strlen(path);
+
+	return path[0] == '/' && !strstr(path, "/../") &&
+	       !(n >= 3 && !strcmp(path + n - 3, "/.."));
+}
+
+static void clear(struct moat_journal *j)
+{
+	j->n = 0;
+}
+
+int moat_journal_decode(struct moat_journal *j, const char *buf, size_t len,
+			char *why, size_t whylen)
+{
+	const char *p = buf, *end = buf + len;
+	unsigned int line = 1;
+	int err = 0;
+
+	clear(j);
+	if (len < strlen(HEADER) || memcmp(buf, HEADER, strlen(HEADER))) {
+		snprintf(why, whylen, "line 1: not a moat journal (expected '%.*s')",
+			 (int)strlen(HEADER) - 1, HEADER);
+		return -EBADMSG;
+	}
+	p += strlen(HEADER);
+	for (line = 2; p < end; line++) {
+		const char *nl = memchr(p, '\n', end - p);
+		const char *sp;
+		char path[PATH_MAX], orig[MOAT_JOURNAL_VALUE_MAX];
+		unsigned long crc, count;
+		char tail;
+
+		if (!nl) {
+			snprintf(why, whylen, "line %u: no newline: truncated", line);
+			goto bad;
+		}
+		if (!strncmp(p, "end ", 4)) {
+			if (sscanf(p + 4, "%lu %lx%c", &count, &crc, &tail) != 3 ||
+			    tail != '\n') {
+				snprintf(why, whylen, "line %u: bad end line", line);
+				goto bad;
+			}
+			if (count != j->n) {
+				snprintf(why, whylen, "line %u: %lu entries promised, %zu found",
+					 line, count, j->n);
+				goto bad;
+			}
+			if (crc != crc32(0, (const Bytef *)buf, p - buf)) {
+				snprintf(why, whylen, "line %u: checksum mismatch: the file was changed or damaged",
+					 line);
+				goto bad;
+			}
+			if (nl + 1 != end) {
+				snprintf(why, whylen, "line %u: text after the end line",
+					 line + 1);
+				goto bad;
+			}
+			return 0;
+		}
+		sp = strncmp(p, "file ", 5) ? NULL : memchr(p + 5, ' ', nl - p - 5);
+		if (!sp || unescape(path, sizeof(path), p + 5, sp - p - 5) ||
+		    (strncmp(sp, " %00\n", 5) &&	/* an empty original */
+		     unescape(orig, sizeof(orig), sp + 1, nl - sp - 1))) {
+			snprintf(why, whylen, "line %u: bad entry", line);
+			goto bad;
+		}
+		if (!strncmp(sp, " %00\n", 5))
+			orig[0] = '\0';
+		if (!path_normal(path)) {
+			snprintf(why, whylen, "line %u: path '%s' is not absolute and normal",
+				 line, path);
+			goto bad;
+		}
+		err = add_entry(j, path, orig);
+		if (err) {
+			snprintf(why, whylen, "line %u: %s", line, strerror(-err));
+			goto bad;
+		}
+		p = nl + 1;
+	}
+	snprintf(why, whylen, "line %u: no end line: truncated", line);
+bad:
+	clear(j);
+	return err == -ENOMEM ? -ENOMEM : -EBADMSG;
+}
+
+/* Replace j->file atomically, and make the rename itself durable. */
+static int save(struct moat_journal *j)
+{
+	char tmp[PATH_MAX + 8], dir[PATH_MAX];
+	char *buf = NULL;
+	size_t len = 0, off = 0;
+	int fd, dfd, err;
+
+	if (!j->file[0])
+		return 0;
+	err = moat_journal_encode(j, &buf, &len);
+	if (err)
+		return err;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", j->file);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		err = -errno;
+		goto out;
+	}
+	while (off < len && !err) {
+		ssize_t n = write(fd, buf + off, len - off);
+
+		if (n < 0 && errno != EINTR)
+			err = -errno;
+		else if (n > 0)
+			off += n;
+	}
+	if (!err && fsync(fd))
+		err = -errno;
+	close(fd);
+	if (!err && rename(tmp, j->file))
+		err = -errno;
+	if (err) {
+		unlink(tmp);
+		goto out;
+	}
+	snprintf(dir, sizeof(dir), "%s", j->file);
+	dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+out:
+	if (err)
+		pr_err("journal %s: save: %s", j->file, strerror(-err));
+	free(buf);
+	return err;
+}
+
+int moat_journal_open(const char *file, struct moat_journal **out)
+{
+	struct moat_journal *j = calloc(1, sizeof(*j));
+	char why[PATH_MAX + 128];
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f, *mem;
+	int c, err = 0;
+
+	if (!j)
+		return -ENOMEM;
+	if (strlen(file) >= sizeof(j->file)) {
+		free(j);
+		return -ENAMETOOLONG;
+	}
+	strcpy(j->file, file);
+	f = *file ? fopen(file, "re") : NULL;
+	if (!f) {
+		if (*file && errno != ENOENT) {
+			err = -errno;
+			pr_err("journal %s: %s", file, strerror(errno));
+			free(j);
+			return err;
+		}
+		*out = j;
+		return 0;
+	}
+	mem = open_memstream(&buf, &len);
+	while (mem && (c = getc(f)) != EOF)
+		putc(c, mem);
+	if (ferror(f))
+		err = -EIO;
+	fclose(f);
+	if (!mem || fclose(mem))
+		err = -ENOMEM;
+	if (!err)
+		err = moat_journal_decode(j, buf, len, why, sizeof(why));
+	free(buf);
+	if (err == -EBADMSG)
+		pr_err("journal %s: %s", file, why);
+	else if (err)
+		pr_err("journal %s: %s", file, strerror(-err));
+	if (err) {
+		moat_journal_free(j);
+		return err;
+	}
+	*out = j;
+	return 0;
+}
+
+void moat_journal_free(struct moat_journal *j)
+{
+	if (!j)
+		return;
+	free(j->e);
+	free(j);
+}
+
+struct moat_journal_entry *moat_journal_find(struct moat_journal *j,
+					     const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < j->n; i++)
+		if (!strcmp(j->e[i].path, path))
+			return &j->e[i];
+	return NULL;
+}
+
+/* Open @path for @flags, refusing anything not on a cgroup file system. */
+static int open_kfile(const char *path, int flags)
+{
+	struct statfs sf;
+	int fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return -errno;
+	if (fstatfs(fd, &sf) ||
+	    (sf.f_type != CGROUP_SUPER_MAGIC && sf.f_type != CGROUP2_SUPER_MAGIC)) {
+		close(fd);
+		return -EXDEV;
+	}
+	return fd;
+}
+
+int moat_kfile_read(const char *path, char *buf, size_t len)
+{
+	int fd = open_kfile(path, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return fd;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n == len - 1)
+		return -EOVERFLOW;
+	while (n > 0 && buf[n - 1] == '\n')
+		n--;
+	buf[n] = '\0';
+	return 0;
+}
+
+static int put(const char *path, const char *value)
+{
+	int fd = open_kfile(path, O_WRONLY);
+	size_t len = strlen(value);
+	ssize_t n;
+
+	if (fd < 0)
+		return fd;
+	n = write(fd, value, len);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EIO;
+}
+
+static bool vanished(int err)
+{
+	return err == -ENOENT || err == -ENODEV;
+}
+
+int moat_kfile_write(struct moat_journal *j, const char *path,
+		     const char *value)
+{
+	struct moat_journal_entry *e = moat_journal_find(j, path);
+	char cur[MOAT_JOURNAL_VALUE_MAX];
+	int err;
+
+	err = moat_kfile_read(path, cur, sizeof(cur));
+	if (err)
+		goto fail;
+	if (!e) {
+		err = add_entry(j, path, cur);
+		if (!err)
+			err = save(j);
+		if (err) {
+			if (moat_journal_find(j, path))
+				drop_entry(j, j->n - 1);
+			return err;	/* no record, no write */
+		}
+		e = &j->e[j->n - 1];
+	} else if (strcmp(cur, e->orig) && e->last[0] && strcmp(cur, e->last)) {
+		pr_info("%s: changed by someone else to '%s': that is now the value to restore",
+			path, cur);
+		strcpy(e->orig, cur);
+		err = save(j);
+		if (err)
+			return err;
+	}
+	if (!strcmp(cur, value)) {
+		strcpy(e->last, cur);
+		return 0;
+	}
+	err = put(path, value);
+	if (!err)
+		err = moat_kfile_read(path, e->last, sizeof(e->last));
+	if (!err)
+		return 0;
+fail:
+	if (vanished(err) && e) {
+		drop_entry(j, e - j->e);
+		save(j);
+	}
+	return err;
+}
+
+static bool under(const char *path, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return !n || (!strncmp(path, prefix, n) &&
+		      (prefix[n - 1] == '/' || path[n] == '/' || !path[n]));
+}
+
+int moat_journal_restore(struct moat_journal *j, const char *prefix)
+{
+	size_t i, before = j->n;
+	int err, first = 0;
+
+	for (i = j->n; i-- > 0;) {
+		struct moat_journal_entry *e = &j->e[i];
+		char cur[MOAT_JOURNAL_VALUE_MAX];
+
+		if (!under(e->path, prefix))
+			continue;
+		err = moat_kfile_read(e->path, cur, sizeof(cur));
+		if (!err && strcmp(cur, e->orig))
+			err = put(e->path, e->orig);
+		if (!err) {
+			pr_info("%s: restored '%s'", e->path, e->orig);
+		} else if (vanished(err)) {
+			pr_debug("%s: gone, ignoring", e->path);
+		} else {
+			pr_err("%s: restore '%s': %s", e->path, e->orig,
+			       strerror(-err));
+			if (!first)
+				first = err;
+			continue;
+		}
+		drop_entry(j, i);
+	}
+	if (j->n != before) {
+		err = save(j);
+		if (!first)
+			first = err;
+	}
+	return first;
+}
+
+int moat_journal_forget(struct moat_journal *j, const char *prefix)
+{
+	size_t i, before = j->n;
+
+	for (i = j->n; i-- > 0;)
+		if (under(j->e[i].path, prefix))
+			drop_entry(j, i);
+	return j->n != before ? save(j) : 0;
+}

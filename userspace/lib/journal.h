@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef MOAT_JOURNAL_H
+#define MOAT_JOURNAL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/*
+ * The journal: the original content of every kernel file moat changed,
+ * kept in a file in the state directory, so that each value can be put
+ * back when moatd stops, when it is told to, or at its next start after a
+ * crash.  moat_kfile_write() is the one place in moat that writes to a
+ * kernel file, and it records the original before the first write.
+ *
+ * The file is replaced atomically (write a temporary, fsync, rename,
+ * fsync the directory): after a crash or power loss it holds either the
+ * old or the new set of entries, never a mix.  Its format, one entry per
+ * line, fields separated by one space, bytes outside '!'..'~' and '%'
+ * itself written as %XX:
+ *
+ *   moat-journal 1
+ *   file <path> <original content>
+ *   ...
+ *   end <entries> <crc32 of every line above, newlines included, in hex>
+ *
+ * A journal that does not decode is an error the caller must report: its
+ * entries are originals that only it remembers.
+ */
+
+#define MOAT_JOURNAL_VALUE_MAX	256
+
+struct moat_journal_entry {
+	char path[PATH_MAX];
+	char orig[MOAT_JOURNAL_VALUE_MAX];	/* as read, trailing newline cut */
+	char last[MOAT_JOURNAL_VALUE_MAX];	/* what moat's last write read
+						   back as; not in the file */
+};
+
+struct moat_journal {
+	char file[PATH_MAX];		/* "" : in memory only (tests) */
+	struct moat_journal_entry *e;
+	size_t n, cap;
+};
+
+/**
+ * moat_journal_decode() - parse journal text @buf of @len bytes into @j,
+ * whose entries it replaces.
+ *
+ * Return: 0, or -EBADMSG with the line and reason in @why (bad header,
+ * bad entry, missing end line: truncated, count or checksum mismatch),
+ * -ENOMEM.  On error @j is left empty.
+ */
+int moat_journal_decode(struct moat_journal *j, const char *buf, size_t len,
+			char *why, size_t whylen);
+
+/**
+ * moat_journal_encode() - the text of @j, malloc()ed in *@buf (caller
+ * frees), its length in *@len.
+ */
+int moat_journal_encode(const struct moat_journal *j, char **buf, size_t *len);
+
+/**
+ * moat_journal_open() - load the journal at @file into a new *@out; a
+ * missing file is an empty journal.  @file "" keeps it in memory only.
+ *
+ * Return: 0; -EBADMSG when the file does not decode (logged with the
+ * file, the line and the reason); -errno when it cannot be read.
+ */
+int moat_journal_open(const char *file, struct moat_journal **out);
+void moat_journal_free(struct moat_journal *j);
+
+/**
+ * moat_journal_find() - the entry for @path, or NULL.
+ */
+struct moat_journal_entry *moat_journal_find(struct moat_journal *j,
+					     const char *path);
+
+/**
+ * moat_kfile_write() - write @value to the kernel file @path, recording
+ * its original content in @j (and saving the journal) first.  Writes only
+ * when the content differs.  When the content is neither the original nor
+ * what moat last wrote, someone else (kubelet, an admin) changed it: that
+ * content becomes the original, and is what a restore puts back.
+ *
+ * @path must be on a cgroup file system: a journal edited by hand cannot
+ * make moat write anywhere else.
+ *
+ * Return: 0; -ENOENT or -ENODEV when the file or its cgroup vanished
+ * (its entry is dropped); -EXDEV when @path is not on a cgroup file
+ * system; the write's -errno otherwise.
+ */
+int moat_kfile_write(struct moat_journal *j, const char *path,
+		     const char *value);
+
+/**
+ * moat_kfile_read() - the content of @path, trailing newline cut.
+ */
+int moat_kfile_read(const char *path, char *buf, size_t len);
+
+/**
+ * moat_journal_restore() - put back the original of every entry whose
+ * path starts with @prefix ("" for all), and drop it from the journal.
+ * Files that vanished are dropped quietly; a file whose write fails stays
+ * in the journal and is logged.
+ *
+ * Return: 0 when every matching entry was restored or had vanished, else
+ * the first error.
+ */
+int moat_journal_restore(struct moat_journal *j, const char *prefix);
+
+/**
+ * moat_journal_forget() - drop the entries under @prefix without writing:
+ * for a cgroup that is gone.
+ */
+int moat_journal_forget(struct moat_journal *j, const char *prefix);
+
+#endif /* MOAT_JOURNAL_H */
