@@ -501,3 +501,217 @@ Test(moatd, reads_pressure_and_memory_on_cgroup_v2)
 	cr_expect_leq(pressure, 100.5);
 	cr_expect_gt(bytes, 0, "memory.current not read");
 }
+
+/*
+ * Enforcement.  An LC probe (work_periodic) and a BE hog share one CPU,
+ * each in its own cgroup; moatd enforces a 1 ms p99 target that the
+ * probe misses by far while the hog runs.  The probe needs ~40% of the
+ * CPU, as in test_rqlat_bpf.c: a lighter one keeps enough lag to preempt
+ * the hog at once on every wake-up, and never waits.
+ */
+static const char *const v1_files[] = {
+	"cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.shares", "cpu.idle", NULL
+};
+static const char *const v2_files[] = {
+	"cpu.max", "cpu.weight", "cpu.idle", "memory.high", NULL
+};
+
+/* Every file an actuator could write in @cg, concatenated. */
+static void snapshot(const struct tcg *cg, char *buf, size_t len)
+{
+	const char *const *f = tcg_hierarchy()->v2 ? v2_files : v1_files;
+	size_t n = 0;
+
+	for (; *f; f++) {
+		char path[PATH_MAX + 32];
+		FILE *fp;
+
+		snprintf(path, sizeof(path), "%s/%s", cg->dir, *f);
+		fp = fopen(path, "r");
+		if (!fp)
+			continue;	/* cpu.idle before v5.15 */
+		n += snprintf(buf + n, len - n, "%s: ", *f);
+		n += fread(buf + n, 1, len - n - 1, fp);
+		fclose(fp);
+	}
+	buf[n] = '\0';
+}
+
+static struct tcg lc_cg, be_cg;
+static pid_t hog_pid, probe_pid;
+static char before[4096];
+
+/* The contention, and moatd told to enforce (@mode) a 1 ms p99 target. */
+static void contend(const char *mode)
+{
+	static struct work_periodic probe = { 1000000, 1500 };
+	int cpu;
+
+	tcg_lock_cpu();
+	cpu = tcg_pick_cpu();
+	cr_assert_eq(tcg_create("web-lc", &lc_cg), 0);
+	cr_assert_eq(tcg_create("batch-hog", &be_cg), 0);
+	snapshot(&be_cg, before, sizeof(before));
+	hog_pid = tcg_spawn(&be_cg, cpu, work_hog, NULL);
+	probe_pid = tcg_spawn(&lc_cg, cpu, work_periodic, &probe);
+	cr_assert(hog_pid > 0 && probe_pid > 0);
+	wait_get("groups/batch.batch-hog/path", 0, 30);
+	wait_get("groups/web.web-lc/path", 0, 30);
+	{
+		const char *args[] = { "--socket", sock, "set", "--runtime",
+				       "lc/rqlat_p99_target_us", "1000", NULL };
+
+		cr_assert_eq(run("moatctl", args, out, err), 0, "%s", err);
+		args[4] = "enforce/min_waits";
+		args[5] = "5";
+		cr_assert_eq(run("moatctl", args, out, err), 0, "%s", err);
+		args[4] = "mode";
+		args[5] = mode;
+		cr_assert_eq(run("moatctl", args, out, err), 0, "%s", err);
+	}
+}
+
+/*
+ * Periods (100 ms) until the hog's group is throttled; -1: not in @max,
+ * with what moatd saw and said printed.
+ */
+static int wait_throttled(int max)
+{
+	char log[PATH_MAX], cmd[PATH_MAX + 64];
+	int i;
+
+	for (i = 0; i < max; i++) {
+		if (!ctl(out, err, "get", "groups/batch.batch-hog/throttles", NULL) &&
+		    strtoul(out, NULL, 10) > 0)
+			return i;
+		sleep_ms(100);
+	}
+	ctl(out, err, "tree", "groups", NULL);
+	fprintf(stderr, "moatd's groups:\n%s", out);
+	snprintf(log, sizeof(log), "%s/moatd.log", dir);
+	snprintf(cmd, sizeof(cmd), "tail -n 30 %s >&2", log);
+	if (system(cmd))
+		fprintf(stderr, "no log at %s\n", log);
+	return -1;
+}
+
+static void expect_restored(const char *when)
+{
+	char now[4096];
+
+	snapshot(&be_cg, now, sizeof(now));
+	cr_expect_str_eq(now, before, "%s: the hog's files were\n%s\nand are\n%s",
+			 when, before, now);
+}
+
+static void expect_throttled(void)
+{
+	char now[4096];
+
+	snapshot(&be_cg, now, sizeof(now));
+	cr_expect_str_neq(now, before, "throttled, yet the files are unchanged");
+}
+
+Test(moatd, enforce_throttles_the_culprit_and_sigterm_puts_it_back)
+{
+	int periods;
+
+	contend("enforce");
+	periods = wait_throttled(50);
+	cr_assert_geq(periods, 0, "the hog's group was never throttled");
+	cr_log_info("first throttle after ~%d x 100 ms", periods);
+	cr_assert_eq(ctl(out, err, "get", "groups/batch.batch-hog/throttle", NULL), 0);
+	cr_expect(strncmp(out, "cpu=max", 7), "throttle: %s", out);
+	cr_assert_eq(ctl(out, err, "get", "groups/web.web-lc/throttles", NULL), 0);
+	cr_expect_str_eq(out, "0\n", "the LC group itself was throttled");
+	expect_throttled();
+	cr_assert_eq(ctl(out, err, "get", "enforce/journal_entries", NULL), 0);
+	cr_expect_neq(strtoul(out, NULL, 10), 0, "nothing in the journal");
+
+	stop(&daemon_pid);
+	expect_restored("after SIGTERM");
+}
+
+Test(moatd, after_sigkill_the_next_start_restores_from_the_journal)
+{
+	char journal[PATH_MAX];
+	struct stat st;
+
+	contend("enforce");
+	cr_assert_geq(wait_throttled(50), 0, "the hog's group was never throttled");
+	kill(daemon_pid, SIGKILL);
+	waitpid(daemon_pid, NULL, 0);
+	daemon_pid = 0;
+	unlink(sock);		/* or the restart's wait sees the dead one's */
+	expect_throttled();
+	snprintf(journal, sizeof(journal), "%s/journal", dir);
+	cr_assert_eq(stat(journal, &st), 0, "no journal after a crash");
+
+	restart();	/* observe mode: the config file says nothing */
+	expect_restored("after a restart");
+	cr_assert_eq(ctl(out, err, "get", "enforce/journal_entries", NULL), 0);
+	cr_expect_str_eq(out, "0\n");
+}
+
+Test(moatd, observe_mode_leaves_every_file_as_it_was)
+{
+	contend("observe");
+	sleep_ms(2000);
+	cr_assert_eq(ctl(out, err, "get", "groups/web.web-lc/rqlat_p99_us", NULL), 0);
+	cr_log_info("LC p99 in observe mode: %s", out);
+	cr_assert_eq(ctl(out, err, "get", "enforce/throttles", NULL), 0);
+	cr_expect_str_eq(out, "0\n");
+	expect_restored("in observe mode");
+}
+
+Test(moatd, observe_switch_and_moatctl_restore_put_values_back)
+{
+	const char *args[] = { "--socket", sock, "set", "--runtime", "mode",
+			       "observe", NULL };
+	const char *restore[] = { "--socket", sock, "restore", NULL };
+	int i;
+
+	contend("enforce");
+	cr_assert_geq(wait_throttled(50), 0, "the hog's group was never throttled");
+	cr_assert_eq(run("moatctl", args, out, err), 0, "%s", err);
+	expect_restored("after a switch to observe");
+
+	args[5] = "enforce";
+	cr_assert_eq(run("moatctl", args, out, err), 0, "%s", err);
+	for (i = 0; i < 50; i++) {
+		snapshot(&be_cg, out, sizeof(out));
+		if (strcmp(out, before))
+			break;
+		sleep_ms(100);
+	}
+	expect_throttled();
+	tcg_kill(hog_pid);	/* no violation: nothing throttles it again */
+	cr_assert_eq(run("moatctl", restore, out, err), 0, "%s", err);
+	cr_expect(strstr(out, "left = 0\n") && !strstr(out, "restored = 0\n"),
+		  "%s", out);
+	expect_restored("after moatctl restore");
+	cr_assert_eq(ctl(out, err, "restore", "extra", NULL), 2);
+	cr_expect(strstr(err, "restore takes no arguments"), "%s", err);
+}
+
+Test(moatd, slack_releases_the_group_stepwise_to_its_original)
+{
+	int i;
+
+	contend("enforce");
+	cr_assert_geq(wait_throttled(50), 0, "the hog's group was never throttled");
+	tcg_kill(hog_pid);
+	/* 6 periods of slack, then +10% of the reference a period. */
+	for (i = 0; i < 60; i++) {
+		cr_assert_eq(ctl(out, err, "get", "groups/batch.batch-hog/throttle",
+				 NULL), 0);
+		if (!strncmp(out, "cpu=max", 7))
+			break;
+		sleep_ms(100);
+	}
+	cr_log_info("released after ~%d x 100 ms", i);
+	cr_expect_eq(strncmp(out, "cpu=max", 7), 0, "still throttled: %s", out);
+	cr_assert_eq(ctl(out, err, "get", "enforce/releases", NULL), 0);
+	cr_expect_neq(strtoul(out, NULL, 10), 0, "no step up before the restore");
+	expect_restored("after the release");
+}

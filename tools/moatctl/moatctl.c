@@ -32,6 +32,8 @@ static const char usage[] =
 "  config [PATH]      the same for the knobs a config file sets: its\n"
 "                     output is a config file\n"
 "  status             moatd's state and its groups, as a table\n"
+"  restore            put back every value moatd changed in the kernel\n"
+"                     (root); it throttles again if still enforcing\n"
 "\n"
 "  -s, --socket PATH  moatd's control socket (default " MOAT_CTL_SOCKET ")\n"
 "  -j, --json         JSON instead of text\n";
@@ -104,8 +106,9 @@ static int cmd_simple(const char *verb, int argc, char **argv)
 	json_object *o;
 	int err;
 
-	if (argc > 1) {
-		fprintf(stderr, "moatctl: %s takes at most one PATH\n", verb);
+	if (argc > !!strcmp(verb, "restore")) {
+		fprintf(stderr, "moatctl: %s takes %s\n", verb,
+			strcmp(verb, "restore") ? "at most one PATH" : "no arguments");
 		return 2;
 	}
 	snprintf(req, sizeof(req), "%s %s", verb, path);
@@ -305,7 +308,8 @@ int main(int argc, char **argv)
 	verb = argv[optind++];
 	argc -= optind;
 	argv += optind;
-	if (!strcmp(verb, "ls") || !strcmp(verb, "tree") || !strcmp(verb, "config"))
+	if (!strcmp(verb, "ls") || !strcmp(verb, "tree") || !strcmp(verb, "config") ||
+	    !strcmp(verb, "restore"))
 		return cmd_simple(verb, argc, argv);
 	if (!strcmp(verb, "get"))
 		return cmd_get(argc, argv);

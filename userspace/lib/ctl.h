@@ -10,7 +10,7 @@
  *
  *   request:  one line, at most MOAT_CTL_REQUEST_MAX bytes with its '\n':
  *               get PATH | set PATH VALUE | rset PATH VALUE | ls [PATH] |
- *               tree [PATH] | config [PATH]
+ *               tree [PATH] | config [PATH] | restore
  *             (set persists in moatd's state file; rset, the runtime
  *             set, does not)
  *             (VALUE is the rest of the line and may hold spaces)
@@ -18,7 +18,9 @@
  *             then moatd closes the connection.
  *             get: the value; ls: one name a line, "/" after
  *             directories; tree: "path = value" lines; config: the
- *             same for the knobs a config file sets; set: nothing.
+ *             same for the knobs a config file sets; set: nothing;
+ *             restore (put back every value moatd changed):
+ *             "restored = N" and "left = N" (values it could not).
  */
 
 #define MOAT_CTL_SOCKET		"/run/moat/moatd.sock"

@@ -124,6 +124,8 @@ static int add_knobs(struct moatd *d, struct moatd_group *g)
 	snprintf(dir, sizeof(dir), "groups/%s", g->gid.id);
 	err = moat_knob_add_all(d->tree, dir, attrs,
 				sizeof(attrs) / sizeof(attrs[0]), g);
+	if (!err)
+		err = enforce_add_group_knobs(d, g);
 	return err ? err : observe_add_knobs(d, g);
 }
 
@@ -137,6 +139,7 @@ static void drop_group(struct moatd *d, size_t i, const char *why)
 	if (g->watched)
 		moat_rqlat_watch(d->rqlat, g->cgid, false);
 	pr_info("group %s (%s): %s", g->gid.id, g->path, why);
+	enforce_drop_group(d, g);
 	observe_close(g);
 	free(g);
 	d->groups[i] = d->groups[--d->nr_groups];
@@ -218,6 +221,7 @@ static int rescan_one(__u64 cgid, const char *path, void *ctx)
 			moat_rqlat_watch(d->rqlat, g->cgid, false);
 		g->watched = false;
 		g->cgid = cgid;
+		enforce_forget_group(d, g);
 		snprintf(g->path, sizeof(g->path), "%s", path);
 		moat_cgroup_dir(d->cpu, path, g->dir, sizeof(g->dir));
 		observe_reset(d, g);

@@ -148,6 +148,18 @@ static void store_period(const struct moat_knob *k, unsigned int u,
 	d->period_changed = true;
 }
 
+/* Leaving enforce mode puts back everything enforcement changed. */
+static void store_mode(const struct moat_knob *k, unsigned int u,
+		       const char *val)
+{
+	struct moatd *d = k->owner;
+
+	if (d->mode == MOATD_ENFORCE && u != MOATD_ENFORCE)
+		enforce_restore_all(d, "mode observe");
+	d->blame_valid = false;
+	d->mode = u;
+}
+
 static int show_cycle_us(const struct moat_knob *k, char *buf, size_t len)
 {
 	const struct moatd *d = k->owner;
@@ -160,7 +172,7 @@ static int add_base_knobs(struct moatd *d)
 	const struct moat_knob knobs[] = {
 		{ .path = "version", .type = MOAT_KNOB_SHOW, .show = show_version },
 		{ .path = "mode", .type = MOAT_KNOB_CHOICE, .writable = true,
-		  .choices = mode_names, .data = &d->mode },
+		  .choices = mode_names, .data = &d->mode, .store = store_mode },
 		{ .path = "period_ms", .type = MOAT_KNOB_U32, .writable = true,
 		  .min = 50, .max = 60000, .data = &d->period_ms,
 		  .store = store_period },
@@ -181,6 +193,8 @@ static int add_base_knobs(struct moatd *d)
 
 	err = moat_knob_add_all(d->tree, "", knobs,
 				sizeof(knobs) / sizeof(knobs[0]), d);
+	if (!err)
+		err = enforce_add_knobs(d);
 	return err ? err : node_add_knobs(d);
 }
 
@@ -301,6 +315,7 @@ static void cycle(struct moatd *d)
 	}
 	node_observe(d);
 	groups_observe(d);
+	enforce_cycle(d);
 	d->cycle_us = now_us() - start;
 }
 
@@ -387,6 +402,12 @@ int main(int argc, char **argv)
 	d->rescan_ms = 10000;
 	d->qos = (struct moat_qos_classes){ MOAT_CLASS_LC, MOAT_CLASS_LC,
 					    MOAT_CLASS_BE };
+	/* Before anything else: put back what a crashed moatd left. */
+	err = enforce_open(d, o.state_dir);
+	if (err) {
+		free(d);
+		return 1;
+	}
 	d->tree = moat_knob_tree_new();
 	err = d->tree ? add_base_knobs(d) : -ENOMEM;
 	if (!err && o.mode) {
@@ -435,7 +456,9 @@ int main(int argc, char **argv)
 	err = run(d, srv);
 out:
 	server_close(srv);
+	enforce_restore_all(d, "moatd stops");
 	groups_free(d);
+	enforce_close(d);
 	moat_cgroup_events_close(d->events);
 	moat_rqlat_close(d->rqlat);
 	moat_knob_tree_free(d->tree);

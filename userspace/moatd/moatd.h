@@ -12,6 +12,8 @@
 #include "knob.h"
 #include "mountinfo.h"
 #include "cgroup_events_bpf.h"
+#include "control.h"
+#include "journal.h"
 #include "rqlat_bpf.h"
 
 #define MOATD_MAX_RULES		64
@@ -65,8 +67,30 @@ struct moatd_group {
 	int fd[GF_NR];			/* -1: not available */
 	struct group_counters last;
 	struct group_window win;
+	struct moat_rqlat_hist win_hist;	/* the window's waits */
 	struct group_window history[GROUP_HISTORY];	/* a ring, newest at */
 	unsigned int history_next;			/* history_next - 1 */
+
+	/* enforce.c */
+	struct moatd_group *unit;	/* the outermost group it is in: the
+					   pod of a container, else itself */
+	int ctl_idx;			/* its row or column this period */
+	unsigned int rqlat_p99_target_us;	/* 0: the class's */
+	struct moat_ctl_limit lim[MOAT_RES_NR];
+	unsigned long long throttles;	/* steps down taken */
+};
+
+/* The controller's knobs (Documentation/enforce.rst). */
+struct enforce_knobs {
+	unsigned int rqlat_p99_target_us;
+	unsigned int memory_pressure_target_pct;
+	unsigned int slack_pct, release_periods, culprits;
+	unsigned int min_waits;		/* for a p99 that means anything */
+	struct moat_ctl_step step[MOAT_RES_NR];
+};
+
+struct enforce_counters {
+	unsigned long long throttles, releases, restores, write_errors;
 };
 
 /* Per-group class overrides, by id: they outlive the groups. */
@@ -122,6 +146,16 @@ struct moatd {
 	struct moat_config state;	/* what the state file holds */
 
 	struct node_window node;
+
+	/* enforce.c */
+	struct moat_journal *journal;
+	struct enforce_knobs ek;
+	struct moat_ctl_state ctl;
+	struct enforce_counters ec;
+	struct blame_snap *blame;	/* the last period's, sorted */
+	size_t nr_blame;
+	bool blame_valid;		/* blame holds the last period's */
+
 	bool period_changed;
 	double cycle_us;		/* the last cycle's duration */
 	struct timespec last_observe;
@@ -144,6 +178,25 @@ void observe_reset(struct moatd *d, struct moatd_group *g);
 void observe_close(struct moatd_group *g);
 int observe_add_knobs(struct moatd *d, struct moatd_group *g);
 void groups_observe(struct moatd *d);
+
+/* enforce.c */
+/**
+ * enforce_open() - open the journal in @state_dir ("" : memory only) and
+ * put back everything it records, before moatd does anything else.
+ * Return: 0, or -EBADMSG for a journal that does not decode (logged).
+ */
+int enforce_open(struct moatd *d, const char *state_dir);
+void enforce_close(struct moatd *d);
+int enforce_add_knobs(struct moatd *d);
+int enforce_add_group_knobs(struct moatd *d, struct moatd_group *g);
+/* One period's decisions and writes; in observe mode, none. */
+void enforce_cycle(struct moatd *d);
+/* Put back every value moatd changed; @why goes to the log. */
+int enforce_restore_all(struct moatd *d, const char *why);
+/* @g stops being a group: put back what moatd changed in it. */
+void enforce_drop_group(struct moatd *d, struct moatd_group *g);
+/* @g's cgroup was removed and made again: what moatd wrote died with it. */
+void enforce_forget_group(struct moatd *d, struct moatd_group *g);
 
 /* rules.c */
 int rules_create(struct moatd *d, const char *name);

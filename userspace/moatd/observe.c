@@ -216,6 +216,7 @@ static void observe_group(struct moatd *d, struct moatd_group *g, double secs)
 
 	snap_hist(g->cgid, &c.rqlat);
 	moat_hist_delta(&win, &c.rqlat, &g->last.rqlat);
+	g->win_hist = win;
 	w->rqlat_count = win.count;
 	w->rqlat_p50_us = percentile_us(&win, 0.5);
 	w->rqlat_p99_us = percentile_us(&win, 0.99);

@@ -316,6 +316,19 @@ void server_handle(struct moatd *d, const char *line, bool may_write,
 		err = moat_knob_ls(d->tree, path, ls_one, &ls);
 	} else if (!strcmp(verb, "tree") || !strcmp(verb, "config")) {
 		err = moat_config_print(mem, d->tree, path, !strcmp(verb, "config"));
+	} else if (!strcmp(verb, "restore") && !*path) {
+		size_t before = d->journal ? d->journal->n : 0;
+
+		err = may_write ? enforce_restore_all(d, "moatctl restore") : -EACCES;
+		if (err != -EACCES)
+			fprintf(mem, "restored = %zu\nleft = %zu\n",
+				before - d->journal->n, d->journal->n);
+		if (err && err != -EACCES) {
+			fclose(mem);
+			free(body);
+			respond_error(out, err, "", "some values could not be put back: moatd's log says which");
+			return;
+		}
 	} else {
 		fclose(mem);
 		free(body);
@@ -324,7 +337,7 @@ void server_handle(struct moatd *d, const char *line, bool may_write,
 	}
 	fclose(mem);
 	if (err == -EACCES) {
-		respond_error(out, err, path, "permission denied: only root may set knobs");
+		respond_error(out, err, path, "permission denied: only root may change moatd");
 	} else if (err == -EIO) {
 		respond_error(out, err, path, "cannot write the state file: not set");
 	} else if (err == -EINVAL && !strcmp(verb, "set") &&
