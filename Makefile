@@ -55,17 +55,18 @@ SKELS		:= $(BPF_OBJS:.bpf.o=.skel.h)
 LIBMOAT		:= $(O)/libmoat.a
 LIBMOAT_OBJS	:= $(addprefix $(O)/,$(libmoat-y))
 PROGS		:= $(addprefix $(O)/,$(progs-y))
+BENCH		:= $(addprefix $(O)/,$(bench-y))
 SELFTESTS	:= $(O)/selftests/moat-selftests
 SELFTEST_OBJS	:= $(addprefix $(O)/,$(selftests-y))
 USER_OBJS	:= $(LIBMOAT_OBJS) $(SELFTEST_OBJS) \
-		   $(foreach p,$(progs-y),$(addprefix $(O)/,$($(p)-y)))
+		   $(foreach p,$(progs-y) $(bench-y),$(addprefix $(O)/,$($(p)-y)))
 
 .DELETE_ON_ERROR:
 # Keep the BPF objects and skeletons: they are outputs, not intermediates.
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 .PHONY: all run check vmtest install clean deps
 
-all: $(PROGS) $(SELFTESTS)
+all: $(PROGS) $(BENCH) $(SELFTESTS)
 
 # A fresh machine has nothing: install what is missing, once per build dir.
 $(DEPS_STAMP): tools/deps.sh
@@ -106,7 +107,7 @@ $(O)/$(1): $(addprefix $(O)/,$($(1)-y)) $(LIBMOAT)
 	$$(call msg,LINK,$$@)
 	$$(Q)$$(CC) $$(USER_LDFLAGS) -o $$@ $$^ $$(PKG_LIBS)
 endef
-$(foreach p,$(progs-y),$(eval $(call prog_rule,$(p))))
+$(foreach p,$(progs-y) $(bench-y),$(eval $(call prog_rule,$(p))))
 
 $(SELFTESTS): $(SELFTEST_OBJS) $(LIBMOAT)
 	$(call msg,LINK,$@)

@@ -134,3 +134,28 @@ Test(hist, add_sums_cpus)
 	cr_expect_eq(a.count, 7);
 	cr_expect_eq(a.sum_ns, 705);
 }
+
+/*
+ * 2000 waits of ~5 us and 10 of ~3 ms: per wait, p99 is microseconds;
+ * by time, 3 ms waits hold 75% of the waiting, and p99 lies among them.
+ */
+Test(hist, time_weighted_percentile_sees_the_rare_long_waits)
+{
+	double ns;
+
+	h.slots[12] = 2000;	/* [4096, 8192) ns */
+	h.slots[21] = 10;	/* [2.1, 4.2) ms */
+	h.count = 2010;
+	cr_assert_eq(moat_hist_percentile(&h, 0.99, &ns), 0);
+	cr_assert_lt(ns, 8192);
+	cr_assert_eq(moat_hist_time_percentile(&h, 0.99, &ns), 0);
+	cr_assert_geq(ns, 2097152);
+	cr_assert_lt(ns, 4194304);
+	/* With equal waits it is the per-wait quantile. */
+	h.slots[21] = 0;
+	cr_assert_eq(moat_hist_time_percentile(&h, 0.5, &ns), 0);
+	cr_assert_float_eq(ns, 4096 + 4096 * 0.5, 1e-6);
+	memset(&h, 0, sizeof(h));
+	cr_assert_eq(moat_hist_time_percentile(&h, 0.99, &ns), -ENODATA);
+	cr_assert_eq(moat_hist_time_percentile(&h, 0, &ns), -EINVAL);
+}

@@ -7,6 +7,10 @@
 #
 #   tools/deps.sh            install what is missing
 #   tools/deps.sh --check    list what is missing; exit 1 if anything is
+#   tools/deps.sh --bench    also what tools/bench/protect.sh runs: nginx
+#                            and stress-ng (on a systemd machine Debian's
+#                            nginx package starts its own service on port
+#                            80; the benchmark runs a private instance)
 set -eu
 
 PACKAGES="
@@ -18,6 +22,11 @@ PACKAGES="
 	linux-perf jq
 	qemu-system-x86 busybox-static cpio
 "
+
+if [ "${1:-}" = "--bench" ]; then
+	PACKAGES="$PACKAGES nginx-light stress-ng"
+	shift
+fi
 
 missing=
 for p in $PACKAGES; do

@@ -43,7 +43,7 @@ enum moat_resource {
 };
 
 enum moat_signal {
-	MOAT_SIG_RQLAT_P99,		/* us */
+	MOAT_SIG_RQLAT_P99,		/* us, time-weighted (hist.h) */
 	MOAT_SIG_MEMORY_PRESSURE,	/* % of the period some task stalled */
 	MOAT_SIG_NR,
 };

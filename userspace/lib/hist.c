@@ -2,6 +2,7 @@
 /* Log2 wait histograms: windows and percentiles. */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include "hist.h"
 
 void moat_hist_slot_bounds(unsigned int slot, double *lo, double *hi)
@@ -39,11 +40,22 @@ void moat_hist_delta(struct moat_rqlat_hist *out,
 		      now->sum_ns - before->sum_ns : 0;
 }
 
-int moat_hist_percentile(const struct moat_rqlat_hist *h, double q,
-			 double *ns)
+/* Slot @i's weight: its waits, or with @by_time the time they took. */
+static double weight(const struct moat_rqlat_hist *h, unsigned int i,
+		     bool by_time)
 {
-	double rank, cum = 0, lo, hi;
-	__u64 total = 0;
+	double lo, hi;
+
+	if (!by_time)
+		return h->slots[i];
+	moat_hist_slot_bounds(i, &lo, &hi);
+	return h->slots[i] * (lo + hi) / 2;
+}
+
+static int quantile(const struct moat_rqlat_hist *h, double q, bool by_time,
+		    double *ns)
+{
+	double rank, cum = 0, total = 0, w = 0, lo, hi;
 	unsigned int i;
 
 	if (!(q > 0 && q <= 1))
@@ -53,18 +65,36 @@ int moat_hist_percentile(const struct moat_rqlat_hist *h, double q,
 	 * the slots can disagree by an event in flight: rank by the slots.
 	 */
 	for (i = 0; i < MOAT_HIST_SLOTS; i++)
-		total += h->slots[i];
-	if (!total)
+		total += weight(h, i, by_time);
+	if (!(total > 0))
 		return -ENODATA;
 
 	rank = q * total;
-	/* Sums stay exact in a double: the last non-empty slot always ends it. */
 	for (i = 0; i < MOAT_HIST_SLOTS; i++) {
-		if (h->slots[i] && cum + h->slots[i] >= rank)
+		w = weight(h, i, by_time);
+		if (w > 0 && cum + w >= rank)
 			break;
-		cum += h->slots[i];
+		cum += w;
+	}
+	if (i == MOAT_HIST_SLOTS) {	/* rounding: the last non-empty slot */
+		while (!h->slots[--i])
+			;
+		w = weight(h, i, by_time);
+		cum = rank - w;
 	}
 	moat_hist_slot_bounds(i, &lo, &hi);
-	*ns = lo + (hi - lo) * (rank - cum) / h->slots[i];
+	*ns = lo + (hi - lo) * (rank - cum) / w;
 	return 0;
+}
+
+int moat_hist_percentile(const struct moat_rqlat_hist *h, double q,
+			 double *ns)
+{
+	return quantile(h, q, false, ns);
+}
+
+int moat_hist_time_percentile(const struct moat_rqlat_hist *h, double q,
+			      double *ns)
+{
+	return quantile(h, q, true, ns);
 }

@@ -372,7 +372,8 @@ static void fill_lc(struct moatd *d, struct moatd_group *u,
 	double ns;
 
 	lc->value[MOAT_SIG_RQLAT_P99] = NAN;
-	if (waits->count >= d->ek.min_waits && !moat_hist_percentile(waits, 0.99, &ns))
+	if (waits->count >= d->ek.min_waits &&
+	    !moat_hist_time_percentile(waits, 0.99, &ns))
 		lc->value[MOAT_SIG_RQLAT_P99] = ns / 1000;
 	lc->target[MOAT_SIG_RQLAT_P99] = u->rqlat_p99_target_us ?
 					 u->rqlat_p99_target_us :

@@ -24,6 +24,7 @@ enum moatd_mode { MOATD_OBSERVE, MOATD_ENFORCE };
 struct group_window {
 	__u64 rqlat_count;
 	double rqlat_p50_us, rqlat_p99_us, rqlat_p999_us;
+	double rqlat_wp99_us;		/* time-weighted: what requests see */
 	double cpu_usage;		/* CPUs */
 	double throttled_periods;	/* CFS periods throttled */
 	double throttled_ms;

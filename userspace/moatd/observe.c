@@ -37,6 +37,7 @@ void observe_init(struct moatd_group *g)
 		g->fd[i] = -1;
 	g->win = (struct group_window){
 		.rqlat_p50_us = NAN, .rqlat_p99_us = NAN, .rqlat_p999_us = NAN,
+		.rqlat_wp99_us = NAN,
 		.cpu_usage = NAN, .throttled_periods = NAN, .throttled_ms = NAN,
 		.cpu_pressure_pct = NAN, .memory_pressure_pct = NAN,
 		.memory_bytes = NAN,
@@ -212,6 +213,7 @@ static void observe_group(struct moatd *d, struct moatd_group *g, double secs)
 	char buf[1024];
 	bool cpu_ok, thr_ok, cpsi_ok, mpsi_ok;
 	bool had = g->last.valid && secs > 0;
+	double ns;
 	__u64 v;
 
 	snap_hist(g->cgid, &c.rqlat);
@@ -221,6 +223,8 @@ static void observe_group(struct moatd *d, struct moatd_group *g, double secs)
 	w->rqlat_p50_us = percentile_us(&win, 0.5);
 	w->rqlat_p99_us = percentile_us(&win, 0.99);
 	w->rqlat_p999_us = percentile_us(&win, 0.999);
+	w->rqlat_wp99_us = moat_hist_time_percentile(&win, 0.99, &ns) ? NAN :
+			   ns / 1000;
 
 	/* cpu.stat: usage (v2) and throttling (v1 and v2). */
 	thr_ok = cpu_ok = false;
@@ -287,6 +291,7 @@ static const struct {
 	{ "rqlat_p50_us", offsetof(struct group_window, rqlat_p50_us), 1 },
 	{ "rqlat_p99_us", offsetof(struct group_window, rqlat_p99_us), 1 },
 	{ "rqlat_p999_us", offsetof(struct group_window, rqlat_p999_us), 1 },
+	{ "rqlat_wp99_us", offsetof(struct group_window, rqlat_wp99_us), 1 },
 	{ "cpu_usage", offsetof(struct group_window, cpu_usage), 3 },
 	{ "throttled_periods", offsetof(struct group_window, throttled_periods), 0 },
 	{ "throttled_ms", offsetof(struct group_window, throttled_ms), 3 },
