@@ -167,7 +167,7 @@ static_suppress() {
 		after=$(lc_ticks)
 		usage=$(awk -v d=$((after - before)) -v hz="$hz" 'BEGIN { print d / hz }')
 		before=$after
-		set_quota "$(awk -v u="$usage" 'BEGIN { b = 1 * 0.65 - u; print b > 0 ? b : 0 }')"
+		set_quota "$(awk -v u="$usage" 'BEGIN { b = 1 * 0.65 - u; print (b > 0 ? b : 0) }')"
 	done
 }
 
