@@ -143,3 +143,85 @@ Test(actuator, memory_high_on_v2_only)
 	content("memory.high", buf, sizeof(buf));
 	cr_assert_str_eq(buf, "max");
 }
+
+/*
+ * cpu_prio: weight down to v1's 2 shares, then cpu.idle; back up through
+ * a weight, which must clear cpu.idle first (the kernel refuses a weight
+ * while the group is idle); a restore puts back both files in order.
+ */
+Test(actuator, cpu_prio_walks_weight_then_idle_and_back)
+{
+	const char *wfile = v2 ? "cpu.weight" : "cpu.shares";
+	char buf[64];
+	double prio;
+
+	skip_unless_cgroups();
+	if (!moat_act_supported(&moat_act_cpu_prio, cg.dir, v2)) {
+		teardown();
+		cr_skip_test("no cpu.idle on this kernel (v5.15+)");
+	}
+	cr_assert_eq(moat_act_cpu_prio.read(cg.dir, v2, &prio), 0);
+	cr_assert_float_eq(prio, 100, 1e-9);
+	cr_assert_eq(moat_act_cpu_prio.apply(j, cg.dir, v2, 10), 0);
+	content(wfile, buf, sizeof(buf));
+	cr_assert_str_eq(buf, v2 ? "10" : "102");
+	cr_assert_eq(moat_act_cpu_prio.apply(j, cg.dir, v2, 0.1), 0);
+	content(wfile, buf, sizeof(buf));
+	cr_assert_str_eq(buf, v2 ? "1" : "2", "the least weight, not an error");
+
+	cr_assert_eq(moat_act_cpu_prio.apply(j, cg.dir, v2, 0), 0);
+	content("cpu.idle", buf, sizeof(buf));
+	cr_assert_str_eq(buf, "1");
+	cr_assert_eq(moat_act_cpu_prio.read(cg.dir, v2, &prio), 0);
+	cr_assert_eq(prio, 0);
+
+	cr_assert_eq(moat_act_cpu_prio.apply(j, cg.dir, v2, 20), 0);
+	content("cpu.idle", buf, sizeof(buf));
+	cr_assert_str_eq(buf, "0");
+	content(wfile, buf, sizeof(buf));
+	cr_assert_str_eq(buf, v2 ? "20" : "205");
+
+	cr_assert_eq(moat_act_cpu_prio.apply(j, cg.dir, v2, 0), 0);
+	cr_assert_eq(moat_act_cpu_prio.apply(j, cg.dir, v2, -1), -EINVAL);
+	cr_assert_eq(moat_act_restore(&moat_act_cpu_prio, j, cg.dir, v2), 0);
+	content("cpu.idle", buf, sizeof(buf));
+	cr_assert_str_eq(buf, "0");
+	content(wfile, buf, sizeof(buf));
+	cr_assert_str_eq(buf, v2 ? "100" : "1024");
+	cr_assert_eq(j->n, 0);
+}
+
+/*
+ * The kernel resets a group's weight when cpu.idle changes: a weight that
+ * kubelet set (2 shares, weight 1) must come back with the restore, and
+ * the reset must not pass for someone else's change.
+ */
+Test(actuator, idle_puts_back_the_weight_the_kernel_reset)
+{
+	const char *wfile = v2 ? "cpu.weight" : "cpu.shares";
+	char buf[64];
+
+	skip_unless_cgroups();
+	if (!moat_act_supported(&moat_act_cpu_prio, cg.dir, v2)) {
+		teardown();
+		cr_skip_test("no cpu.idle on this kernel (v5.15+)");
+	}
+	cr_assert_eq(tcg_write(&cg, wfile, v2 ? "1" : "2"), 0);
+	cr_assert_eq(moat_act_cpu_prio.apply(j, cg.dir, v2, 0), 0);
+	cr_assert_eq(moat_act_cpu_prio.apply(j, cg.dir, v2, 10), 0);
+	content(wfile, buf, sizeof(buf));
+	cr_assert_str_eq(buf, v2 ? "10" : "102");
+	cr_assert_eq(moat_act_cpu_prio.apply(j, cg.dir, v2, 0), 0);
+	cr_assert_eq(moat_act_restore(&moat_act_cpu_prio, j, cg.dir, v2), 0);
+	content("cpu.idle", buf, sizeof(buf));
+	cr_assert_str_eq(buf, "0");
+	content(wfile, buf, sizeof(buf));
+	cr_assert_str_eq(buf, v2 ? "1" : "2", "the kernel's reset stayed");
+
+	/* The plain cpu_idle actuator, likewise. */
+	cr_assert_eq(moat_act_cpu_idle.apply(j, cg.dir, v2, 1), 0);
+	cr_assert_eq(moat_act_restore(&moat_act_cpu_idle, j, cg.dir, v2), 0);
+	content(wfile, buf, sizeof(buf));
+	cr_assert_str_eq(buf, v2 ? "1" : "2");
+	cr_assert_eq(j->n, 0);
+}

@@ -161,18 +161,76 @@ static int cpu_idle_read(const char *dir, bool v2, double *val)
 	return err;
 }
 
+/*
+ * A write to cpu.idle resets the group's weight (the kernel's
+ * sched_group_set_idle(): the idle weight, or the default one when it
+ * leaves idle), so the weight's original goes in the journal too.
+ */
 static int cpu_idle_apply(struct moat_journal *j, const char *dir, bool v2,
 			  double idle)
 {
+	char path[PATH_MAX], side[PATH_MAX];
+	int err;
+
 	if (idle != 0 && idle != 1)
 		return -EINVAL;
-	return write_file(j, dir, "cpu.idle", idle ? "1" : "0");
+	err = file_path(path, sizeof(path), dir, "cpu.idle");
+	if (!err)
+		err = file_path(side, sizeof(side), dir,
+				v2 ? "cpu.weight" : "cpu.shares");
+	return err ? err : moat_kfile_write_with(j, path, idle ? "1" : "0", side);
 }
 
 const struct moat_actuator moat_act_cpu_idle = {
 	.name = "cpu_idle", .unit = "",
-	.files = { { "cpu.idle" }, { "cpu.idle" } },
+	.files = { { "cpu.idle", "cpu.shares" }, { "cpu.idle", "cpu.weight" } },
 	.read = cpu_idle_read, .apply = cpu_idle_apply,
+};
+
+static int cpu_prio_read(const char *dir, bool v2, double *val)
+{
+	double idle;
+	int err = cpu_idle_read(dir, v2, &idle);
+
+	if (err)
+		return err;
+	if (idle) {
+		*val = 0;
+		return 0;
+	}
+	return cpu_weight_read(dir, v2, val);
+}
+
+static int cpu_prio_apply(struct moat_journal *j, const char *dir, bool v2,
+			  double prio)
+{
+	double idle;
+	int err;
+
+	if (isnan(prio) || prio < 0 || prio > 10000)
+		return -EINVAL;
+	if (prio == 0)
+		return cpu_idle_apply(j, dir, v2, 1);
+	err = cpu_idle_read(dir, v2, &idle);
+	if (!err && idle)
+		err = cpu_idle_apply(j, dir, v2, 0);
+	if (err)
+		return err;
+	/* v1's least shares, 2, is weight 0.2: the scale goes that low. */
+	if (!v2) {
+		char buf[32];
+		long long shares = llround(prio * 1024 / 100);
+
+		snprintf(buf, sizeof(buf), "%lld", shares < 2 ? 2 : shares);
+		return write_file(j, dir, "cpu.shares", buf);
+	}
+	return cpu_weight_apply(j, dir, v2, prio < 1 ? 1 : prio);
+}
+
+const struct moat_actuator moat_act_cpu_prio = {
+	.name = "cpu_prio", .unit = "weight",
+	.files = { { "cpu.idle", "cpu.shares" }, { "cpu.idle", "cpu.weight" } },
+	.read = cpu_prio_read, .apply = cpu_prio_apply,
 };
 
 static int memory_high_read(const char *dir, bool v2, double *val)

@@ -17,7 +17,13 @@
  *   cpu_weight   cgroup v2 weight, 1..10000.  v1 cpu.shares, converted
  *                as kubelet does: shares = weight * 1024 / 100.
  *   cpu_idle     0 or 1: SCHED_IDLE for the whole group (v5.15+, v1 and
- *                v2 "cpu.idle").
+ *                v2 "cpu.idle").  The kernel resets the weight on each
+ *                write, so the weight is journaled and restored with it.
+ *   cpu_prio     the two above as one scale: a weight as cpu_weight, or 0
+ *                for cpu.idle = 1.  Needs cpu.idle (v5.15+).  A weight
+ *                clears cpu.idle before it writes the weight, and a restore
+ *                puts cpu.idle back first: while a group is idle the
+ *                kernel refuses writes to its weight.
  *   memory_high  bytes; INFINITY: "max".  v2 only: v1 has no memory.high,
  *                and its memory.limit_in_bytes would OOM-kill where
  *                memory.high reclaims, so moat does not touch it.
@@ -28,8 +34,11 @@
 struct moat_actuator {
 	const char *name;
 	const char *unit;
-	/* The files it may write: [0] on v1, [1] on v2; NULL-terminated. */
-	const char *files[2][2];
+	/*
+	 * The files it may write: [0] on v1, [1] on v2; NULL-terminated, in
+	 * the order a restore puts them back.
+	 */
+	const char *files[2][3];
 	int (*read)(const char *dir, bool v2, double *val);
 	int (*apply)(struct moat_journal *j, const char *dir, bool v2,
 		     double val);
@@ -38,6 +47,7 @@ struct moat_actuator {
 extern const struct moat_actuator moat_act_cpu_max;
 extern const struct moat_actuator moat_act_cpu_weight;
 extern const struct moat_actuator moat_act_cpu_idle;
+extern const struct moat_actuator moat_act_cpu_prio;
 extern const struct moat_actuator moat_act_memory_high;
 
 /**

@@ -442,6 +442,24 @@ fail:
 	return err;
 }
 
+int moat_kfile_write_with(struct moat_journal *j, const char *path,
+			  const char *value, const char *side)
+{
+	struct moat_journal_entry *e;
+	char cur[MOAT_JOURNAL_VALUE_MAX];
+	int err;
+
+	err = moat_kfile_read(side, cur, sizeof(cur));
+	if (!err)
+		err = moat_kfile_write(j, side, cur);	/* records, no write */
+	if (!err)
+		err = moat_kfile_write(j, path, value);
+	if (err)
+		return err;
+	e = moat_journal_find(j, side);
+	return e ? moat_kfile_read(side, e->last, sizeof(e->last)) : 0;
+}
+
 static bool under(const char *path, const char *prefix)
 {
 	size_t n = strlen(prefix);

@@ -94,6 +94,18 @@ int moat_kfile_write(struct moat_journal *j, const char *path,
 		     const char *value);
 
 /**
+ * moat_kfile_write_with() - moat_kfile_write() of @value to @path, where
+ * the kernel also changes @side (cpu.idle resets the group's weight):
+ * @side's original is recorded first, so that a restore, last in first
+ * out, puts back both, and its content after the write is taken as moat's
+ * own, not as a change by someone else.
+ *
+ * Return: as moat_kfile_write().
+ */
+int moat_kfile_write_with(struct moat_journal *j, const char *path,
+			  const char *value, const char *side);
+
+/**
  * moat_kfile_read() - the content of @path, trailing newline cut.
  */
 int moat_kfile_read(const char *path, char *buf, size_t len);
