@@ -2,7 +2,8 @@
 /*
  * The controller's decision step, without a kernel: violations throttle
  * the culprits in blame order, floors hold, slack releases stepwise back
- * to the original, cooldowns and hysteresis, memory.high steps.
+ * to the original, cooldowns and hysteresis, memory.high steps, CPU
+ * priority before quota, and steps that did not help undone.
  */
 #include <math.h>
 #include <string.h>
@@ -13,12 +14,15 @@ static struct moat_ctl_params params(void)
 {
 	return (struct moat_ctl_params){
 		.step = {
+			[MOAT_RES_CPU_PRIO] = { .decrease_pct = 90, .increase_pct = 10,
+						.min_pct = 0, .cooldown = 0 },
 			[MOAT_RES_CPU] = { .decrease_pct = 50, .increase_pct = 25,
 					   .min_pct = 20, .cooldown = 0 },
 			[MOAT_RES_MEMORY] = { .decrease_pct = 10, .increase_pct = 10,
 					      .min_pct = 70, .cooldown = 0 },
 		},
 		.floor_min = { [MOAT_RES_CPU] = 0.01, [MOAT_RES_MEMORY] = 1 << 20 },
+		.snap_below = { [MOAT_RES_CPU_PRIO] = 1 },
 		.slack_pct = 50,
 		.release_periods = 3,
 		.culprits = 1,
@@ -37,12 +41,16 @@ static struct moat_ctl_lc lc_with(double p99, double target)
 	return lc;
 }
 
+/* A BE group using @cpus, without limits, its priority not moat's. */
 static struct moat_ctl_be be_using(double cpus)
 {
 	struct moat_ctl_be b = {
-		.usage = { [MOAT_RES_CPU] = cpus, [MOAT_RES_MEMORY] = NAN },
-		.orig = { [MOAT_RES_CPU] = INFINITY, [MOAT_RES_MEMORY] = INFINITY },
-		.lim = { [MOAT_RES_CPU] = { .limit = INFINITY },
+		.usage = { [MOAT_RES_CPU_PRIO] = NAN, [MOAT_RES_CPU] = cpus,
+			   [MOAT_RES_MEMORY] = NAN },
+		.orig = { [MOAT_RES_CPU_PRIO] = INFINITY, [MOAT_RES_CPU] = INFINITY,
+			  [MOAT_RES_MEMORY] = INFINITY },
+		.lim = { [MOAT_RES_CPU_PRIO] = { .limit = INFINITY },
+			 [MOAT_RES_CPU] = { .limit = INFINITY },
 			 [MOAT_RES_MEMORY] = { .limit = INFINITY } },
 	};
 
@@ -58,7 +66,7 @@ Test(control, violation_throttles_the_most_blamed_be_group_first)
 	double blame[3] = { 10, 900, 0 };
 
 	moat_control_step(&p, &st, &lc, 1, blame, be, 3);
-	cr_assert(st.violated[MOAT_RES_CPU]);
+	cr_assert(st.violated[MOAT_RES_CPU_PRIO]);
 	cr_assert_eq(be[1].action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
 	cr_assert_eq(be[1].cause[MOAT_RES_CPU], 0);
 	cr_assert_float_eq(be[1].lim[MOAT_RES_CPU].limit, 0.5, 1e-9);
@@ -242,7 +250,7 @@ Test(control, memory_pressure_steps_memory_high_of_the_largest_user)
 	lc.value[MOAT_SIG_MEMORY_PRESSURE] = 30;	/* target 10 */
 	moat_control_step(&p, &st, &lc, 1, blame, be, 2);
 	cr_assert(st.violated[MOAT_RES_MEMORY]);
-	cr_assert(!st.violated[MOAT_RES_CPU]);
+	cr_assert(!st.violated[MOAT_RES_CPU_PRIO]);
 	cr_assert_eq(be[1].action[MOAT_RES_MEMORY], MOAT_CTL_THROTTLE);
 	cr_assert_float_eq(be[1].lim[MOAT_RES_MEMORY].limit, 360.0 * (1 << 20), 1);
 	cr_assert_eq(be[0].action[MOAT_RES_MEMORY], MOAT_CTL_NONE);
@@ -261,4 +269,217 @@ Test(control, memory_pressure_steps_memory_high_of_the_largest_user)
 	moat_control_step(&p, &st, &lc, 1, blame, be, 2);
 	cr_assert_eq(be[0].action[MOAT_RES_MEMORY], MOAT_CTL_NONE);
 	cr_assert_eq(be[1].action[MOAT_RES_MEMORY], MOAT_CTL_NONE);
+}
+
+/* Weight 100 -> 10 -> 1 -> idle (0), and only then the quota. */
+Test(control, cpu_priority_comes_before_the_quota)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc lc = lc_with(5000, 1000);
+	struct moat_ctl_be be = be_using(1);
+	const double want[] = { 10, 1, 0 };
+	double blame = 100;
+	unsigned int i;
+
+	be.orig[MOAT_RES_CPU_PRIO] = 100;
+	for (i = 0; i < 3; i++) {
+		moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+		cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_THROTTLE, "step %u", i);
+		cr_assert_float_eq(be.lim[MOAT_RES_CPU_PRIO].limit, want[i], 1e-9);
+		cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE);
+		cr_assert(isinf(be.lim[MOAT_RES_CPU].limit));
+	}
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_NONE, "idle is the floor");
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
+	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.5, 1e-9);
+}
+
+Test(control, a_priority_step_in_cooldown_holds_the_quota_back)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc lc = lc_with(5000, 1000);
+	struct moat_ctl_be be = be_using(1);
+	double blame = 100;
+
+	be.orig[MOAT_RES_CPU_PRIO] = 100;
+	p.step[MOAT_RES_CPU_PRIO].cooldown = 1;
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_THROTTLE);
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_NONE);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE,
+		     "the quota moved before the weight's effect was seen");
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_THROTTLE);
+}
+
+/* cgroup v1's least weight is 2 shares, 0.2: a step under it is idle. */
+Test(control, a_step_under_the_least_weight_goes_to_idle)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc lc = lc_with(5000, 1000);
+	struct moat_ctl_be be = be_using(1);
+	double blame = 100;
+
+	p.snap_below[MOAT_RES_CPU_PRIO] = 200.0 / 1024;
+	be.orig[MOAT_RES_CPU_PRIO] = 200.0 / 1024;	/* kubelet's 2 shares */
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_THROTTLE);
+	cr_assert_eq(be.lim[MOAT_RES_CPU_PRIO].limit, 0);
+
+	/* Already idle: no priority step left, the quota is next. */
+	be = be_using(1);
+	be.orig[MOAT_RES_CPU_PRIO] = 0;
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_NONE);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
+}
+
+Test(control, slack_releases_the_quota_before_the_priority)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc bad = lc_with(5000, 1000), calm = lc_with(100, 1000);
+	struct moat_ctl_be be = be_using(1);
+	double blame = 100;
+	int i;
+
+	be.orig[MOAT_RES_CPU_PRIO] = 100;
+	for (i = 0; i < 4; i++)
+		moat_control_step(&p, &st, &bad, 1, &blame, &be, 1);
+	cr_assert_eq(be.lim[MOAT_RES_CPU_PRIO].limit, 0);
+	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.5, 1e-9);
+	for (i = 0; i < 3; i++)
+		moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
+	/* 0.5 -> 0.75 -> restored, the priority still idle meanwhile */
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_RELEASE);
+	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_NONE);
+	moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_RESTORE);
+	cr_assert_eq(be.lim[MOAT_RES_CPU_PRIO].limit, 0);
+	/* then the priority: idle -> the least weight -> 11 ... -> 100 */
+	moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_RELEASE);
+	cr_assert_float_eq(be.lim[MOAT_RES_CPU_PRIO].limit, 1, 1e-9);
+	for (i = 0; i < 20 && be.action[MOAT_RES_CPU_PRIO] == MOAT_CTL_RELEASE; i++)
+		moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_RESTORE);
+	cr_assert_eq(i, 10, "10% of the reference a period: 1 -> 91, then 100");
+	cr_assert(isinf(be.lim[MOAT_RES_CPU_PRIO].limit));
+}
+
+/*
+ * A quota after which the LC group is no better off is undone and left
+ * alone for `backoff` periods, doubled each time it fails again; a step
+ * that helped stays.  Less wait behind the BE group alone is not enough.
+ */
+Test(control, a_step_that_did_not_help_is_undone_and_backed_off)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc lc = lc_with(5000, 1000);
+	struct moat_ctl_be be = be_using(1);
+	double blame = 100;
+	int i, quiet;
+
+	lc.id = 42;
+	p.min_effect_pct = 10;
+	p.step[MOAT_RES_CPU].backoff = 4;
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
+	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.5, 1e-9);
+
+	/* It helped (5x -> 3x over target): kept, the next one taken. */
+	lc.value[MOAT_SIG_RQLAT_P99] = 3000;
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
+	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.25, 1e-9);
+
+	/* It did not (3x -> 2.8x, under 10% less, whatever the wait behind
+	 * the BE group): back to 0.5, then left alone. */
+	lc.value[MOAT_SIG_RQLAT_P99] = 2800;
+	blame = 10;
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_UNDO);
+	cr_assert_eq(be.cause[MOAT_RES_CPU], 0);
+	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.5, 1e-9);
+	for (quiet = 0; quiet < 20; quiet++) {
+		moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+		if (be.action[MOAT_RES_CPU] != MOAT_CTL_NONE)
+			break;
+	}
+	cr_assert_eq(quiet, 3, "left alone for %d periods, not backoff - 1", quiet);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
+
+	/* Useless again: undone, and the backoff doubles. */
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_UNDO);
+	for (i = 0; i < 20; i++) {
+		moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+		if (be.action[MOAT_RES_CPU] != MOAT_CTL_NONE)
+			break;
+	}
+	cr_assert_eq(i, 7);
+
+	/* The first step undone: the original comes back. */
+	be = be_using(1);
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_UNDO);
+	cr_assert(isinf(be.lim[MOAT_RES_CPU].limit));
+	cr_assert_eq(be.lim[MOAT_RES_CPU].backoff, 4);
+}
+
+/* A useless priority step is undone, and the quota is tried instead. */
+Test(control, a_useless_priority_step_moves_on_to_the_quota)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc lc = lc_with(5000, 1000);
+	struct moat_ctl_be be = be_using(1);
+	double blame = 100;
+
+	p.step[MOAT_RES_CPU_PRIO].backoff = 10;
+	be.orig[MOAT_RES_CPU_PRIO] = 100;
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	cr_assert_float_eq(be.lim[MOAT_RES_CPU_PRIO].limit, 10, 1e-9);
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_UNDO);
+	cr_assert(isinf(be.lim[MOAT_RES_CPU_PRIO].limit));
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_NONE);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
+}
+
+/* Less wait behind the BE group, yet the LC group worse off: undone. */
+Test(control, a_step_after_which_the_lc_group_is_worse_is_undone)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc lc = lc_with(2000, 1000);
+	struct moat_ctl_be be = be_using(1);
+	double blame = 100;
+
+	p.min_effect_pct = 10;
+	p.step[MOAT_RES_CPU].backoff = 4;
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
+	blame = 20;
+	lc.value[MOAT_SIG_RQLAT_P99] = 8000;
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_UNDO);
+
+	/* Within target after the step: it helped, whatever the blame. */
+	be = be_using(1);
+	lc.value[MOAT_SIG_RQLAT_P99] = 2000;
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	lc.value[MOAT_SIG_RQLAT_P99] = 900;
+	blame = 500;
+	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE);
+	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.5, 1e-9);
 }

@@ -8,8 +8,14 @@
 #include "control.h"
 
 const enum moat_resource moat_signal_resource[MOAT_SIG_NR] = {
-	[MOAT_SIG_RQLAT_P99] = MOAT_RES_CPU,
+	[MOAT_SIG_RQLAT_P99] = MOAT_RES_CPU_PRIO,
 	[MOAT_SIG_MEMORY_PRESSURE] = MOAT_RES_MEMORY,
+};
+
+const enum moat_resource moat_resource_next[MOAT_RES_NR] = {
+	[MOAT_RES_CPU_PRIO] = MOAT_RES_CPU,
+	[MOAT_RES_CPU] = MOAT_RES_NR,
+	[MOAT_RES_MEMORY] = MOAT_RES_NR,
 };
 
 const char *const moat_signal_names[MOAT_SIG_NR] = {
@@ -18,9 +24,26 @@ const char *const moat_signal_names[MOAT_SIG_NR] = {
 };
 
 const char *const moat_resource_names[MOAT_RES_NR] = {
+	[MOAT_RES_CPU_PRIO] = "cpu_prio",
 	[MOAT_RES_CPU] = "cpu",
 	[MOAT_RES_MEMORY] = "memory",
 };
+
+/* A useless step's backoff doubles up to this many times. */
+#define BACKOFF_DOUBLINGS	6
+
+#define for_chain(r, head) \
+	for ((r) = (head); (r) < MOAT_RES_NR; (r) = moat_resource_next[r])
+
+enum moat_resource moat_chain_head(enum moat_resource r)
+{
+	unsigned int i;
+
+	for (i = 0; i < MOAT_RES_NR; i++)
+		if (moat_resource_next[i] == r)
+			return moat_chain_head(i);
+	return r;
+}
 
 double moat_ctl_floor(const struct moat_ctl_params *p, enum moat_resource r,
 		      const struct moat_ctl_limit *l)
@@ -29,12 +52,12 @@ double moat_ctl_floor(const struct moat_ctl_params *p, enum moat_resource r,
 }
 
 /*
- * How far @lc is over its targets for @r: the worst value / target, 0
- * when within them.  *@slack: every measured signal of @r is below
- * target * slack_pct%.
+ * How far @lc is over its targets for the chain @head: the worst value /
+ * target, 0 when within them.  *@slack: every measured signal of the
+ * chain is below target * slack_pct%.
  */
 static double over(const struct moat_ctl_params *p, const struct moat_ctl_lc *lc,
-		   enum moat_resource r, bool *slack)
+		   enum moat_resource head, bool *slack)
 {
 	double worst = 0;
 	unsigned int s;
@@ -43,7 +66,7 @@ static double over(const struct moat_ctl_params *p, const struct moat_ctl_lc *lc
 	for (s = 0; s < MOAT_SIG_NR; s++) {
 		double v = lc->value[s], t = lc->target[s];
 
-		if (moat_signal_resource[s] != r || isnan(v) || !(t > 0))
+		if (moat_signal_resource[s] != head || isnan(v) || !(t > 0))
 			continue;
 		if (v > t && v / t > worst)
 			worst = v / t;
@@ -60,21 +83,25 @@ static double step_down_to(const struct moat_ctl_params *p,
 {
 	const struct moat_ctl_step *s = &p->step[r];
 	struct moat_ctl_limit l = b->lim[r];
-	double usage = b->usage[r], base, to;
+	double usage = b->usage[r], base, to, floor;
 
-	if (l.cooldown)
+	if (l.cooldown || l.backoff)
 		return INFINITY;
 	if (isinf(l.limit)) {
 		l.ref = isnan(usage) ? b->orig[r] : fmin(b->orig[r], usage);
-		if (!(l.ref > 0) || isinf(l.ref))
+		if (isnan(l.ref) || l.ref < 0 || isinf(l.ref))
 			return INFINITY;	/* nothing to step down from */
 		base = l.ref;
 	} else {
 		base = usage > 0 ? fmin(l.limit, usage) : l.limit;
 	}
-	to = fmax(moat_ctl_floor(p, r, &l), base * (100 - s->decrease_pct) / 100);
-	if (to >= l.limit)
-		return INFINITY;	/* at the floor */
+	floor = moat_ctl_floor(p, r, &l);
+	to = fmax(floor, base * (100 - s->decrease_pct) / 100);
+	if (to < p->snap_below[r])
+		to = floor;
+	if (to >= l.limit || to >= b->orig[r])
+		return INFINITY;	/* at the floor, or no lower than set */
+	l.prev = l.limit;
 	l.limit = to;
 	l.cooldown = s->cooldown + 1;	/* the next period counts it down */
 	*out = l;
@@ -82,28 +109,47 @@ static double step_down_to(const struct moat_ctl_params *p,
 }
 
 /*
- * The next culprit of LC group @i for @r: most blamed (CPU) or largest
- * (memory) among the BE groups not yet stepped this period that can take
- * a step.  -1: none.
+ * The step @b takes next in the chain @head: the first resource that can
+ * take one, into *@r and *@out.  False: none, or one of the chain's last
+ * steps still in cooldown, whose effect it waits for.
  */
-static int next_culprit(const struct moat_ctl_params *p, enum moat_resource r,
+static bool chain_step(const struct moat_ctl_params *p,
+		       const struct moat_ctl_be *b, enum moat_resource head,
+		       enum moat_resource *r, struct moat_ctl_limit *out)
+{
+	for_chain(*r, head) {
+		if (b->action[*r] != MOAT_CTL_NONE || b->lim[*r].cooldown)
+			return false;
+		if (!isinf(step_down_to(p, b, *r, out)))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The next culprit of LC group @i for the chain @head: most blamed (CPU)
+ * or largest (memory) among the BE groups that can take a step this
+ * period.  -1: none.
+ */
+static int next_culprit(const struct moat_ctl_params *p, enum moat_resource head,
 			const double *blame_row, struct moat_ctl_be *be,
-			size_t nbe, struct moat_ctl_limit *out)
+			size_t nbe, enum moat_resource *rout,
+			struct moat_ctl_limit *out)
 {
 	struct moat_ctl_limit l;
+	enum moat_resource r;
 	double best = 0;
 	int found = -1;
 	size_t j;
 
 	for (j = 0; j < nbe; j++) {
-		double key = r == MOAT_RES_CPU ? blame_row[j] : be[j].usage[r];
+		double key = head == MOAT_RES_MEMORY ? be[j].usage[head] : blame_row[j];
 
-		if (be[j].action[r] != MOAT_CTL_NONE || !(key > best))
-			continue;
-		if (isinf(step_down_to(p, &be[j], r, &l)))
+		if (!(key > best) || !chain_step(p, &be[j], head, &r, &l))
 			continue;
 		best = key;
 		found = j;
+		*rout = r;
 		*out = l;
 	}
 	return found;
@@ -114,49 +160,139 @@ static void step_up(const struct moat_ctl_params *p, struct moat_ctl_be *b,
 {
 	struct moat_ctl_limit *l = &b->lim[r];
 
-	l->limit += l->ref * p->step[r].increase_pct / 100;
+	if (l->limit < p->snap_below[r])	/* the least it can set */
+		l->limit = p->snap_below[r];
+	else
+		l->limit += l->ref * p->step[r].increase_pct / 100;
+	l->judge = 0;
 	if (l->limit >= l->ref || !(p->step[r].increase_pct > 0 && l->ref > 0)) {
-		*l = (struct moat_ctl_limit){ .limit = INFINITY };
+		*l = (struct moat_ctl_limit){ .limit = INFINITY,
+					      .backoff = l->backoff,
+					      .useless = l->useless };
 		b->action[r] = MOAT_CTL_RESTORE;
 	} else {
 		b->action[r] = MOAT_CTL_RELEASE;
 	}
 }
 
-static void control_resource(const struct moat_ctl_params *p,
-			     struct moat_ctl_state *st, enum moat_resource r,
-			     const struct moat_ctl_lc *lc, size_t nlc,
-			     const double *blame, struct moat_ctl_be *be,
-			     size_t nbe, double *sev)
+static int lc_by_id(const struct moat_ctl_lc *lc, size_t nlc,
+		    unsigned long long id)
+{
+	size_t i;
+
+	for (i = 0; i < nlc; i++)
+		if (lc[i].id == id)
+			return i;
+	return -1;
+}
+
+/* Whether @now is min_effect_pct% under @then. */
+static bool fell(const struct moat_ctl_params *p, double now, double then)
+{
+	return now < then * (100 - p->min_effect_pct) / 100;
+}
+
+/*
+ * Judge the chain's steps down whose cooldown is over: a step helped if
+ * its LC group is within target now, or min_effect_pct% less far over it
+ * (@sev: how far over target each LC group is now); the others are
+ * undone.
+ */
+static void judge(const struct moat_ctl_params *p, enum moat_resource head,
+		  const struct moat_ctl_lc *lc, size_t nlc, const double *sev,
+		  struct moat_ctl_be *be, size_t nbe)
+{
+	enum moat_resource r;
+	size_t j;
+
+	for (j = 0; j < nbe; j++) {
+		for_chain(r, head) {
+			struct moat_ctl_limit *l = &be[j].lim[r];
+			unsigned int shift;
+			int i;
+
+			if (!(l->judge > 0) || l->cooldown)
+				continue;
+			i = lc_by_id(lc, nlc, l->cause_id);
+			if (i < 0 || !(sev[i] > 0) || !p->step[r].backoff ||
+			    fell(p, sev[i], l->judge)) {
+				l->judge = 0;	/* it helped, or nothing to ask */
+				l->useless = 0;
+				continue;
+			}
+			shift = l->useless < BACKOFF_DOUBLINGS ? l->useless :
+								 BACKOFF_DOUBLINGS;
+			l->useless++;
+			l->backoff = p->step[r].backoff << shift;
+			l->judge = 0;
+			l->limit = l->prev;
+			if (isinf(l->limit))
+				*l = (struct moat_ctl_limit){ .limit = INFINITY,
+							      .backoff = l->backoff,
+							      .useless = l->useless };
+			be[j].action[r] = MOAT_CTL_UNDO;
+			be[j].cause[r] = i;
+		}
+	}
+}
+
+/* With slack: release each BE group's last throttled resource of @head. */
+static void release(const struct moat_ctl_params *p, enum moat_resource head,
+		    struct moat_ctl_be *be, size_t nbe)
+{
+	enum moat_resource r, last;
+	size_t j;
+
+	for (j = 0; j < nbe; j++) {
+		last = MOAT_RES_NR;
+		for_chain(r, head)
+			if (!isinf(be[j].lim[r].limit))
+				last = r;
+		if (last < MOAT_RES_NR && be[j].action[last] == MOAT_CTL_NONE)
+			step_up(p, &be[j], last);
+	}
+}
+
+static void control_chain(const struct moat_ctl_params *p,
+			  struct moat_ctl_state *st, enum moat_resource head,
+			  const struct moat_ctl_lc *lc, size_t nlc,
+			  const double *blame, struct moat_ctl_be *be,
+			  size_t nbe, double *sev)
 {
 	bool all_slack = true, slack;
-	size_t i, j;
+	size_t i;
 
-	st->violated[r] = false;
+	st->violated[head] = false;
 	for (i = 0; i < nlc; i++) {
-		sev[i] = over(p, &lc[i], r, &slack);
-		st->violated[r] |= sev[i] > 0;
+		sev[i] = over(p, &lc[i], head, &slack);
+		st->violated[head] |= sev[i] > 0;
 		all_slack &= slack;
 	}
-	if (st->violated[r]) {
-		st->slack_periods[r] = 0;
+	judge(p, head, lc, nlc, sev, be, nbe);
+	if (st->violated[head]) {
+		st->slack_periods[head] = 0;
 		for (;;) {
 			size_t worst = 0;
 			unsigned int n;
+			double s;
 
 			for (i = 1; i < nlc; i++)
 				if (sev[i] > sev[worst])
 					worst = i;
 			if (!(sev[worst] > 0))
 				break;
+			s = sev[worst];
 			sev[worst] = 0;
 			for (n = 0; n < p->culprits; n++) {
 				struct moat_ctl_limit l;
-				int c = next_culprit(p, r, blame + worst * nbe,
-						     be, nbe, &l);
+				enum moat_resource r;
+				int c = next_culprit(p, head, blame + worst * nbe,
+						     be, nbe, &r, &l);
 
 				if (c < 0)
 					break;
+				l.judge = s;
+				l.cause_id = lc[worst].id;
 				be[c].lim[r] = l;
 				be[c].action[r] = MOAT_CTL_THROTTLE;
 				be[c].cause[r] = worst;
@@ -165,16 +301,13 @@ static void control_resource(const struct moat_ctl_params *p,
 		return;
 	}
 	if (!all_slack) {
-		st->slack_periods[r] = 0;
+		st->slack_periods[head] = 0;
 		return;
 	}
-	if (st->slack_periods[r] < p->release_periods)
-		st->slack_periods[r]++;
-	if (st->slack_periods[r] < p->release_periods)
-		return;
-	for (j = 0; j < nbe; j++)
-		if (!isinf(be[j].lim[r].limit))
-			step_up(p, &be[j], r);
+	if (st->slack_periods[head] < p->release_periods)
+		st->slack_periods[head]++;
+	if (st->slack_periods[head] >= p->release_periods)
+		release(p, head, be, nbe);
 }
 
 void moat_control_step(const struct moat_ctl_params *p,
@@ -189,18 +322,24 @@ void moat_control_step(const struct moat_ctl_params *p,
 
 	for (j = 0; j < nbe; j++)
 		for (r = 0; r < MOAT_RES_NR; r++) {
+			struct moat_ctl_limit *l = &be[j].lim[r];
+
 			be[j].action[r] = MOAT_CTL_NONE;
 			be[j].cause[r] = -1;
-			if (be[j].lim[r].cooldown)
-				be[j].lim[r].cooldown--;
+			if (l->cooldown)
+				l->cooldown--;
+			if (l->backoff)
+				l->backoff--;
 		}
 	for (r = 0; r < MOAT_RES_NR; r++) {
+		if (moat_chain_head(r) != r)
+			continue;
 		if (!sev) {		/* no memory: hold everything */
 			st->violated[r] = false;
 			st->slack_periods[r] = 0;
 			continue;
 		}
-		control_resource(p, st, r, lc, nlc, blame, be, nbe, sev);
+		control_chain(p, st, r, lc, nlc, blame, be, nbe, sev);
 	}
 	free(sev);
 }

@@ -11,24 +11,40 @@
  * is tested without a kernel.
  *
  * Each LC group has signals, each with a target, and each signal belongs
- * to the resource that BE groups contend for when it goes bad: run-queue
- * latency to CPU, memory pressure to memory.  More signals (CPI, LLC
- * occupancy) are rows in that table, and more resources (L3 ways, memory
- * bandwidth) are more limits per BE group.
+ * to a chain of resources that BE groups contend for when it goes bad:
+ * run-queue latency to CPU priority, then CPU time; memory pressure to
+ * memory.  A chain is tried in order: CPU priority (cpu.weight, then
+ * cpu.idle) costs BE nothing while the LC groups sleep, a CPU quota
+ * costs it throughput whatever they do.  More signals (CPI, LLC
+ * occupancy) are rows in the signal table, and more resources (L3 ways,
+ * memory bandwidth) are more limits per BE group and more chains.
  *
- * Per resource, every period:
- *  - violation: some LC group has a signal of the resource above its
- *    target.  For each violating LC group, worst first, up to `culprits`
- *    BE groups not in cooldown and above their floor get one
- *    multiplicative step down: limit = min(limit, usage) * (1 - decrease).
+ * Per chain, every period:
+ *  - violation: some LC group has a signal of the chain above its target.
+ *    For each violating LC group, worst first, up to `culprits` BE groups
+ *    get one multiplicative step down, limit = min(limit, usage) *
+ *    (1 - decrease), of the first resource of the chain that can take
+ *    one: not at its floor, not backed off.  A BE group with a step of
+ *    the chain still in cooldown waits for that step's effect instead.
  *    For CPU the culprits are the BE groups the LC group's waits were
  *    charged to this period, most blamed first; a BE group that took none
  *    of its waits is left alone.  For memory, the largest users first.
- *  - slack: every LC group's signals of the resource are below
+ *  - judging: where a resource's `backoff` is set, each step down is
+ *    judged once its cooldown is over.  It helped if the LC group it was
+ *    for is now within its target, or min_effect_pct% less far over it.
+ *    Less wait behind the BE group is not enough: a step costs BE work,
+ *    and is worth that only if the LC group's signal shows it.  A step
+ *    that did not help is undone, and the resource is left alone for that
+ *    BE group for `backoff` periods, doubled after each further step that
+ *    did not help: a CFS quota on a low-weight BE group can leave an LC
+ *    group's waits as long as they were, or make them longer.
+ *  - slack: every LC group's signals of the chain are below
  *    target * slack_pct% (or not measured).  After `release_periods` such
  *    periods in a row, each throttled BE group gets one additive step up
- *    per period, + increase% of its reference, until the limit reaches
- *    the reference and the original setting is restored.
+ *    per period, + increase% of its reference, of the last resource of
+ *    the chain it is throttled on, until the limit reaches the reference
+ *    and the original setting is restored; then the one before.  A limit
+ *    under snap_below (cpu.idle) steps up to snap_below first.
  *  - in between: hold.
  * The reference of a throttled BE group is what it had when first
  * throttled: min(original limit, usage).  Its floor, min_pct% of the
@@ -37,6 +53,7 @@
  */
 
 enum moat_resource {
+	MOAT_RES_CPU_PRIO,	/* limit: a cgroup v2 weight, 0: SCHED_IDLE */
 	MOAT_RES_CPU,		/* limit in CPUs */
 	MOAT_RES_MEMORY,	/* limit in bytes */
 	MOAT_RES_NR,
@@ -48,12 +65,16 @@ enum moat_signal {
 	MOAT_SIG_NR,
 };
 
+/* The first resource of each signal's chain. */
 extern const enum moat_resource moat_signal_resource[MOAT_SIG_NR];
+/* The resource after each in its chain; MOAT_RES_NR: the last. */
+extern const enum moat_resource moat_resource_next[MOAT_RES_NR];
 extern const char *const moat_signal_names[MOAT_SIG_NR];
 extern const char *const moat_resource_names[MOAT_RES_NR];
 
 /* One LC group's period: NAN where not measured, a target of 0: none. */
 struct moat_ctl_lc {
+	unsigned long long id;	/* the same in every period */
 	double value[MOAT_SIG_NR];
 	double target[MOAT_SIG_NR];
 };
@@ -62,6 +83,13 @@ struct moat_ctl_limit {
 	double limit;		/* INFINITY: not throttled by moat */
 	double ref;		/* min(original, usage) at the first step */
 	unsigned int cooldown;	/* periods before the next step down */
+	/* The last step down, until it is judged. */
+	double prev;		/* the limit before it */
+	double judge;		/* how far over target its LC group was;
+				   0: nothing to judge */
+	unsigned long long cause_id;	/* that LC group's id */
+	unsigned int backoff;	/* periods left alone after a useless step */
+	unsigned int useless;	/* useless steps in a row */
 };
 
 enum moat_ctl_action {
@@ -69,6 +97,7 @@ enum moat_ctl_action {
 	MOAT_CTL_THROTTLE,	/* limit lowered */
 	MOAT_CTL_RELEASE,	/* limit raised, still throttled */
 	MOAT_CTL_RESTORE,	/* back to the original setting */
+	MOAT_CTL_UNDO,		/* the last step down did not help: undone */
 };
 
 /* One BE group: its numbers in, its limits in and out, what changed out. */
@@ -85,17 +114,25 @@ struct moat_ctl_step {
 	unsigned int increase_pct;	/* per step up, of the reference */
 	unsigned int min_pct;		/* the floor, of the reference */
 	unsigned int cooldown;		/* periods after a step down */
+	unsigned int backoff;		/* periods left alone after a step
+					   that did not help; 0: not judged */
 };
 
 struct moat_ctl_params {
 	struct moat_ctl_step step[MOAT_RES_NR];
 	double floor_min[MOAT_RES_NR];	/* absolute least limit, whatever
 					   the reference */
+	double snap_below[MOAT_RES_NR];	/* a step under this goes to the
+					   floor: the least limit the
+					   actuator can set above it */
 	unsigned int slack_pct;
+	unsigned int min_effect_pct;	/* a step that helped cut the harm
+					   by this much */
 	unsigned int release_periods;
 	unsigned int culprits;		/* BE groups stepped per LC group */
 };
 
+/* Indexed by the first resource of each chain. */
 struct moat_ctl_state {
 	unsigned int slack_periods[MOAT_RES_NR];
 	bool violated[MOAT_RES_NR];	/* out: in this period */
@@ -116,5 +153,8 @@ void moat_control_step(const struct moat_ctl_params *p,
 /** moat_ctl_floor() - the least limit @l may be stepped down to. */
 double moat_ctl_floor(const struct moat_ctl_params *p, enum moat_resource r,
 		      const struct moat_ctl_limit *l);
+
+/** moat_chain_head() - the first resource of @r's chain. */
+enum moat_resource moat_chain_head(enum moat_resource r);
 
 #endif /* MOAT_CONTROL_H */

@@ -10,11 +10,15 @@
  * pod's cpu.max bounds its containers together, which is what a budget
  * for a pod means, and kubelet leaves a pod's cpu.max at "max" unless the
  * pod has CPU limits, which no besteffort pod has; a container's cpu.max
- * is runc's, rewritten on every update.  moat writes cpu.max (v1
- * cpu.cfs_quota_us) and memory.high, nothing else: kubelet rewrites the
- * cpu.weight (shares) of pods and QoS cgroups, and once cpu.idle is set
- * the kernel rejects those writes, which is how cpu.idle on the
- * besteffort cgroup stopped kubelet under Koordinator (its issue 2732).
+ * is runc's, rewritten on every update.  On kubelet's cgroups moat writes
+ * cpu.max (v1 cpu.cfs_quota_us) and memory.high, nothing else: kubelet
+ * rewrites the cpu.weight (shares) of pods and QoS cgroups, and once
+ * cpu.idle is set the kernel rejects those writes, which is how cpu.idle
+ * on the besteffort cgroup stopped kubelet under Koordinator (its issue
+ * 2732).  A besteffort pod has the least weight from kubelet already.  On
+ * a rule's cgroup, which no kubelet rewrites, moat first lowers the CPU
+ * priority (cpu.weight, then cpu.idle: what an LC wake-up needs), and
+ * only then the quota (enforce/cpu_priority = 0 turns that off).
  *
  * What it writes is put back: when the controller releases a group all
  * the way, when a group stops being BE or stops being a group, on a switch
@@ -40,6 +44,7 @@ struct blame_snap {
 
 /* Each resource's actuator. */
 static const struct moat_actuator *const actuator[MOAT_RES_NR] = {
+	[MOAT_RES_CPU_PRIO] = &moat_act_cpu_prio,
 	[MOAT_RES_CPU] = &moat_act_cpu_max,
 	[MOAT_RES_MEMORY] = &moat_act_memory_high,
 };
@@ -250,10 +255,14 @@ static struct moat_ctl_params params(const struct moatd *d)
 {
 	struct moat_ctl_params p = {
 		.floor_min = {
+			[MOAT_RES_CPU_PRIO] = 0,	/* cpu.idle */
 			[MOAT_RES_CPU] = 0.01,		/* the kernel's 1 ms quota */
 			[MOAT_RES_MEMORY] = 16 << 20,
 		},
+		/* The least weight: v2 1, v1 2 shares; under it, cpu.idle. */
+		.snap_below = { [MOAT_RES_CPU_PRIO] = d->cpu->v2 ? 1 : 200.0 / 1024 },
 		.slack_pct = d->ek.slack_pct,
+		.min_effect_pct = d->ek.min_effect_pct,
 		.release_periods = d->ek.release_periods,
 		.culprits = d->ek.culprits,
 	};
@@ -266,6 +275,10 @@ static void format_limit(char *buf, size_t len, enum moat_resource r, double v)
 {
 	if (isinf(v))
 		snprintf(buf, len, "max");
+	else if (r == MOAT_RES_CPU_PRIO && v == 0)
+		snprintf(buf, len, "idle");
+	else if (r == MOAT_RES_CPU_PRIO)
+		snprintf(buf, len, "%.3g", v);
 	else if (r == MOAT_RES_CPU)
 		snprintf(buf, len, "%.3f", v);
 	else
@@ -279,15 +292,16 @@ static void format_cause(char *buf, size_t len, const struct moatd_group *lc,
 {
 	size_t n = snprintf(buf, len, "%s %s:", lc ? "lc group" : "the",
 			    lc ? lc->gid.id : "node");
+	enum moat_resource head = moat_chain_head(r);
 	unsigned int s;
 
 	for (s = 0; s < MOAT_SIG_NR && n < len; s++)
-		if (moat_signal_resource[s] == r && in->value[s] > in->target[s] &&
+		if (moat_signal_resource[s] == head && in->value[s] > in->target[s] &&
 		    in->target[s] > 0)
 			n += snprintf(buf + n, len - n, " %s %.1f > %.1f",
 				      moat_signal_names[s], in->value[s],
 				      in->target[s]);
-	if (r == MOAT_RES_CPU && wait_ns > 0 && n < len)
+	if (head == MOAT_RES_CPU_PRIO && wait_ns > 0 && n < len)
 		snprintf(buf + n, len - n, ", %.0f%% of its wait behind this group",
 			 100 * blame_ns / wait_ns);
 }
@@ -325,6 +339,12 @@ static void act(struct moatd *d, struct moatd_group *u, enum moat_resource r,
 		pr_info("throttle be group %s: %s %s -> %s %s for %s", u->gid.id,
 			a->name, from, to, a->unit, cause);
 		break;
+	case MOAT_CTL_UNDO:
+		d->ec.undos++;
+		pr_info("undo be group %s: %s %s -> %s %s: the step did not help %s; left alone for %u periods",
+			u->gid.id, a->name, from, to, a->unit, cause,
+			b->lim[r].backoff);
+		break;
 	case MOAT_CTL_RELEASE:
 		d->ec.releases++;
 		pr_info("release be group %s: %s %s -> %s %s: lc groups have slack",
@@ -360,6 +380,11 @@ static double original(struct moatd *d, struct moatd_group *u,
 {
 	double v;
 
+	/* Not on kubelet's cgroups (the comment at the top), or when off. */
+	if (r == MOAT_RES_CPU_PRIO &&
+	    (u->gid.kind != MOAT_GROUP_RULE || !d->ek.cpu_priority))
+		return NAN;
+
 	if (!moat_act_supported(actuator[r], u->dir, d->cpu->v2) ||
 	    actuator[r]->read(u->dir, d->cpu->v2, &v))
 		return NAN;
@@ -371,6 +396,7 @@ static void fill_lc(struct moatd *d, struct moatd_group *u,
 {
 	double ns;
 
+	lc->id = u->cgid;
 	lc->value[MOAT_SIG_RQLAT_P99] = NAN;
 	if (waits->count >= d->ek.min_waits &&
 	    !moat_hist_time_percentile(waits, 0.99, &ns))
@@ -394,6 +420,7 @@ static void fill_be(struct moatd *d, struct moatd_group *u, struct moat_ctl_be *
 	if (isnan(b->usage[MOAT_RES_CPU]))
 		b->usage[MOAT_RES_CPU] = sysconf(_SC_NPROCESSORS_ONLN);
 	b->usage[MOAT_RES_MEMORY] = u->win.memory_bytes;
+	b->usage[MOAT_RES_CPU_PRIO] = NAN;	/* a weight is not used up */
 	for (r = 0; r < MOAT_RES_NR; r++) {
 		b->lim[r] = u->lim[r];
 		b->orig[r] = INFINITY;
@@ -482,7 +509,8 @@ void enforce_cycle(struct moatd *d)
 			char cause[256] = "";
 
 			if (be[i].action[r] == MOAT_CTL_NONE) {
-				beu[i]->lim[r].cooldown = be[i].lim[r].cooldown;
+				/* cooldown, backoff, a step judged */
+				beu[i]->lim[r] = be[i].lim[r];
 				continue;
 			}
 			if (c >= 0)
@@ -521,6 +549,7 @@ static int show_journal(const struct moat_knob *k, char *buf, size_t len)
 int enforce_add_knobs(struct moatd *d)
 {
 	struct enforce_knobs *ek = &d->ek;
+	struct moat_ctl_step *prio = &ek->step[MOAT_RES_CPU_PRIO];
 	struct moat_ctl_step *cpu = &ek->step[MOAT_RES_CPU];
 	struct moat_ctl_step *mem = &ek->step[MOAT_RES_MEMORY];
 #define U32(p, lo, hi, v) { .path = p, .type = MOAT_KNOB_U32, .writable = true, \
@@ -532,15 +561,23 @@ int enforce_add_knobs(struct moatd *d)
 		U32("be/cpu_min_pct", 1, 100, &cpu->min_pct),
 		U32("be/memory_high_min_pct", 10, 100, &mem->min_pct),
 		U32("enforce/slack_pct", 1, 99, &ek->slack_pct),
+		U32("enforce/min_effect_pct", 0, 99, &ek->min_effect_pct),
 		U32("enforce/release_periods", 1, 1000, &ek->release_periods),
 		U32("enforce/culprits", 1, 64, &ek->culprits),
 		U32("enforce/min_waits", 1, 1000000, &ek->min_waits),
+		U32("enforce/cpu_priority", 0, 1, &ek->cpu_priority),
+		U32("enforce/cpu_prio_decrease_pct", 1, 99, &prio->decrease_pct),
+		U32("enforce/cpu_prio_increase_pct", 1, 100, &prio->increase_pct),
+		U32("enforce/cpu_prio_cooldown_periods", 0, 100, &prio->cooldown),
+		U32("enforce/cpu_prio_backoff_periods", 0, 10000, &prio->backoff),
+		U32("enforce/cpu_backoff_periods", 0, 10000, &cpu->backoff),
 		U32("enforce/cpu_decrease_pct", 1, 90, &cpu->decrease_pct),
 		U32("enforce/cpu_increase_pct", 1, 100, &cpu->increase_pct),
 		U32("enforce/cpu_cooldown_periods", 0, 100, &cpu->cooldown),
 		U32("enforce/memory_decrease_pct", 1, 50, &mem->decrease_pct),
 		U32("enforce/memory_increase_pct", 1, 100, &mem->increase_pct),
 		U32("enforce/memory_cooldown_periods", 0, 100, &mem->cooldown),
+		U32("enforce/memory_backoff_periods", 0, 10000, &mem->backoff),
 		{ .path = "enforce/journal_entries", .type = MOAT_KNOB_SHOW,
 		  .show = show_journal },
 	};
@@ -549,6 +586,7 @@ int enforce_add_knobs(struct moatd *d)
 		{ "enforce/throttles", &d->ec.throttles },
 		{ "enforce/releases", &d->ec.releases },
 		{ "enforce/restores", &d->ec.restores },
+		{ "enforce/undos", &d->ec.undos },
 		{ "enforce/write_errors", &d->ec.write_errors },
 	};
 	size_t i;
@@ -557,11 +595,16 @@ int enforce_add_knobs(struct moatd *d)
 	*ek = (struct enforce_knobs){
 		.rqlat_p99_target_us = 2000,
 		.memory_pressure_target_pct = 10,
-		.slack_pct = 50, .release_periods = 6, .culprits = 2,
-		.min_waits = 20,
+		.slack_pct = 50, .min_effect_pct = 10, .release_periods = 6,
+		.culprits = 2,
+		.min_waits = 20, .cpu_priority = 1,
 		.step = {
+			[MOAT_RES_CPU_PRIO] = { .decrease_pct = 90, .increase_pct = 10,
+						.min_pct = 0, .cooldown = 0,
+						.backoff = 20 },
 			[MOAT_RES_CPU] = { .decrease_pct = 40, .increase_pct = 10,
-					   .min_pct = 10, .cooldown = 1 },
+					   .min_pct = 10, .cooldown = 1,
+					   .backoff = 20 },
 			[MOAT_RES_MEMORY] = { .decrease_pct = 10, .increase_pct = 10,
 					      .min_pct = 50, .cooldown = 2 },
 		},
@@ -578,7 +621,10 @@ int enforce_add_knobs(struct moatd *d)
 	return err;
 }
 
-/* "cpu=<CPUs> memory=<bytes>", "max" where moat sets no limit. */
+/*
+ * "cpu_prio=<weight|idle> cpu=<CPUs> memory=<bytes>", "max" where moat
+ * sets nothing.
+ */
 static int show_throttle(const struct moat_knob *k, char *buf, size_t len)
 {
 	const struct moatd_group *g = k->owner;
@@ -587,7 +633,8 @@ static int show_throttle(const struct moat_knob *k, char *buf, size_t len)
 
 	for (r = 0; r < MOAT_RES_NR; r++)
 		format_limit(v[r], sizeof(v[r]), r, g->lim[r].limit);
-	return snprintf(buf, len, "cpu=%s memory=%s", v[MOAT_RES_CPU],
+	return snprintf(buf, len, "cpu_prio=%s cpu=%s memory=%s",
+			v[MOAT_RES_CPU_PRIO], v[MOAT_RES_CPU],
 			v[MOAT_RES_MEMORY]) >= (int)len ? -EOVERFLOW : 0;
 }
 

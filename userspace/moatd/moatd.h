@@ -85,13 +85,14 @@ struct moatd_group {
 struct enforce_knobs {
 	unsigned int rqlat_p99_target_us;
 	unsigned int memory_pressure_target_pct;
-	unsigned int slack_pct, release_periods, culprits;
+	unsigned int slack_pct, min_effect_pct, release_periods, culprits;
 	unsigned int min_waits;		/* for a p99 that means anything */
+	unsigned int cpu_priority;	/* 0: never cpu.weight or cpu.idle */
 	struct moat_ctl_step step[MOAT_RES_NR];
 };
 
 struct enforce_counters {
-	unsigned long long throttles, releases, restores, write_errors;
+	unsigned long long throttles, releases, restores, undos, write_errors;
 };
 
 /* Per-group class overrides, by id: they outlive the groups. */
