@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include "cgroup.h"
@@ -244,6 +245,28 @@ void work_periodic(void *arg)
 		start = thread_cpu_us();
 		while (thread_cpu_us() - start < w->work_us)
 			;
+		nanosleep(&ts, NULL);
+	}
+}
+
+void work_memory(void *arg)
+{
+	const struct work_memory *w = arg;
+	size_t len = (size_t)w->mb << 20, i;
+	long page = sysconf(_SC_PAGESIZE);
+	struct timespec ts = { w->sleep_ms / 1000,
+			       (w->sleep_ms % 1000) * 1000000L };
+	volatile char *p;
+	unsigned char n = 0;
+
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
+	if (p == MAP_FAILED)
+		_exit(1);
+	for (;;) {
+		n++;
+		for (i = 0; i < len; i += page)
+			p[i] = n;
 		nanosleep(&ts, NULL);
 	}
 }

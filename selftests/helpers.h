@@ -76,4 +76,16 @@ struct work_periodic {
 };
 void work_periodic(void *struct_work_periodic);
 
+/*
+ * Memory in use: map @mb MiB of anonymous memory and write a byte to each
+ * page, then sleep @sleep_ms, and again, until killed: its pages stay
+ * hot, and a page reclaimed (swapped out) is faulted back in and charged
+ * again.
+ */
+struct work_memory {
+	int mb;
+	int sleep_ms;
+};
+void work_memory(void *struct_work_memory);
+
 #endif /* MOAT_SELFTESTS_HELPERS_H */

@@ -741,6 +741,118 @@ Test(moatd, without_cpu_priority_the_quota_comes_first)
 	expect_restored("after SIGTERM");
 }
 
+/* A number from @cg's @file: the value after "@key " where @key is set. */
+static long long cg_number(const struct tcg *cg, const char *file,
+			   const char *key)
+{
+	char path[PATH_MAX + 32], buf[4096], *at = buf;
+	long long v = -1;
+
+	snprintf(path, sizeof(path), "%s/%s", cg->dir, file);
+	if (moat_kfile_read(path, buf, sizeof(buf)))
+		return -1;
+	if (key) {
+		size_t n = strlen(key);
+
+		for (at = buf; at && (strncmp(at, key, n) || at[n] != ' ');
+		     at = strchr(at, '\n'), at = at ? at + 1 : NULL)
+			;
+		if (!at)
+			return -1;
+		at += n + 1;
+	}
+	sscanf(at, "%lld", &v);
+	return v;
+}
+
+static bool have_swap(void)
+{
+	FILE *f = fopen("/proc/swaps", "r");
+	char line[256];
+	int n = 0;
+
+	/* a header line, then one per swap device */
+	while (f && fgets(line, sizeof(line), f))
+		n++;
+	if (f)
+		fclose(f);
+	return n > 1;
+}
+
+/*
+ * memory.high for real (cgroup v2, with swap: make vmtest sets up zram).
+ * An LC group under memory pressure (its own memory.high, set by the
+ * test, makes it reclaim and swap in all the time) and a BE group holding
+ * 96 MiB: moatd lowers the BE group's memory.high, the kernel reclaims
+ * it (memory.events "high" rises, memory.current falls), and SIGTERM
+ * puts back "max".
+ */
+Test(moatd, memory_pressure_lowers_be_memory_high_and_the_kernel_reclaims)
+{
+	static struct work_memory lc_mem = { 48, 10 }, be_mem = { 96, 50 };
+	struct tcg lc, be;
+	long long cur0, cur = -1, high0, high = -1;
+	char file[PATH_MAX + 16], buf[64];
+	bool lowered;
+	pid_t lp, bp;
+	int i;
+
+	if (!tcg_hierarchy()->v2 || !have_swap()) {
+		teardown();
+		cr_skip_test("%s", !tcg_hierarchy()->v2 ?
+			     "cgroup v1: no memory.high here (make vmtest runs this)" :
+			     "no swap: anonymous memory cannot be reclaimed");
+	}
+	cr_assert_eq(tcg_create("web-mem", &lc), 0);
+	cr_assert_eq(tcg_create("batch-mem", &be), 0);
+	cr_assert_eq(tcg_write(&lc, "memory.high", "16M"), 0);
+	bp = tcg_spawn(&be, 0, work_memory, &be_mem);
+	lp = tcg_spawn(&lc, 1, work_memory, &lc_mem);
+	cr_assert(bp > 0 && lp > 0);
+	for (i = 0; i < 100 && cg_number(&be, "memory.current", NULL) < (90 << 20); i++)
+		sleep_ms(100);
+	cur0 = cg_number(&be, "memory.current", NULL);
+	high0 = cg_number(&be, "memory.events", "high");
+	cr_assert_geq(cur0, 90 << 20, "the BE hog holds %lld bytes", cur0);
+	wait_get("groups/batch.batch-mem/path", 0, 30);
+	wait_get("groups/web.web-mem/path", 0, 30);
+	set_runtime("lc/rqlat_p99_target_us", "10000000");	/* memory only */
+	set_runtime("lc/memory_pressure_target_pct", "2");
+	set_runtime("enforce/memory_decrease_pct", "50");
+	set_runtime("mode", "enforce");
+
+	for (i = 0; i < 100; i++) {
+		cr_assert_eq(ctl(out, err, "get", "groups/batch.batch-mem/throttle",
+				 NULL), 0);
+		if (!strstr(out, "memory=max"))
+			break;
+		sleep_ms(100);
+	}
+	lowered = i < 100;
+	ctl(out, err, "get", "groups/web.web-mem/memory_pressure_pct", NULL);
+	cr_log_info("LC memory pressure %s", out);
+	cr_assert(lowered, "memory.high never lowered; LC memory pressure %s", out);
+	for (i = 0; i < 100; i++) {
+		cur = cg_number(&be, "memory.current", NULL);
+		high = cg_number(&be, "memory.events", "high");
+		if (cur < cur0 * 3 / 4 && high > high0)
+			break;
+		sleep_ms(100);
+	}
+	snprintf(file, sizeof(file), "%s/memory.high", be.dir);
+	cr_assert_eq(moat_kfile_read(file, buf, sizeof(buf)), 0);
+	cr_log_info("memory.high %s: memory.current %lld -> %lld, events high %lld -> %lld",
+		    buf, cur0, cur, high0, high);
+	cr_expect_lt(cur, cur0 * 3 / 4, "no reclaim: %lld -> %lld bytes", cur0, cur);
+	cr_expect_gt(high, high0, "memory.events high stayed at %lld", high);
+
+	stop(&daemon_pid);
+	cr_assert_eq(moat_kfile_read(file, buf, sizeof(buf)), 0);
+	cr_expect_str_eq(buf, "max", "memory.high not put back");
+	tcg_kill(bp);
+	tcg_kill(lp);
+}
+
 Test(moatd, after_sigkill_the_next_start_restores_from_the_journal)
 {
 	char journal[PATH_MAX];

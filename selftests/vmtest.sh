@@ -74,6 +74,16 @@ done | sort -u | while read -r lib; do
 	cp -L "$lib" "$root$lib"
 done
 cp -r "$top/selftests/fixtures" "$root/moat/selftests/"
+# zram, for swap: without it no anonymous page can be reclaimed, and the
+# memory.high test has nothing to show.  Debian's kernel has it as a
+# module; another kernel may have it built in, or skips that test.
+mkdir -p "$root/moat/modules"
+if [ -z "${VMTEST_KERNEL:-}" ]; then
+	mods="$work/$pkg/lib/modules/$(basename "$work/$pkg/lib/modules"/*)/kernel"
+	cp "$mods/mm/zsmalloc.ko" "$root/moat/modules/1-zsmalloc.ko" 2>/dev/null &&
+		cp "$mods/drivers/block/zram/zram.ko" "$root/moat/modules/2-zram.ko" ||
+		echo "vmtest.sh: no zram module in $pkg: no swap in the guest" >&2
+fi
 printf '%s\n' "${VMTEST_FILTER:-}" >"$root/moat/filter"
 cat >"$root/init" <<'EOF'
 #!/bin/busybox sh
@@ -90,6 +100,11 @@ mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount -t bpf bpf /sys/fs/bpf
 mount -t tracefs tracefs /sys/kernel/tracing
 echo "+cpu +memory +io" >/sys/fs/cgroup/cgroup.subtree_control
+for m in /moat/modules/*.ko; do [ -e "$m" ] && insmod "$m"; done
+if [ -e /sys/block/zram0/disksize ] && echo 512M >/sys/block/zram0/disksize &&
+   mkswap /dev/zram0 >/dev/null && swapon /dev/zram0; then
+	echo "vmtest: swap on zram0, 512 MiB"
+fi
 echo "vmtest: $(uname -r), $(nproc) CPUs, cgroup2 controllers: $(cat /sys/fs/cgroup/cgroup.subtree_control)"
 cd /moat
 filter=$(cat /moat/filter)
