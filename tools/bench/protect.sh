@@ -20,7 +20,10 @@
 #            cpu.shares=2 (v1) / cpu.weight=1 (v2)
 #   static   k8s, plus a koordlet-style static suppress: BE's CPU budget
 #            = shared CPUs x 65% - LC usage, recomputed every second
-#   moatd    k8s, plus moatd in enforce mode
+#   moatd    k8s, plus moatd in enforce mode; the BE cgroup is a rule's,
+#            so moatd may lower its CPU priority (cpu.idle) first
+#   moatd-pod  k8s, plus moatd with enforce/cpu_priority = 0: what moatd
+#            may do to a kubelet pod, whose weight it leaves to kubelet
 #   moatd-only  moatd in enforce mode without Kubernetes' defaults: the
 #            controller alone, so that it has something to do
 # static and moatd start from Kubernetes' defaults because that is where
@@ -44,7 +47,7 @@ SECS=${2:-12}
 RATE=${RATE:-4000}
 PERIOD_MS=${PERIOD_MS:-500}
 TARGET_US=${TARGET_US:-500}
-SCENARIOS=${SCENARIOS:-alone none k8s static moatd moatd-only}
+SCENARIOS=${SCENARIOS:-alone none k8s static moatd moatd-pod moatd-only}
 BE_AT=2
 SKIP=$((BE_AT + 2))
 PORT=18080
@@ -172,8 +175,8 @@ static_suppress() {
 }
 
 start_moatd() {
-	printf 'period_ms = %s\nrules/lc = lc lc\nrules/be = be be\nlc/rqlat_p99_target_us = %s\n' \
-		"$PERIOD_MS" "$TARGET_US" >"$work/moat.conf"
+	printf 'period_ms = %s\nrules/lc = lc lc\nrules/be = be be\nlc/rqlat_p99_target_us = %s\nenforce/cpu_priority = %s\n' \
+		"$PERIOD_MS" "$TARGET_US" "$1" >"$work/moat.conf"
 	rm -rf "$work/state"
 	taskset -c "$CLIENT_CPU" "$O/moatd" --foreground --mode enforce \
 		--config "$work/moat.conf" --cgroup-root "/$name" \
@@ -194,11 +197,15 @@ run_one() {
 	local sc=$1 lg=$work/lg.out be_pid= helper= t0 first=- ops
 	moatd_pid=
 	mk_group be
-	if [ "$sc" = k8s ] || [ "$sc" = static ] || [ "$sc" = moatd ]; then
+	if [ "$sc" = k8s ] || [ "$sc" = static ] || [ "$sc" = moatd ] ||
+	   [ "$sc" = moatd-pod ]; then
 		if [ "$v2" = 1 ]; then echo 1 >"$prefix/be/cpu.weight"
 		else echo 2 >"$prefix/be/cpu.shares"; fi
 	fi
-	[ "$sc" = moatd ] || [ "$sc" = moatd-only ] && start_moatd
+	case $sc in
+	moatd | moatd-only) start_moatd 1 ;;
+	moatd-pod) start_moatd 0 ;;
+	esac
 	taskset -c "$CLIENT_CPU" "$O/moat-loadgen" -r "$RATE" -d "$SECS" -c 32 \
 		-s "$SKIP" 127.0.0.1 "$PORT" /index.html >"$lg" &
 	local lg_pid=$!
@@ -227,7 +234,7 @@ run_one() {
 	[ -n "$be_pid" ] && wait "$be_pid"
 	[ -n "$helper" ] && { kill "$helper"; wait "$helper" 2>/dev/null || true; }
 	if [ -n "$moatd_pid" ]; then
-		grep -h "throttle\|release" "$work/moatd.log" | sed "s/^/# $sc: /" >&2 || true
+		grep -h "throttle\|release\|undo" "$work/moatd.log" | sed "s/^/# $sc: /" >&2 || true
 		: >"$work/moatd.log"
 		kill "$moatd_pid"
 		wait "$moatd_pid" || true
