@@ -17,7 +17,10 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <criterion/criterion.h>
+#include <json-c/json.h>
 #include "helpers.h"
 #include "journal.h"
 
@@ -155,7 +158,7 @@ static void setup(void)
 	snprintf(conf, sizeof(conf), "%s/moat.conf", dir);
 	snprintf(log, sizeof(log), "%s/moatd.log", dir);
 	write_file(conf, "# test config\nperiod_ms = 100\nrules/web = web-* lc\n"
-			 "rules/batch = batch-* be\n");
+			 "rules/batch = batch-* be\nhttp/listen = 127.0.0.1:0\n");
 	daemon_pid = start_moatd(sock, conf, log);
 }
 
@@ -935,4 +938,370 @@ Test(moatd, slack_releases_the_group_stepwise_to_its_original)
 	cr_assert_eq(ctl(out, err, "get", "enforce/releases", NULL), 0);
 	cr_expect_neq(strtoul(out, NULL, 10), 0, "no step up before the restore");
 	expect_restored("after the release");
+}
+
+/*
+ * HTTP: moatd's /metrics, /hints and /healthz (test config: http/listen
+ * 127.0.0.1:0, the port in http/port).
+ */
+static int http_port(void)
+{
+	cr_assert_eq(ctl(out, err, "get", "http/port", NULL), 0, "%s", err);
+	return atoi(out);
+}
+
+static int tcp_connect(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0,
+		     "connect to port %d: %s", port, strerror(errno));
+	return fd;
+}
+
+/*
+ * Send @req (a whole request) to 127.0.0.1:@port, read the response into
+ * @buf until the server closes.  Return: the status, or -1 when there
+ * was none; *@body: past the headers.
+ */
+static int http_req(int port, const char *req, char *buf, size_t len,
+		    char **body)
+{
+	size_t n = 0;
+	ssize_t r;
+	int fd = tcp_connect(port), status = -1;
+
+	cr_assert_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+	while (n + 1 < len && (r = read(fd, buf + n, len - n - 1)) > 0)
+		n += r;
+	buf[n] = '\0';
+	close(fd);
+	sscanf(buf, "HTTP/1.%*d %d", &status);
+	*body = strstr(buf, "\r\n\r\n");
+	*body = *body ? *body + 4 : buf + n;
+	return status;
+}
+
+static int http_get(int port, const char *path, char *buf, size_t len,
+		    char **body)
+{
+	char req[512];
+
+	snprintf(req, sizeof(req),
+		 "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+		 path);
+	return http_req(port, req, buf, len, body);
+}
+
+static char page[1 << 22];
+
+/* Whether the text format's histogram of @group is sound. */
+static void expect_sound_histogram(const char *text, const char *group)
+{
+	char key[128], *line, *copy = strdup(text), *save;
+	double prev = -1, inf = -1, count = -2, le_prev = 0;
+	int buckets = 0;
+
+	snprintf(key, sizeof(key), "{group=\"%s\"", group);
+	for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *le;
+
+		if (!strstr(line, key))
+			continue;
+		if (!strncmp(line, "moat_group_rqlat_seconds_count", 30))
+			count = strtod(strrchr(line, ' '), NULL);
+		if (strncmp(line, "moat_group_rqlat_seconds_bucket", 31))
+			continue;
+		le = strstr(line, "le=\"");
+		cr_assert_not_null(le, "%s", line);
+		if (!strncmp(le + 4, "+Inf", 4)) {
+			inf = strtod(strrchr(line, ' '), NULL);
+			continue;
+		}
+		cr_expect_gt(strtod(le + 4, NULL), le_prev, "le not increasing: %s", line);
+		le_prev = strtod(le + 4, NULL);
+		cr_expect_geq(strtod(strrchr(line, ' '), NULL), prev,
+			      "buckets not cumulative: %s", line);
+		prev = strtod(strrchr(line, ' '), NULL);
+		buckets++;
+	}
+	free(copy);
+	cr_expect_gt(buckets, 10, "%s: %d buckets", group, buckets);
+	cr_expect_eq(inf, count, "%s: +Inf %.0f, _count %.0f", group, inf, count);
+	cr_expect_geq(inf, prev);
+	cr_expect_gt(count, 0, "%s: no waits counted", group);
+}
+
+Test(moatd, metrics_are_valid_prometheus_text_and_follow_the_groups)
+{
+	struct tcg web, batch;
+	char *body;
+	int port = http_port(), status;
+	pid_t hog, probe;
+
+	cr_assert_eq(tcg_create("web-m", &web), 0);
+	cr_assert_eq(tcg_create("batch-m", &batch), 0);
+	hog = tcg_spawn(&batch, 0, work_hog, NULL);
+	probe = tcg_spawn(&web, 0, work_hog, NULL);
+	wait_get("groups/batch.batch-m/path", 0, 30);
+	wait_get("groups/web.web-m/path", 0, 30);
+	sleep_ms(500);
+
+	status = http_get(port, "/metrics", page, sizeof(page), &body);
+	cr_assert_eq(status, 200, "%.300s", page);
+	cr_expect(strstr(page, "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"),
+		  "%.300s", page);
+	cr_expect(strstr(body, "moat_group_info{group=\"web.web-m\",class=\"lc\"} 1\n"));
+	cr_expect(strstr(body, "moat_build_info{version="));
+	cr_expect(strstr(body, "moat_blame_wait_seconds_total{victim=\"web.web-m\",culprit=\"batch.batch-m\"}"),
+		  "no blame series for two hogs on one CPU");
+	expect_sound_histogram(body, "web.web-m");
+
+	/* A removed group's series go with it. */
+	tcg_kill(hog);
+	cr_assert_eq(rmdir(batch.dir), 0, "%s: %s", batch.dir, strerror(errno));
+	wait_get("groups/batch.batch-m/path", 1, 30);
+	cr_assert_eq(http_get(port, "/metrics", page, sizeof(page), &body), 200);
+	cr_expect_null(strstr(body, "batch.batch-m\""), "a removed group's series stayed");
+	tcg_kill(probe);
+}
+
+/* Prometheus's own linter passes what moatd serves. */
+Test(moatd, metrics_pass_promtool_check)
+{
+	char *body, cmd[PATH_MAX + 64], path[PATH_MAX];
+	struct tcg web;
+	pid_t hog;
+	int status;
+	FILE *p;
+
+	if (access("/usr/bin/promtool", X_OK)) {
+		stop(&daemon_pid);
+		cr_skip_test("no /usr/bin/promtool (tools/deps.sh installs prometheus)");
+	}
+	cr_assert_eq(tcg_create("web-lint", &web), 0);
+	hog = tcg_spawn(&web, 0, work_hog, NULL);
+	wait_get("groups/web.web-lint/path", 0, 30);
+	sleep_ms(300);
+	cr_assert_eq(http_get(http_port(), "/metrics", page, sizeof(page), &body), 200);
+	tcg_kill(hog);
+	snprintf(path, sizeof(path), "%s/metrics.txt", dir);
+	write_file(path, body);
+	snprintf(cmd, sizeof(cmd), "/usr/bin/promtool check metrics < %s 2>&1", path);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	out[fread(out, 1, OUT_MAX - 1, p)] = '\0';
+	status = pclose(p);
+	cr_expect_eq(status, 0, "promtool check metrics: %s", out);
+}
+
+Test(moatd, hints_are_the_documented_json)
+{
+	struct tcg web;
+	json_object *o, *v, *cap, *lc;
+	long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+	char *body;
+	size_t i;
+	bool found = false;
+
+	cr_assert_eq(tcg_create("web-h", &web), 0);
+	wait_get("groups/web.web-h/path", 0, 30);
+	sleep_ms(300);
+	cr_assert_eq(http_get(http_port(), "/hints", page, sizeof(page), &body), 200,
+		     "%.300s", page);
+	cr_expect(strstr(page, "Content-Type: application/json\r\n"));
+	o = json_tokener_parse(body);
+	cr_assert_not_null(o, "not JSON: %.300s", body);
+	cr_assert(json_object_object_get_ex(o, "apiVersion", &v));
+	cr_expect_str_eq(json_object_get_string(v), "moat.io/v1");
+	cr_assert(json_object_object_get_ex(o, "kind", &v));
+	cr_expect_str_eq(json_object_get_string(v), "NodeHints");
+	cr_assert(json_object_object_get_ex(o, "beCapacity", &cap));
+	cr_assert(json_object_object_get_ex(cap, "cpuMillicores", &v));
+	cr_expect(json_object_is_type(v, json_type_int), "%s", json_object_to_json_string(cap));
+	cr_expect(json_object_get_int64(v) >= 0 && json_object_get_int64(v) <= ncpus * 1000,
+		  "cpuMillicores %lld of %ld CPUs", (long long)json_object_get_int64(v), ncpus);
+	cr_assert(json_object_object_get_ex(cap, "memoryBytes", &v));
+	cr_expect_gt(json_object_get_int64(v), 0);
+	cr_assert(json_object_object_get_ex(o, "interference", &v));
+	cr_assert(json_object_object_get_ex(o, "culprits", &v));
+	cr_assert(json_object_object_get_ex(o, "lc", &lc));
+	for (i = 0; i < json_object_array_length(lc); i++) {
+		json_object *g = json_object_array_get_idx(lc, i);
+
+		if (json_object_object_get_ex(g, "group", &v) &&
+		    !strcmp(json_object_get_string(v), "web.web-h"))
+			found = true;
+	}
+	cr_expect(found, "web.web-h not in lc: %s", json_object_to_json_string(lc));
+	json_object_put(o);
+}
+
+/* Read-only, bounded, and the control loop never waits on a client. */
+Test(moatd, http_refuses_writes_and_outlasts_idle_and_oversized_clients)
+{
+	static char big[70 * 1024];
+	int port = http_port(), fds[8], i;
+	struct tcg web;
+	char *body;
+	size_t n;
+
+	cr_assert_eq(http_req(port, "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\nab",
+			      page, sizeof(page), &body), 405);
+	cr_expect(strstr(page, "Allow: GET, HEAD\r\n"), "%.300s", page);
+	cr_assert_eq(http_get(port, "/nope", page, sizeof(page), &body), 404);
+
+	/* A header larger than a connection may hold: refused, moatd fine. */
+	n = snprintf(big, sizeof(big), "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ");
+	memset(big + n, 'a', sizeof(big) - n - 8);
+	strcpy(big + sizeof(big) - 8, "\r\n\r\n");
+	i = http_req(port, big, page, sizeof(page), &body);
+	cr_expect(i == 431 || i == 413 || i == 400 || i == -1, "oversized header: %d", i);
+
+	/* Idle clients that send nothing, as many as one address may hold:
+	 * periods still pass (a new group is found), moatctl still answers. */
+	for (i = 0; i < 8; i++)
+		fds[i] = tcp_connect(port);
+	cr_assert_eq(tcg_create("web-idle", &web), 0);
+	wait_get("groups/web.web-idle/path", 0, 30);
+	for (i = 0; i < 8; i++)
+		close(fds[i]);
+	/* moatd sees the closes at its next turn of the loop */
+	for (i = 0; i < 40 && http_get(port, "/healthz", page, sizeof(page), &body) != 200; i++)
+		sleep_ms(50);
+	cr_assert_lt(i, 40, "no /healthz after the idle clients left: %.300s", page);
+	cr_expect_eq(strncmp(body, "ok", 2), 0, "%s", body);
+}
+
+Test(moatd, listen_knob_rejects_bad_addresses_and_moves_the_server)
+{
+	int port = http_port(), busy, status;
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	char addr[64], *body;
+
+	cr_assert_eq(ctl(out, err, "set", "http/listen", "localhost:80"), 1);
+	cr_expect(strstr(err, "http/listen") && strstr(err, "ADDR:PORT"), "%s", err);
+	cr_assert_eq(ctl(out, err, "set", "http/listen", "127.0.0.1:99999"), 1);
+
+	/* A port someone holds: refused, and the old one still serves. */
+	busy = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_eq(bind(busy, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(listen(busy, 1), 0);
+	getsockname(busy, (struct sockaddr *)&sa, &len);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", ntohs(sa.sin_port));
+	cr_assert_eq(ctl(out, err, "set", "http/listen", addr), 1);
+	cr_expect(strstr(err, "free to bind"), "%s", err);
+	close(busy);
+	cr_assert_eq(http_get(port, "/healthz", page, sizeof(page), &body), 200);
+
+	/* Now free: moatd moves there, and leaves the old port. */
+	cr_assert_eq(ctl(out, err, "set", "http/listen", addr), 0, "%s", err);
+	sleep_ms(200);
+	cr_expect_eq(http_port(), ntohs(sa.sin_port));
+	status = http_get(ntohs(sa.sin_port), "/healthz", page, sizeof(page), &body);
+	cr_expect_eq(status, 200);
+	(void)port;
+}
+
+/* Whether something accepts connections on 127.0.0.1:@port. */
+static bool connect_ok(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool ok = fd >= 0 && !connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+static int free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	getsockname(fd, (struct sockaddr *)&sa, &len);
+	port = ntohs(sa.sin_port);
+	close(fd);
+	return port;
+}
+
+/*
+ * The real thing: Debian's prometheus on loopback scrapes moatd every
+ * second, and its query API returns moat's series.
+ */
+Test(moatd, prometheus_scrapes_moatd)
+{
+	char conf[PATH_MAX], data[PATH_MAX], log[PATH_MAX], flag[PATH_MAX + 32],
+	     web[64], query[256], *body;
+	int moat_port = http_port(), prom_port = free_port(), status = -1, i;
+	struct tcg lc;
+	pid_t prom;
+	FILE *f;
+
+	if (access("/usr/bin/prometheus", X_OK)) {
+		stop(&daemon_pid);
+		cr_skip_test("no /usr/bin/prometheus (tools/deps.sh installs it)");
+	}
+	cr_assert_eq(tcg_create("web-prom", &lc), 0);
+	wait_get("groups/web.web-prom/path", 0, 30);
+	snprintf(conf, sizeof(conf), "%s/prometheus.yml", dir);
+	snprintf(data, sizeof(data), "%s/prometheus", dir);
+	snprintf(log, sizeof(log), "%s/prometheus.log", dir);
+	f = fopen(conf, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "global:\n  scrape_interval: 1s\n"
+		   "scrape_configs:\n  - job_name: moatd\n    static_configs:\n"
+		   "      - targets: ['127.0.0.1:%d']\n", moat_port);
+	fclose(f);
+	snprintf(web, sizeof(web), "--web.listen-address=127.0.0.1:%d", prom_port);
+	snprintf(flag, sizeof(flag), "--storage.tsdb.path=%s", data);
+	prom = fork();
+	cr_assert_geq(prom, 0);
+	if (!prom) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		char cf[PATH_MAX + 32];
+
+		snprintf(cf, sizeof(cf), "--config.file=%s", conf);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl("/usr/bin/prometheus", "prometheus", cf, flag, web,
+		      "--log.level=warn", NULL);
+		_exit(127);
+	}
+	snprintf(query, sizeof(query),
+		 "/api/v1/query?query=moat_group_info%%7Bgroup%%3D%%22web.web-prom%%22%%7D");
+	for (i = 0; i < 80; i++) {
+		sleep_ms(500);
+		if (waitpid(prom, NULL, WNOHANG) == prom) {
+			prom = 0;
+			break;
+		}
+		if (!connect_ok(prom_port))
+			continue;
+		status = http_get(prom_port, query, page, sizeof(page), &body);
+		if (status == 200 && strstr(body, "\"result\":[{"))
+			break;
+	}
+	if (prom > 0) {
+		kill(prom, SIGTERM);
+		waitpid(prom, NULL, 0);
+	}
+	snprintf(flag, sizeof(flag), "tail -n 20 %s >&2", log);
+	if (status != 200 || !strstr(body, "\"result\":[{"))
+		cr_expect_eq(system(flag), 0);
+	cr_assert_eq(status, 200, "prometheus's query API: %d (%s)", status,
+		     prom ? "running" : "it exited");
+	cr_expect(strstr(body, "\"job\":\"moatd\"") && strstr(body, "web.web-prom"),
+		  "%s", body);
+	cr_log_info("prometheus had moat_group_info after ~%d x 500 ms", i + 1);
 }

@@ -99,6 +99,7 @@ mount -t tmpfs tmpfs /run
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount -t bpf bpf /sys/fs/bpf
 mount -t tracefs tracefs /sys/kernel/tracing
+ip link set lo up	# moatd's HTTP tests talk over loopback
 echo "+cpu +memory +io" >/sys/fs/cgroup/cgroup.subtree_control
 for m in /moat/modules/*.ko; do [ -e "$m" ] && insmod "$m"; done
 if [ -e /sys/block/zram0/disksize ] && echo 512M >/sys/block/zram0/disksize &&

@@ -17,10 +17,11 @@ PACKAGES="
 	make gcc pkg-config
 	clang llvm bpftool
 	libbpf-dev libelf-dev zlib1g-dev
-	libjson-c-dev
+	libjson-c-dev libmicrohttpd-dev
 	libcriterion-dev
 	linux-perf jq
 	qemu-system-x86 busybox-static cpio
+	prometheus curl
 "
 
 if [ "${1:-}" = "--bench" ]; then

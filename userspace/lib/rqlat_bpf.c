@@ -299,3 +299,24 @@ const char *moat_rqlat_drop_name(enum moat_rqlat_drop why)
 	}
 	return "unknown";
 }
+
+int moat_rqlat_for_each_prog(struct moat_rqlat *r, moat_rqlat_prog_fn fn,
+			     void *ctx)
+{
+	struct bpf_program *prog;
+	int err;
+
+	bpf_object__for_each_program(prog, r->skel->obj) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+			continue;	/* not loaded: the other attach kind */
+		err = fn(bpf_program__name(prog), info.run_time_ns, info.run_cnt,
+			 ctx);
+		if (err)
+			return err;
+	}
+	return 0;
+}

@@ -56,6 +56,17 @@ int moat_rqlat_for_each_hist(struct moat_rqlat *r, moat_rqlat_hist_fn fn,
 int moat_rqlat_for_each_blame(struct moat_rqlat *r, moat_rqlat_blame_fn fn,
 			      void *ctx);
 
+typedef int (*moat_rqlat_prog_fn)(const char *name, __u64 run_ns,
+				  __u64 runs, void *ctx);
+
+/**
+ * moat_rqlat_for_each_prog() - call @fn with each loaded program's name and
+ * the kernel's run time and run count for it (0 unless
+ * kernel.bpf_stats_enabled is on).
+ */
+int moat_rqlat_for_each_prog(struct moat_rqlat *r, moat_rqlat_prog_fn fn,
+			     void *ctx);
+
 /**
  * moat_rqlat_forget() - drop what the maps hold for the @n cgroups in
  * @ids, which were removed: their histograms, their watched entries, and

@@ -332,6 +332,8 @@ static void act(struct moatd *d, struct moatd_group *u, enum moat_resource r,
 	format_limit(from, sizeof(from), r, u->lim[r].limit);
 	format_limit(to, sizeof(to), r, b->lim[r].limit);
 	u->lim[r] = b->lim[r];
+	if (b->action[r] <= MOAT_CTL_UNDO)
+		d->ec.actions[r][b->action[r]]++;
 	switch (b->action[r]) {
 	case MOAT_CTL_THROTTLE:
 		u->throttles++;
@@ -455,8 +457,8 @@ void enforce_cycle(struct moatd *d)
 	waits = calloc(n, sizeof(*waits));
 	lc = calloc(n + 1, sizeof(*lc));
 	be = calloc(n, sizeof(*be));
-	blame = calloc((n + 1) * n, sizeof(*blame));
-	if (!by_dir || !by_cgid || !lcu || !beu || !waits || !lc || !be || !blame) {
+	blame = NULL;
+	if (!by_dir || !by_cgid || !lcu || !beu || !waits || !lc || !be) {
 		pr_warn("enforce: out of memory: no decision this period");
 		goto out;
 	}
@@ -498,6 +500,12 @@ void enforce_cycle(struct moatd *d)
 	lc[nlc].target[MOAT_SIG_MEMORY_PRESSURE] = d->ek.memory_pressure_target_pct;
 	for (i = 0; i < nbe; i++)
 		fill_be(d, beu[i], &be[i]);
+	/* LC rows, and the node's memory row, by BE columns */
+	blame = calloc((nlc + 1) * (nbe ? nbe : 1), sizeof(*blame));
+	if (!blame) {
+		pr_warn("enforce: out of memory: no decision this period");
+		goto out;
+	}
 	blame_matrix(d, by_cgid, blame, nbe);
 
 	p = params(d);
@@ -657,4 +665,19 @@ int enforce_add_group_knobs(struct moatd *d, struct moatd_group *g)
 				sizeof(attrs) / sizeof(attrs[0]), g);
 	snprintf(k.path, sizeof(k.path), "groups/%s/throttles", g->gid.id);
 	return err ? err : moat_knob_add(d->tree, &k);
+}
+
+int enforce_find_units(struct moatd *d)
+{
+	struct moatd_group **by_dir;
+
+	if (!d->nr_groups)
+		return 0;
+	by_dir = malloc(d->nr_groups * sizeof(*by_dir));
+	if (!by_dir)
+		return -ENOMEM;
+	memcpy(by_dir, d->groups, d->nr_groups * sizeof(*by_dir));
+	find_units(by_dir, d->nr_groups);
+	free(by_dir);
+	return 0;
 }

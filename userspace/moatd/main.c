@@ -23,11 +23,18 @@
 #define MOAT_VERSION		"0.1.0"
 #define DEFAULT_CONFIG		"/etc/moat/moat.conf"
 #define DEFAULT_STATE_DIR	"/var/lib/moat"
+/*
+ * Loopback: /metrics and /hints name every pod and what moat does to it,
+ * so a node serves them to the network only when told to (the DaemonSet
+ * passes --listen with the pod's address).  9590: not taken in
+ * Prometheus's list of default ports.
+ */
+#define DEFAULT_LISTEN		"127.0.0.1:9590"
 #define MAX_POLL		32
 
 struct options {
 	const char *config, *cgroup_root, *state_dir, *socket, *socket_group;
-	const char *mode;
+	const char *mode, *listen;
 	bool config_given, foreground;
 	int verbose;
 };
@@ -36,7 +43,8 @@ static const char *const mode_names[] = { "observe", "enforce", NULL };
 
 static const char usage[] =
 "usage: moatd [--config FILE] [--cgroup-root DIR] [--state-dir DIR] [--socket PATH]\n"
-"             [--socket-group GROUP] [--mode observe|enforce] [--foreground] [-v]\n"
+"             [--socket-group GROUP] [--mode observe|enforce] [--listen ADDR:PORT]\n"
+"             [--foreground] [-v]\n"
 "\n"
 "  -c, --config FILE       knob settings, 'path = value' lines\n"
 "                          (default " DEFAULT_CONFIG ", if it exists)\n"
@@ -47,6 +55,9 @@ static const char usage[] =
 "  -s, --socket PATH       control socket (default " MOAT_CTL_SOCKET ")\n"
 "  -g, --socket-group GRP  let this group read the socket (mode 0660)\n"
 "  -m, --mode MODE         observe or enforce; wins over the config\n"
+"  -l, --listen ADDR:PORT  serve /metrics, /hints and /healthz over HTTP here;\n"
+"                          wins over the config (default " DEFAULT_LISTEN ";\n"
+"                          '' serves no HTTP)\n"
 "  -f, --foreground        do not detach\n"
 "  -v, --verbose           debug messages; twice: libbpf's too\n";
 
@@ -59,6 +70,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "socket", required_argument, NULL, 's' },
 		{ "socket-group", required_argument, NULL, 'g' },
 		{ "mode", required_argument, NULL, 'm' },
+		{ "listen", required_argument, NULL, 'l' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -69,7 +81,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	o->config = DEFAULT_CONFIG;
 	o->state_dir = DEFAULT_STATE_DIR;
 	o->socket = MOAT_CTL_SOCKET;
-	while ((c = getopt_long(argc, argv, "c:r:d:s:g:m:fvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:r:d:s:g:m:l:fvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			o->config = optarg;
@@ -90,6 +102,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case 'm':
 			o->mode = optarg;
 			break;
+		case 'l':
+			o->listen = optarg;
+			break;
 		case 'f':
 			o->foreground = true;
 			break;
@@ -109,6 +124,20 @@ static int parse_args(int argc, char **argv, struct options *o)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+const char *moatd_version(void)
+{
+	return MOAT_VERSION;
+}
+
+double moatd_since_cycle_us(const struct moatd *d)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - d->last_cycle.tv_sec) * 1e6 +
+	       (now.tv_nsec - d->last_cycle.tv_nsec) / 1e3;
 }
 
 int moatd_set(struct moatd *d, const char *path, const char *val)
@@ -195,6 +224,8 @@ static int add_base_knobs(struct moatd *d)
 				sizeof(knobs) / sizeof(knobs[0]), d);
 	if (!err)
 		err = enforce_add_knobs(d);
+	if (!err)
+		err = http_add_knobs(d);
 	return err ? err : node_add_knobs(d);
 }
 
@@ -317,6 +348,21 @@ static void cycle(struct moatd *d)
 	groups_observe(d);
 	enforce_cycle(d);
 	d->cycle_us = now_us() - start;
+	clock_gettime(CLOCK_MONOTONIC, &d->last_cycle);
+}
+
+/* http/listen changed: serve on the new address, or keep the old. */
+static void relisten(struct moatd *d)
+{
+	struct http *h;
+
+	d->listen_changed = false;
+	if (!http_open(&h, d, d->listen) || !*d->listen) {
+		http_close(d->http);
+		d->http = h;
+		if (!*d->listen)
+			pr_info("http: no longer served");
+	}
 }
 
 static int run(struct moatd *d, struct server *srv)
@@ -349,6 +395,9 @@ static int run(struct moatd *d, struct server *srv)
 		pfd[1] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 		server_poll_fds(srv, pfd, &n, MAX_POLL);
 		server_work(srv, d, &timeout);
+		if (d->listen_changed)
+			relisten(d);
+		http_poll_fd(d->http, pfd, &n, MAX_POLL, &timeout);
 		if (poll(pfd, n, timeout) < 0 && errno != EINTR) {
 			err = -errno;
 			break;
@@ -363,6 +412,7 @@ static int run(struct moatd *d, struct server *srv)
 		}
 		if (read(tfd, &ticks, sizeof(ticks)) == sizeof(ticks))
 			cycle(d);
+		http_work(d->http);
 		if (d->period_changed) {
 			d->period_changed = false;
 			arm_timer(tfd, d->period_ms);
@@ -399,6 +449,10 @@ int main(int argc, char **argv)
 	if (!d)
 		return 1;
 	d->period_ms = 500;
+	snprintf(d->listen, sizeof(d->listen), "%s", DEFAULT_LISTEN);
+	/* koordlet's default reclaim thresholds are 65% of CPU and memory */
+	d->hint_cpu_margin_pct = 35;
+	d->hint_memory_margin_pct = 35;
 	d->rescan_ms = 10000;
 	d->qos = (struct moat_qos_classes){ MOAT_CLASS_LC, MOAT_CLASS_LC,
 					    MOAT_CLASS_BE };
@@ -445,6 +499,11 @@ int main(int argc, char **argv)
 	}
 	moat_cgroup_events_open(&d->events);	/* optional: says why not */
 	err = server_open(&srv, o.socket, o.socket_group);
+	if (!err && o.listen)
+		snprintf(d->listen, sizeof(d->listen), "%s", o.listen);
+	if (!err)
+		err = http_open(&d->http, d, d->listen);
+	d->listen_changed = false;
 	if (err)
 		goto out;
 	cycle(d);
@@ -455,6 +514,7 @@ int main(int argc, char **argv)
 	}
 	err = run(d, srv);
 out:
+	http_close(d->http);
 	server_close(srv);
 	enforce_restore_all(d, "moatd stops");
 	groups_free(d);

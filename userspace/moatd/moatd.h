@@ -4,6 +4,8 @@
 
 #include <limits.h>
 #include <poll.h>
+#include <stdio.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <stdbool.h>
 #include <linux/types.h>
@@ -93,6 +95,8 @@ struct enforce_knobs {
 
 struct enforce_counters {
 	unsigned long long throttles, releases, restores, undos, write_errors;
+	/* by resource and enum moat_ctl_action */
+	unsigned long long actions[MOAT_RES_NR][MOAT_CTL_UNDO + 1];
 };
 
 /* Per-group class overrides, by id: they outlive the groups. */
@@ -160,6 +164,12 @@ struct moatd {
 
 	bool period_changed;
 	double cycle_us;		/* the last cycle's duration */
+	struct timespec last_cycle;	/* when it ended */
+	/* http.c, hints.c */
+	char listen[64];		/* http/listen: "" none */
+	bool listen_changed;
+	struct http *http;
+	unsigned int hint_cpu_margin_pct, hint_memory_margin_pct;
 	struct timespec last_observe;
 };
 
@@ -169,6 +179,9 @@ struct moatd {
  * rules/<name> creates the rule, and "" removes it.
  */
 int moatd_set(struct moatd *d, const char *path, const char *val);
+const char *moatd_version(void);
+/* Microseconds since the last control cycle ended. */
+double moatd_since_cycle_us(const struct moatd *d);
 
 /* groups.c */
 int groups_rescan(struct moatd *d);
@@ -193,6 +206,8 @@ int enforce_add_knobs(struct moatd *d);
 int enforce_add_group_knobs(struct moatd *d, struct moatd_group *g);
 /* One period's decisions and writes; in observe mode, none. */
 void enforce_cycle(struct moatd *d);
+/* Set each group's unit (a pod, or a rule's cgroup), as a cycle does. */
+int enforce_find_units(struct moatd *d);
 /* Put back every value moatd changed; @why goes to the log. */
 int enforce_restore_all(struct moatd *d, const char *why);
 /* @g stops being a group: put back what moatd changed in it. */
@@ -229,5 +244,27 @@ void server_work(struct server *s, struct moatd *d, int *timeout_ms);
 /* Handle one request line; the response goes to @out. */
 void server_handle(struct moatd *d, const char *line, bool may_write,
 		   FILE *out);
+
+/* http.c */
+struct http;
+int http_parse_listen(const char *s, struct sockaddr_storage *ss,
+		      socklen_t *len, const char **why);
+int http_try_bind(const char *addr);
+int http_open(struct http **out, struct moatd *d, const char *addr);
+void http_close(struct http *h);
+/* Append the fd to poll to @pfd; lower *@timeout_ms to what it needs. */
+void http_poll_fd(struct http *h, struct pollfd *pfd, unsigned int *n,
+		  unsigned int max, int *timeout_ms);
+void http_work(struct http *h);
+int http_add_knobs(struct moatd *d);
+
+/* metrics.c */
+int metrics_write(struct moatd *d, FILE *f);
+/* @v in the fewest digits that read back as @v, into @buf. */
+const char *shortest(char *buf, size_t len, double v);
+
+/* hints.c */
+int hints_write_metrics(struct moatd *d, FILE *f);
+int hints_write_json(struct moatd *d, FILE *f);
 
 #endif /* MOATD_H */

@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Placement hints: what a scheduler needs to place the next pod on this
+ * node, computed from moatd's state at request time.  Served as JSON at
+ * /hints (Documentation/hints.rst is the schema) and as moat_hint_*
+ * gauges in /metrics.
+ *
+ * BE capacity, per resource (as Koordinator's batch resources, with
+ * moatd's measurements):
+ *
+ *   be = capacity x (100 - margin)% - LC usage - system usage
+ *   system usage = node usage - LC usage - BE usage   (never below 0)
+ *
+ * CPU: capacity the online CPUs, node usage from /proc/stat, LC and BE
+ * usage the groups' CPU time over the last period.  Memory: capacity
+ * MemTotal, node usage MemTotal - MemAvailable, LC and BE usage the
+ * groups' memory.current.  Never below 0.
+ *
+ * Interference per resource: the worst signal / target among LC units
+ * (1 or more: some LC unit is at or over its target).  Slack of an LC
+ * unit: 1 - signal / target of its worst signal (negative: violated).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <json-c/json.h>
+#include "hist.h"
+#include "moatd.h"
+
+struct hints {
+	double be_cpus, be_memory;		/* NAN: not known yet */
+	double cpu_interference, memory_interference;
+	double lc_cpus, be_used_cpus, sys_cpus, node_cpus, ncpus;
+	double lc_memory, be_used_memory, sys_memory, mem_total, mem_used;
+};
+
+static void meminfo(double *total, double *avail)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	unsigned long long kb;
+
+	*total = *avail = NAN;
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "MemTotal: %llu kB", &kb) == 1)
+			*total = kb * 1024.0;
+		else if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			*avail = kb * 1024.0;
+	}
+	if (f)
+		fclose(f);
+}
+
+static double nz(double v)
+{
+	return isnan(v) ? 0 : v;
+}
+
+/* The LC unit @g's worst signal over target, NAN where none measured. */
+static double lc_ratio(const struct moatd *d, const struct moatd_group *g,
+		       bool memory)
+{
+	unsigned int t;
+
+	if (memory) {
+		t = d->ek.memory_pressure_target_pct;
+		return t ? g->win.memory_pressure_pct / t : NAN;
+	}
+	t = g->rqlat_p99_target_us ? g->rqlat_p99_target_us :
+				     d->ek.rqlat_p99_target_us;
+	return t ? g->win.rqlat_wp99_us / t : NAN;
+}
+
+/* Set by enforce_find_units(), at the top of compute(). */
+static bool is_unit(const struct moatd_group *g)
+{
+	return !g->unit || g->unit == g;
+}
+
+static void compute(struct moatd *d, struct hints *h)
+{
+	double avail, worst[2] = { NAN, NAN };
+	size_t i;
+
+	memset(h, 0, sizeof(*h));
+	enforce_find_units(d);	/* in observe mode no cycle sets them */
+	h->ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+	h->node_cpus = d->node.cpu_usage;
+	meminfo(&h->mem_total, &avail);
+	h->mem_used = h->mem_total - avail;
+	for (i = 0; i < d->nr_groups; i++) {
+		const struct moatd_group *g = d->groups[i];
+		unsigned int m;
+
+		if (!is_unit(g))
+			continue;	/* a pod's containers are in the pod */
+		if (g->class == MOAT_CLASS_LC) {
+			h->lc_cpus += nz(g->win.cpu_usage);
+			h->lc_memory += nz(g->win.memory_bytes);
+			for (m = 0; m < 2; m++) {
+				double r = lc_ratio(d, g, m);
+
+				if (!isnan(r) && !(r <= worst[m]))
+					worst[m] = r;
+			}
+		} else if (g->class == MOAT_CLASS_BE) {
+			h->be_used_cpus += nz(g->win.cpu_usage);
+			h->be_used_memory += nz(g->win.memory_bytes);
+		}
+	}
+	h->cpu_interference = nz(worst[0]);
+	/* the node's memory pressure counts as one more LC row, as enforce.c */
+	if (d->ek.memory_pressure_target_pct && !isnan(d->node.psi_some_avg10[1]) &&
+	    !(d->node.psi_some_avg10[1] / d->ek.memory_pressure_target_pct <= nz(worst[1])))
+		worst[1] = d->node.psi_some_avg10[1] / d->ek.memory_pressure_target_pct;
+	h->memory_interference = nz(worst[1]);
+
+	h->sys_cpus = fmax(0, nz(h->node_cpus) - h->lc_cpus - h->be_used_cpus);
+	h->be_cpus = isnan(h->node_cpus) ? NAN :
+		     fmax(0, h->ncpus * (100 - d->hint_cpu_margin_pct) / 100 -
+			     h->lc_cpus - h->sys_cpus);
+	h->sys_memory = fmax(0, nz(h->mem_used) - h->lc_memory - h->be_used_memory);
+	h->be_memory = isnan(h->mem_used) ? NAN :
+		       fmax(0, h->mem_total * (100 - d->hint_memory_margin_pct) / 100 -
+			       h->lc_memory - h->sys_memory);
+}
+
+static void gauge(FILE *f, const char *name, const char *help, double v)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+	char buf[32];
+
+	if (isnan(v))
+		fprintf(f, "%s NaN\n", name);
+	else
+		fprintf(f, "%s %s\n", name, shortest(buf, sizeof(buf), v));
+}
+
+int hints_write_metrics(struct moatd *d, FILE *f)
+{
+	char buf[32];
+	struct hints h;
+	size_t i;
+
+	compute(d, &h);
+	gauge(f, "moat_hint_be_cpus",
+	      "BE CPU capacity left on the node (Documentation/hints.rst).", h.be_cpus);
+	gauge(f, "moat_hint_be_memory_bytes",
+	      "BE memory capacity left on the node (Documentation/hints.rst).",
+	      h.be_memory);
+	fputs("# HELP moat_hint_interference_ratio The worst LC signal / target per resource: 1 or more, some LC group is at or over its target.\n"
+	      "# TYPE moat_hint_interference_ratio gauge\n", f);
+	fprintf(f, "moat_hint_interference_ratio{resource=\"cpu\"} %s\n",
+		shortest(buf, sizeof(buf), h.cpu_interference));
+	fprintf(f, "moat_hint_interference_ratio{resource=\"memory\"} %s\n",
+		shortest(buf, sizeof(buf), h.memory_interference));
+	fputs("# HELP moat_hint_lc_slack_ratio 1 - signal / target of the LC group's worst signal; negative: over its target.\n"
+	      "# TYPE moat_hint_lc_slack_ratio gauge\n", f);
+	for (i = 0; i < d->nr_groups; i++) {
+		const struct moatd_group *g = d->groups[i];
+		double r = lc_ratio(d, g, false), m = lc_ratio(d, g, true);
+
+		if (g->class != MOAT_CLASS_LC || !is_unit(g))
+			continue;
+		if (isnan(r) || (!isnan(m) && m > r))
+			r = m;
+		if (!isnan(r))
+			fprintf(f, "moat_hint_lc_slack_ratio{group=\"%s\"} %s\n",
+				g->gid.id, shortest(buf, sizeof(buf), 1 - r));
+	}
+	return 0;
+}
+
+/* A number as JSON, in 9 significant digits; NaN and infinity: null. */
+static json_object *num(double v)
+{
+	char buf[32];
+
+	if (isnan(v) || isinf(v))
+		return NULL;
+	snprintf(buf, sizeof(buf), "%.9g", v);
+	return json_object_new_double_s(v, buf);
+}
+
+static json_object *limits(const struct moatd_group *g)
+{
+	json_object *o = json_object_new_object();
+	const struct moat_ctl_limit *l = g->lim;
+
+	json_object_object_add(o, "cpuWeight", isinf(l[MOAT_RES_CPU_PRIO].limit) ?
+			       NULL : num(l[MOAT_RES_CPU_PRIO].limit));
+	json_object_object_add(o, "cpus", num(l[MOAT_RES_CPU].limit));
+	json_object_object_add(o, "memoryHighBytes", num(l[MOAT_RES_MEMORY].limit));
+	return o;
+}
+
+static bool throttled(const struct moatd_group *g)
+{
+	unsigned int r;
+
+	for (r = 0; r < MOAT_RES_NR; r++)
+		if (!isinf(g->lim[r].limit))
+			return true;
+	return false;
+}
+
+/* The /hints document, version 1 (Documentation/hints.rst). */
+static json_object *hints_json(struct moatd *d)
+{
+	json_object *o = json_object_new_object(), *cap, *itf, *lc, *cul, *f;
+	char host[256] = "", when[32];
+	struct hints h;
+	time_t now = time(NULL);
+	struct tm tm;
+	size_t i;
+
+	compute(d, &h);
+	gethostname(host, sizeof(host) - 1);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+	json_object_object_add(o, "apiVersion", json_object_new_string("moat.io/v1"));
+	json_object_object_add(o, "kind", json_object_new_string("NodeHints"));
+	json_object_object_add(o, "node", json_object_new_string(host));
+	json_object_object_add(o, "time", json_object_new_string(when));
+	json_object_object_add(o, "periodSeconds", num(d->period_ms / 1e3));
+	json_object_object_add(o, "enforcing", json_object_new_boolean(d->mode == MOATD_ENFORCE));
+
+	cap = json_object_new_object();
+	json_object_object_add(cap, "cpuMillicores", isnan(h.be_cpus) ? NULL :
+			       json_object_new_int64(llround(h.be_cpus * 1000)));
+	json_object_object_add(cap, "memoryBytes", isnan(h.be_memory) ? NULL :
+			       json_object_new_int64(llround(h.be_memory)));
+	json_object_object_add(o, "beCapacity", cap);
+
+	f = json_object_new_object();
+	json_object_object_add(f, "cpus", num(h.ncpus));
+	json_object_object_add(f, "cpuMarginPercent", json_object_new_int(d->hint_cpu_margin_pct));
+	json_object_object_add(f, "nodeCpus", num(h.node_cpus));
+	json_object_object_add(f, "lcCpus", num(h.lc_cpus));
+	json_object_object_add(f, "beCpus", num(h.be_used_cpus));
+	json_object_object_add(f, "systemCpus", num(h.sys_cpus));
+	json_object_object_add(f, "memoryBytes", num(h.mem_total));
+	json_object_object_add(f, "memoryMarginPercent", json_object_new_int(d->hint_memory_margin_pct));
+	json_object_object_add(f, "nodeMemoryBytes", num(h.mem_used));
+	json_object_object_add(f, "lcMemoryBytes", num(h.lc_memory));
+	json_object_object_add(f, "beMemoryBytes", num(h.be_used_memory));
+	json_object_object_add(f, "systemMemoryBytes", num(h.sys_memory));
+	json_object_object_add(o, "usage", f);
+
+	itf = json_object_new_object();
+	json_object_object_add(itf, "cpu", num(h.cpu_interference));
+	json_object_object_add(itf, "memory", num(h.memory_interference));
+	json_object_object_add(o, "interference", itf);
+
+	lc = json_object_new_array();
+	cul = json_object_new_array();
+	for (i = 0; i < d->nr_groups; i++) {
+		const struct moatd_group *g = d->groups[i];
+		json_object *e;
+		double r, m;
+
+		if (!is_unit(g))
+			continue;
+		if (g->class == MOAT_CLASS_BE && throttled(g)) {
+			e = json_object_new_object();
+			json_object_object_add(e, "group", json_object_new_string(g->gid.id));
+			json_object_object_add(e, "limits", limits(g));
+			json_object_object_add(e, "throttles", json_object_new_int64(g->throttles));
+			json_object_array_add(cul, e);
+		}
+		if (g->class != MOAT_CLASS_LC)
+			continue;
+		r = lc_ratio(d, g, false);
+		m = lc_ratio(d, g, true);
+		e = json_object_new_object();
+		json_object_object_add(e, "group", json_object_new_string(g->gid.id));
+		json_object_object_add(e, "rqlatWp99Seconds", num(g->win.rqlat_wp99_us / 1e6));
+		json_object_object_add(e, "rqlatTargetSeconds",
+				       num((g->rqlat_p99_target_us ?
+							       g->rqlat_p99_target_us :
+							       d->ek.rqlat_p99_target_us) / 1e6));
+		json_object_object_add(e, "memoryPressurePercent", num(g->win.memory_pressure_pct));
+		if (isnan(r) || (!isnan(m) && m > r))
+			r = m;
+		json_object_object_add(e, "slack", num(1 - r));
+		json_object_array_add(lc, e);
+	}
+	json_object_object_add(o, "lc", lc);
+	json_object_object_add(o, "culprits", cul);
+	return o;
+}
+
+int hints_write_json(struct moatd *d, FILE *f)
+{
+	json_object *o = hints_json(d);
+	int err;
+
+	if (!o)
+		return -ENOMEM;
+	err = fputs(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+						   JSON_C_TO_STRING_NOSLASHESCAPE),
+		    f) < 0 ? -EIO : 0;
+	fputc('\n', f);
+	json_object_put(o);
+	return err;
+}

@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * moatd's read-only HTTP endpoint, served by libmicrohttpd from moatd's
+ * own loop (MHD_USE_EPOLL, no thread of its own): /metrics (metrics.c),
+ * /hints (hints.c) and /healthz.  Handlers run between two periods, read
+ * moatd's state without locks and never change it.
+ *
+ * A slow or hostile client cannot stall the control loop: sockets are
+ * non-blocking, a response is built in memory at once and sent as the
+ * socket takes it, and libmicrohttpd bounds the connections (in all and
+ * per address), each connection's memory (a request's header and body
+ * must fit in it) and idle connections' lifetime.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
+#include <microhttpd.h>
+#include "log.h"
+#include "moatd.h"
+
+#define HTTP_CONNECTIONS	32
+#define HTTP_PER_ADDRESS	8
+#define HTTP_TIMEOUT_S		10
+#define HTTP_CONN_MEMORY	(32 * 1024)
+
+struct http {
+	struct MHD_Daemon *mhd;
+	int epoll_fd;
+};
+
+/*
+ * Parse "ADDR:PORT" ("[ADDR]:PORT" for IPv6) into @ss.  Return: 0, or
+ * -EINVAL with the reason in @why.
+ */
+int http_parse_listen(const char *s, struct sockaddr_storage *ss,
+		      socklen_t *len, const char **why)
+{
+	char host[INET6_ADDRSTRLEN + 2], *end;
+	const char *colon;
+	unsigned long port;
+	size_t n;
+
+	*why = "expected ADDR:PORT, e.g. 127.0.0.1:9590 or [::1]:9590";
+	if (*s == '[') {
+		colon = strstr(s, "]:");
+		if (!colon)
+			return -EINVAL;
+		n = colon - s - 1;
+		s++;
+		colon++;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			return -EINVAL;
+		n = colon - s;
+	}
+	if (!n || n >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, s, n);
+	host[n] = '\0';
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (!colon[1] || *end || errno || port > 65535) {
+		*why = "the port must be a number from 0 to 65535";
+		return -EINVAL;
+	}
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET, host, &((struct sockaddr_in *)ss)->sin_addr) == 1) {
+		((struct sockaddr_in *)ss)->sin_family = AF_INET;
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+		*len = sizeof(struct sockaddr_in);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, &((struct sockaddr_in6 *)ss)->sin6_addr) == 1) {
+		((struct sockaddr_in6 *)ss)->sin6_family = AF_INET6;
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+		*len = sizeof(struct sockaddr_in6);
+		return 0;
+	}
+	*why = "the address must be a numeric IPv4 or IPv6 address";
+	return -EINVAL;
+}
+
+/* Whether @addr can be bound now (for a knob's check): 0 or -errno. */
+int http_try_bind(const char *addr)
+{
+	struct sockaddr_storage ss;
+	const char *why;
+	socklen_t len;
+	int fd, one = 1, err;
+
+	if (!*addr)
+		return 0;
+	err = http_parse_listen(addr, &ss, &len, &why);
+	if (err)
+		return err;
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	err = bind(fd, (struct sockaddr *)&ss, len) ? -errno : 0;
+	close(fd);
+	return err;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned int status,
+			     const char *type, char *body, size_t len)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned int status,
+				  const char *text)
+{
+	char *body = strdup(text);
+
+	return body ? reply(c, status, "text/plain; charset=utf-8", body,
+			    strlen(body)) : MHD_NO;
+}
+
+/* Build a body with @fn into memory; NULL on failure. */
+static char *build(int (*fn)(struct moatd *, FILE *), struct moatd *d,
+		   size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+	int err;
+
+	if (!f)
+		return NULL;
+	err = fn(d, f);
+	if (fclose(f) || err) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static int healthz(struct moatd *d, FILE *f)
+{
+	fprintf(f, "ok: last cycle %.0f us ago, period %u ms\n",
+		moatd_since_cycle_us(d), d->period_ms);
+	return 0;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
+			      const char *url, const char *method,
+			      const char *version, const char *upload,
+			      size_t *upload_len, void **state)
+{
+	static int first;
+	struct moatd *d = cls;
+	const char *type = "text/plain; charset=utf-8";
+	int (*fn)(struct moatd *, FILE *);
+	unsigned int status = MHD_HTTP_OK;
+	size_t len;
+	char *body;
+
+	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
+		return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED,
+				  "moatd serves GET and HEAD only: no endpoint changes state\n");
+	if (!*state) {		/* headers only: wait for the end */
+		*state = &first;
+		return MHD_YES;
+	}
+	if (*upload_len)
+		return reply_text(c, MHD_HTTP_BAD_REQUEST, "a GET takes no body\n");
+	if (!strcmp(url, "/metrics")) {
+		fn = metrics_write;
+		type = "text/plain; version=0.0.4; charset=utf-8";
+	} else if (!strcmp(url, "/hints")) {
+		fn = hints_write_json;
+		type = "application/json";
+	} else if (!strcmp(url, "/healthz")) {
+		fn = healthz;
+		if (moatd_since_cycle_us(d) > 3000.0 * d->period_ms) {
+			return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE,
+					  "stalled: no cycle for 3 periods\n");
+		}
+	} else {
+		return reply_text(c, MHD_HTTP_NOT_FOUND,
+				  "not found: try /metrics, /hints or /healthz\n");
+	}
+	body = build(fn, d, &len);
+	if (!body)
+		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				  "out of memory\n");
+	return reply(c, status, type, body, len);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char buf[256];
+
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	buf[strcspn(buf, "\n")] = '\0';
+	pr_debug("http: %s", buf);
+}
+
+int http_open(struct http **out, struct moatd *d, const char *addr)
+{
+	struct sockaddr_storage ss;
+	const union MHD_DaemonInfo *info;
+	struct http *h;
+	const char *why;
+	socklen_t len;
+	int err;
+
+	*out = NULL;
+	if (!*addr)
+		return 0;
+	err = http_parse_listen(addr, &ss, &len, &why);
+	if (err) {
+		pr_err("listen %s: %s", addr, why);
+		return err;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+				  (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+				  0, NULL, NULL, handle, d,
+				  MHD_OPTION_SOCK_ADDR, &ss,
+				  MHD_OPTION_CONNECTION_LIMIT, HTTP_CONNECTIONS,
+				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, HTTP_PER_ADDRESS,
+				  MHD_OPTION_CONNECTION_TIMEOUT, HTTP_TIMEOUT_S,
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+				  (size_t)HTTP_CONN_MEMORY,
+				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				  MHD_OPTION_END);
+	if (!h->mhd) {
+		err = http_try_bind(addr);
+		pr_err("listen %s: %s", addr, strerror(err ? -err : EINVAL));
+		free(h);
+		return err ? err : -EINVAL;
+	}
+	info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	h->epoll_fd = info ? info->epoll_fd : -1;
+	if (h->epoll_fd < 0) {
+		pr_err("listen %s: libmicrohttpd gave no epoll fd", addr);
+		MHD_stop_daemon(h->mhd);
+		free(h);
+		return -EINVAL;
+	}
+	pr_info("http: /metrics, /hints and /healthz on %s", addr);
+	*out = h;
+	return 0;
+}
+
+void http_close(struct http *h)
+{
+	if (!h)
+		return;
+	MHD_stop_daemon(h->mhd);
+	free(h);
+}
+
+void http_poll_fd(struct http *h, struct pollfd *pfd, unsigned int *n,
+		  unsigned int max, int *timeout_ms)
+{
+	MHD_UNSIGNED_LONG_LONG t;
+
+	if (!h || *n >= max)
+		return;
+	pfd[(*n)++] = (struct pollfd){ .fd = h->epoll_fd, .events = POLLIN };
+	if (MHD_get_timeout(h->mhd, &t) == MHD_YES &&
+	    (*timeout_ms < 0 || t < (MHD_UNSIGNED_LONG_LONG)*timeout_ms))
+		*timeout_ms = t;
+}
+
+void http_work(struct http *h)
+{
+	if (h)
+		MHD_run(h->mhd);
+}
+
+static int listen_check(const struct moat_knob *k, const char *val)
+{
+	struct moatd *d = k->owner;
+	struct sockaddr_storage ss;
+	const char *why;
+	socklen_t len;
+	int err;
+
+	if (!*val || !strcmp(val, d->listen))
+		return 0;
+	if (http_parse_listen(val, &ss, &len, &why))
+		return -EINVAL;
+	/* Running: the new address must be free now (the old one is ours). */
+	err = d->http ? http_try_bind(val) : 0;
+	if (err)
+		pr_warn("http/listen %s: %s", val, strerror(-err));
+	return err ? -EINVAL : 0;
+}
+
+static void listen_store(const struct moat_knob *k, unsigned int u,
+			 const char *val)
+{
+	struct moatd *d = k->owner;
+
+	if (strcmp(val, d->listen))
+		d->listen_changed = true;
+	snprintf(d->listen, sizeof(d->listen), "%s", val);
+}
+
+/* The port bound: http/listen may ask for port 0, any free one. */
+static int show_port(const struct moat_knob *k, char *buf, size_t len)
+{
+	const struct moatd *d = k->owner;
+	const union MHD_DaemonInfo *info = NULL;
+
+	if (d->http)
+		info = MHD_get_daemon_info(d->http->mhd, MHD_DAEMON_INFO_BIND_PORT);
+	return snprintf(buf, len, "%u", info ? info->port : 0) >= (int)len ?
+	       -EOVERFLOW : 0;
+}
+
+int http_add_knobs(struct moatd *d)
+{
+	const struct moat_knob knobs[] = {
+		{ .path = "http/listen", .type = MOAT_KNOB_STRING, .writable = true,
+		  .data = d->listen, .str_max = sizeof(d->listen),
+		  .check = listen_check, .store = listen_store,
+		  .expects = "ADDR:PORT with a numeric address (127.0.0.1:9590, [::1]:9590), free to bind; '' serves no HTTP" },
+			{ .path = "http/port", .type = MOAT_KNOB_SHOW, .show = show_port },
+		{ .path = "hints/cpu_margin_pct", .type = MOAT_KNOB_U32,
+		  .writable = true, .min = 0, .max = 100,
+		  .data = &d->hint_cpu_margin_pct },
+		{ .path = "hints/memory_margin_pct", .type = MOAT_KNOB_U32,
+		  .writable = true, .min = 0, .max = 100,
+		  .data = &d->hint_memory_margin_pct },
+	};
+
+	return moat_knob_add_all(d->tree, "", knobs,
+				 sizeof(knobs) / sizeof(knobs[0]), d);
+}

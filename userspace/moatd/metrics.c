@@ -1,0 +1,472 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * /metrics: Prometheus text format 0.0.4, built from moatd's state at
+ * scrape time.  Names start with moat_, values are in base units
+ * (seconds, bytes, CPUs), counters end in _total, no sample carries a
+ * timestamp.  Every metric is listed in Documentation/metrics.rst.
+ *
+ * Groups come and go: a group's series exist while it does, so the
+ * number of series is bounded by the groups moatd tracks.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "hist.h"
+#include "moatd.h"
+
+static void family(FILE *f, const char *name, const char *type,
+		   const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A label value, escaped as the text format wants. */
+static void label_value(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fprintf(f, "\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+/* The shortest of %.15g and %.17g that reads back as @v. */
+const char *shortest(char *buf, size_t len, double v)
+{
+	snprintf(buf, len, "%.15g", v);
+	if (strtod(buf, NULL) != v)
+		snprintf(buf, len, "%.17g", v);
+	return buf;
+}
+
+/* Numbers as Go's strconv does for Prometheus: NaN, +Inf, -Inf. */
+static void value(FILE *f, double v)
+{
+	char buf[32];
+
+	if (isnan(v))
+		fputs(" NaN\n", f);
+	else if (isinf(v))
+		fputs(v > 0 ? " +Inf\n" : " -Inf\n", f);
+	else
+		fprintf(f, " %s\n", shortest(buf, sizeof(buf), v));
+}
+
+/*
+ * group="<id>",class="<class>"[,pod_uid="..."][,container_id="..."], once
+ * per group and scrape, in labels[]: formatting them for each sample was
+ * half of a scrape's time.
+ */
+static char **labels;
+
+static void group_labels(FILE *f, const struct moatd_group *g)
+{
+	fputs("group=\"", f);
+	label_value(f, g->gid.id);
+	fprintf(f, "\",class=\"%s\"", moat_class_names[g->class]);
+	if (g->gid.kind != MOAT_GROUP_RULE && g->gid.kube.pod_uid[0]) {
+		fputs(",pod_uid=\"", f);
+		label_value(f, g->gid.kube.pod_uid);
+		fputc('"', f);
+	}
+	if (g->gid.kind == MOAT_GROUP_CONTAINER && g->gid.kube.container_id[0]) {
+		fputs(",container_id=\"", f);
+		label_value(f, g->gid.kube.container_id);
+		fputc('"', f);
+	}
+}
+
+static void group_sample(FILE *f, const char *name, size_t i,
+			 const char *extra, double v)
+{
+	fputs(name, f);
+	fputc('{', f);
+	fputs(labels[i], f);
+	if (extra) {
+		fputc(',', f);
+		fputs(extra, f);
+	}
+	fputc('}', f);
+	value(f, v);
+}
+
+static int make_labels(struct moatd *d)
+{
+	size_t i, len;
+
+	labels = calloc(d->nr_groups ? d->nr_groups : 1, sizeof(*labels));
+	if (!labels)
+		return -ENOMEM;
+	for (i = 0; i < d->nr_groups; i++) {
+		FILE *f = open_memstream(&labels[i], &len);
+
+		if (!f)
+			return -ENOMEM;
+		group_labels(f, d->groups[i]);
+		if (fclose(f))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void free_labels(struct moatd *d)
+{
+	size_t i;
+
+	for (i = 0; labels && i < d->nr_groups; i++)
+		free(labels[i]);
+	free(labels);
+	labels = NULL;
+}
+
+/*
+ * The exported buckets: the BPF histogram's slot bounds from 1 us to 1 s,
+ * a factor of two apart.  Shorter waits are all in the first bucket (the
+ * scheduler does not act faster), longer ones in +Inf; the full
+ * resolution is in moatd's knobs.  Fewer series make a scrape of 500
+ * groups fit in its 20 ms.
+ */
+#define LE_FIRST_NS	1e3
+#define LE_LAST_NS	1.1e9
+
+static void rqlat_histogram(FILE *f, struct moatd *d)
+{
+	const char *name = "moat_group_rqlat_seconds";
+	char le[MOAT_HIST_SLOTS][40];
+	bool export[MOAT_HIST_SLOTS];
+	unsigned int s;
+	size_t i;
+
+	for (s = 0; s < MOAT_HIST_SLOTS; s++) {
+		double lo, hi;
+
+		moat_hist_slot_bounds(s, &lo, &hi);
+		export[s] = s + 1 < MOAT_HIST_SLOTS && hi >= LE_FIRST_NS &&
+			    hi <= LE_LAST_NS;
+		snprintf(le[s], sizeof(le[s]), "le=\"%.9g\"", hi / 1e9);
+	}
+	family(f, name, "histogram",
+	       "Run-queue waits of the group's tasks since moatd found it.");
+	for (i = 0; i < d->nr_groups; i++) {
+		const struct moatd_group *g = d->groups[i];
+		const struct moat_rqlat_hist *h = &g->last.rqlat;
+		__u64 cum = 0;
+
+		if (!g->last.valid)
+			continue;
+		for (s = 0; s + 1 < MOAT_HIST_SLOTS; s++) {
+			cum += h->slots[s];
+			if (export[s])
+				group_sample(f, "moat_group_rqlat_seconds_bucket", i,
+					     le[s], cum);
+		}
+		group_sample(f, "moat_group_rqlat_seconds_bucket", i, "le=\"+Inf\"",
+			     h->count);
+		group_sample(f, "moat_group_rqlat_seconds_sum", i, NULL,
+			     h->sum_ns / 1e9);
+		group_sample(f, "moat_group_rqlat_seconds_count", i, NULL, h->count);
+	}
+}
+
+/* One per-group family whose value @get gives; NAN: no sample. */
+static void per_group(FILE *f, struct moatd *d, const char *name,
+		      const char *type, const char *help,
+		      double (*get)(const struct moatd_group *g))
+{
+	size_t i;
+
+	family(f, name, type, help);
+	for (i = 0; i < d->nr_groups; i++) {
+		double v = get(d->groups[i]);
+
+		if (!isnan(v))
+			group_sample(f, name, i, NULL, v);
+	}
+}
+
+static double g_info(const struct moatd_group *g)
+{
+	return 1;
+}
+
+static double g_usage(const struct moatd_group *g)
+{
+	int fd = g->fd[g->d->cpu->v2 ? GF_CPU_STAT : GF_CPUACCT_USAGE];
+
+	return g->last.valid && fd >= 0 ? g->last.cpu_ns / 1e9 : NAN;
+}
+
+static double g_nr_throttled(const struct moatd_group *g)
+{
+	return g->last.valid && g->fd[GF_CPU_STAT] >= 0 ? g->last.nr_throttled : NAN;
+}
+
+static double g_throttled(const struct moatd_group *g)
+{
+	return g->last.valid && g->fd[GF_CPU_STAT] >= 0 ?
+	       g->last.throttled_ns / 1e9 : NAN;
+}
+
+static double g_cpu_stall(const struct moatd_group *g)
+{
+	return g->last.valid && g->fd[GF_CPU_PRESSURE] >= 0 ?
+	       g->last.cpu_some_us / 1e6 : NAN;
+}
+
+static double g_mem_stall(const struct moatd_group *g)
+{
+	return g->last.valid && g->fd[GF_MEMORY_PRESSURE] >= 0 ?
+	       g->last.memory_some_us / 1e6 : NAN;
+}
+
+static double g_memory(const struct moatd_group *g)
+{
+	return g->win.memory_bytes;
+}
+
+static double g_wp99(const struct moatd_group *g)
+{
+	return g->win.rqlat_wp99_us / 1e6;
+}
+
+static double g_throttles(const struct moatd_group *g)
+{
+	return g->throttles;
+}
+
+static double limit(const struct moatd_group *g, enum moat_resource r)
+{
+	return isinf(g->lim[r].limit) ? NAN : g->lim[r].limit;
+}
+
+static double g_prio(const struct moatd_group *g)
+{
+	return limit(g, MOAT_RES_CPU_PRIO);
+}
+
+static double g_cpus(const struct moatd_group *g)
+{
+	return limit(g, MOAT_RES_CPU);
+}
+
+static double g_mem_high(const struct moatd_group *g)
+{
+	return limit(g, MOAT_RES_MEMORY);
+}
+
+struct blame_ctx {
+	FILE *f;
+	struct moatd *d;
+	struct moatd_group **by_cgid;
+};
+
+static int cmp_cgid(const void *a, const void *b)
+{
+	__u64 x = (*(struct moatd_group *const *)a)->cgid;
+	__u64 y = (*(struct moatd_group *const *)b)->cgid;
+
+	return x < y ? -1 : x > y;
+}
+
+static struct moatd_group *by_cgid(struct blame_ctx *c, __u64 id)
+{
+	struct moatd_group key = { .cgid = id }, *kp = &key, **found;
+
+	found = bsearch(&kp, c->by_cgid, c->d->nr_groups, sizeof(kp), cmp_cgid);
+	return found ? *found : NULL;
+}
+
+static int blame_sample(const struct moat_blame_key *k,
+			const struct moat_blame_val *v, void *ctx)
+{
+	struct blame_ctx *c = ctx;
+	struct moatd_group *victim = by_cgid(c, k->victim);
+	struct moatd_group *culprit = by_cgid(c, k->culprit);
+
+	if (!victim || !culprit)
+		return 0;	/* not groups: unbounded, and not moat's */
+	fputs("moat_blame_wait_seconds_total{victim=\"", c->f);
+	label_value(c->f, victim->gid.id);
+	fputs("\",culprit=\"", c->f);
+	label_value(c->f, culprit->gid.id);
+	fputs("\"}", c->f);
+	value(c->f, v->wait_ns / 1e9);
+	return 0;
+}
+
+static void blame(FILE *f, struct moatd *d)
+{
+	struct blame_ctx c = { f, d, NULL };
+
+	family(f, "moat_blame_wait_seconds_total", "counter",
+	       "Run-queue wait of the victim group's tasks behind the culprit group's, since load.");
+	if (!d->nr_groups)
+		return;
+	c.by_cgid = malloc(d->nr_groups * sizeof(*c.by_cgid));
+	if (!c.by_cgid)
+		return;
+	memcpy(c.by_cgid, d->groups, d->nr_groups * sizeof(*c.by_cgid));
+	qsort(c.by_cgid, d->nr_groups, sizeof(*c.by_cgid), cmp_cgid);
+	moat_rqlat_for_each_blame(d->rqlat, blame_sample, &c);
+	free(c.by_cgid);
+}
+
+static int prog_sample(const char *name, __u64 run_ns, __u64 runs, void *ctx)
+{
+	FILE **f = ctx;
+
+	fprintf(f[0], "moat_bpf_prog_run_seconds_total{prog=\"%s\"}", name);
+	value(f[0], run_ns / 1e9);
+	fprintf(f[1], "moat_bpf_prog_runs_total{prog=\"%s\"}", name);
+	value(f[1], runs);
+	return 0;
+}
+
+/* Run time and count of moat's BPF programs, when the kernel keeps them. */
+static void bpf_stats(FILE *f, struct moatd *d)
+{
+	char *buf[2] = { NULL, NULL };
+	size_t len[2];
+	FILE *part[2];
+	int on = 0;
+	FILE *s = fopen("/proc/sys/kernel/bpf_stats_enabled", "r");
+
+	if (s) {
+		if (fscanf(s, "%d", &on) != 1)
+			on = 0;
+		fclose(s);
+	}
+	family(f, "moat_bpf_stats_enabled", "gauge",
+	       "1 when kernel.bpf_stats_enabled is on and the program run times below are kept.");
+	fprintf(f, "moat_bpf_stats_enabled %d\n", on);
+	if (!on)
+		return;
+	part[0] = open_memstream(&buf[0], &len[0]);
+	part[1] = open_memstream(&buf[1], &len[1]);
+	if (part[0] && part[1])
+		moat_rqlat_for_each_prog(d->rqlat, prog_sample, part);
+	if (part[0])
+		fclose(part[0]);
+	if (part[1])
+		fclose(part[1]);
+	family(f, "moat_bpf_prog_run_seconds_total", "counter",
+	       "Time the kernel spent in the BPF program.");
+	if (buf[0])
+		fputs(buf[0], f);
+	family(f, "moat_bpf_prog_runs_total", "counter",
+	       "Times the BPF program ran.");
+	if (buf[1])
+		fputs(buf[1], f);
+	free(buf[0]);
+	free(buf[1]);
+}
+
+static const char *const action_names[] = {
+	[MOAT_CTL_THROTTLE] = "throttle",
+	[MOAT_CTL_RELEASE] = "release",
+	[MOAT_CTL_RESTORE] = "restore",
+	[MOAT_CTL_UNDO] = "undo",
+};
+
+static void daemon_metrics(FILE *f, struct moatd *d)
+{
+	static const char *const classes[] = { "none", "lc", "be" };
+	size_t counts[3] = { 0 }, i;
+	__u64 drops[MOAT_DROP_NR];
+	unsigned int r, a;
+
+	family(f, "moat_build_info", "gauge", "moatd's version, as a label; always 1.");
+	fprintf(f, "moat_build_info{version=\"%s\"} 1\n", moatd_version());
+	family(f, "moat_enforcing", "gauge",
+	       "1 in enforce mode, 0 in observe mode (nothing written).");
+	fprintf(f, "moat_enforcing %d\n", d->mode == MOATD_ENFORCE);
+	family(f, "moat_period_seconds", "gauge", "The control period.");
+	fputs("moat_period_seconds", f);
+	value(f, d->period_ms / 1e3);
+	family(f, "moat_control_cycle_seconds", "gauge",
+	       "Wall time of the last control cycle: observe and decide.");
+	fputs("moat_control_cycle_seconds", f);
+	value(f, d->cycle_us / 1e6);
+
+	for (i = 0; i < d->nr_groups; i++)
+		if (d->groups[i]->class < 3)
+			counts[d->groups[i]->class]++;
+	family(f, "moat_groups", "gauge", "Groups moatd tracks, by class.");
+	for (i = 0; i < 3; i++)
+		fprintf(f, "moat_groups{class=\"%s\"} %zu\n", classes[i], counts[i]);
+
+	moat_rqlat_drops(d->rqlat, drops);
+	family(f, "moat_bpf_drops_total", "counter",
+	       "Events the BPF programs could not record, by reason (a full map).");
+	for (i = 0; i < MOAT_DROP_NR; i++)
+		fprintf(f, "moat_bpf_drops_total{reason=\"%s\"} %llu\n",
+			moat_rqlat_drop_name(i), (unsigned long long)drops[i]);
+	bpf_stats(f, d);
+
+	family(f, "moat_errors_total", "counter", "Failed operations, by operation.");
+	fprintf(f, "moat_errors_total{op=\"actuator_write\"} %llu\n",
+		d->ec.write_errors);
+
+	family(f, "moat_actions_total", "counter",
+	       "The controller's steps, by resource and action.");
+	for (r = 0; r < MOAT_RES_NR; r++)
+		for (a = MOAT_CTL_THROTTLE; a <= MOAT_CTL_UNDO; a++)
+			fprintf(f, "moat_actions_total{resource=\"%s\",action=\"%s\"} %llu\n",
+				moat_resource_names[r], action_names[a],
+				d->ec.actions[r][a]);
+	family(f, "moat_journal_entries", "gauge",
+	       "Kernel values moatd changed and will put back.");
+	fprintf(f, "moat_journal_entries %zu\n", d->journal ? d->journal->n : 0);
+}
+
+int metrics_write(struct moatd *d, FILE *f)
+{
+	if (make_labels(d)) {
+		free_labels(d);
+		return -ENOMEM;
+	}
+	daemon_metrics(f, d);
+	per_group(f, d, "moat_group_info", "gauge",
+		  "A group moatd tracks, with its labels; always 1.", g_info);
+	rqlat_histogram(f, d);
+	per_group(f, d, "moat_group_rqlat_wp99_seconds", "gauge",
+		  "Time-weighted p99 run-queue wait over the last period: what the controller compares with the target.",
+		  g_wp99);
+	per_group(f, d, "moat_group_cpu_usage_seconds_total", "counter",
+		  "CPU time the group used since moatd found it.", g_usage);
+	per_group(f, d, "moat_group_cpu_throttled_periods_total", "counter",
+		  "CFS bandwidth periods the group was throttled in (cpu.stat nr_throttled).",
+		  g_nr_throttled);
+	per_group(f, d, "moat_group_cpu_throttled_seconds_total", "counter",
+		  "Time the group was throttled (cpu.stat throttled_usec or throttled_time).",
+		  g_throttled);
+	per_group(f, d, "moat_group_cpu_pressure_stalled_seconds_total", "counter",
+		  "Time some task of the group waited for a CPU (cpu.pressure some total; cgroup v2).",
+		  g_cpu_stall);
+	per_group(f, d, "moat_group_memory_pressure_stalled_seconds_total", "counter",
+		  "Time some task of the group stalled on memory (memory.pressure some total; cgroup v2).",
+		  g_mem_stall);
+	per_group(f, d, "moat_group_memory_bytes", "gauge",
+		  "Memory the group uses (memory.current, v1 memory.usage_in_bytes).",
+		  g_memory);
+	per_group(f, d, "moat_group_throttles_total", "counter",
+		  "Steps down the controller took on the group.", g_throttles);
+	per_group(f, d, "moat_group_cpu_weight_limit", "gauge",
+		  "The CPU weight moat holds the group to; 0: cpu.idle.  Absent: none.",
+		  g_prio);
+	per_group(f, d, "moat_group_cpu_limit_cpus", "gauge",
+		  "The CPU quota moat holds the group to, in CPUs.  Absent: none.",
+		  g_cpus);
+	per_group(f, d, "moat_group_memory_high_bytes", "gauge",
+		  "The memory.high moat holds the group to.  Absent: none.",
+		  g_mem_high);
+	blame(f, d);
+	hints_write_metrics(d, f);
+	free_labels(d);
+	return ferror(f) ? -EIO : 0;
+}
