@@ -19,8 +19,10 @@
 #include <sys/wait.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <criterion/criterion.h>
 #include <json-c/json.h>
+#include <microhttpd.h>
 #include "helpers.h"
 #include "journal.h"
 
@@ -100,6 +102,9 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
+/* NAME=value strings the next moatd started gets in its environment. */
+static const char *moatd_env[8];
+
 /* Start moatd on the test prefix with @config; wait for its socket. */
 static pid_t start_moatd(const char *socket_path, const char *config,
 			 const char *log)
@@ -117,6 +122,8 @@ static pid_t start_moatd(const char *socket_path, const char *config,
 		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
 		dup2(fd, 2);
+		for (i = 0; moatd_env[i]; i++)
+			putenv((char *)moatd_env[i]);
 		execl(path, path, "--foreground", "--socket", socket_path,
 		      "--config", config, "--cgroup-root", root,
 		      "--state-dir", dir, NULL);
@@ -1304,4 +1311,250 @@ Test(moatd, prometheus_scrapes_moatd)
 	cr_expect(strstr(body, "\"job\":\"moatd\"") && strstr(body, "web.web-prom"),
 		  "%s", body);
 	cr_log_info("prometheus had moat_group_info after ~%d x 500 ms", i + 1);
+}
+
+/*
+ * A stub of the Kubernetes API server, for what moatd does on the Node
+ * object: HTTPS (libmicrohttpd, a self-signed certificate made with
+ * openssl for 127.0.0.1), one node "test-node" with a taint of someone
+ * else's, resourceVersion "7".  It records every request; it answers the
+ * first status patch with a 500, to see moatd retry.
+ */
+struct stub_req {
+	char method[8], path[128], type[64], auth[128];
+	char body[8192];
+};
+
+static struct {
+	pthread_mutex_t lock;
+	struct stub_req req[256];
+	int n, status_patches;
+	char taints[2048];	/* the node's, as the last patch left them */
+} stub = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+struct stub_conn {
+	struct stub_req r;
+	size_t len;
+};
+
+static enum MHD_Result stub_reply(struct MHD_Connection *c, unsigned int code,
+				  const char *body)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body),
+		(void *)body, MHD_RESPMEM_MUST_COPY);
+	enum MHD_Result ret;
+
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	ret = MHD_queue_response(c, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result stub_handle(void *cls, struct MHD_Connection *c,
+				   const char *url, const char *method,
+				   const char *version, const char *data,
+				   size_t *data_len, void **state)
+{
+	struct stub_conn *sc = *state;
+	const char *h;
+	char node[4096];
+	bool status;
+
+	if (!sc) {
+		sc = calloc(1, sizeof(*sc));
+		snprintf(sc->r.method, sizeof(sc->r.method), "%s", method);
+		snprintf(sc->r.path, sizeof(sc->r.path), "%s", url);
+		h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+		snprintf(sc->r.type, sizeof(sc->r.type), "%s", h ? h : "");
+		h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+		snprintf(sc->r.auth, sizeof(sc->r.auth), "%s", h ? h : "");
+		*state = sc;
+		return MHD_YES;
+	}
+	if (*data_len) {
+		size_t n = *data_len;
+
+		if (sc->len + n >= sizeof(sc->r.body))
+			n = sizeof(sc->r.body) - sc->len - 1;
+		memcpy(sc->r.body + sc->len, data, n);
+		sc->len += n;
+		*data_len = 0;
+		return MHD_YES;
+	}
+	pthread_mutex_lock(&stub.lock);
+	if (stub.n < 256)
+		stub.req[stub.n++] = sc->r;
+	status = !strcmp(url, "/api/v1/nodes/test-node/status");
+	if (status && !strcmp(method, "PATCH"))
+		stub.status_patches++;
+	if (!strcmp(method, "PATCH") && !status) {
+		const char *t = strstr(sc->r.body, "\"taints\":");
+
+		if (t) {
+			size_t end = strcspn(t + 9, "]");
+
+			snprintf(stub.taints, sizeof(stub.taints), "%.*s]",
+				 (int)end, t + 9);
+		}
+	}
+	snprintf(node, sizeof(node),
+		 "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"test-node\","
+		 "\"resourceVersion\":\"7\"},\"spec\":{\"taints\":%s}}", stub.taints);
+	pthread_mutex_unlock(&stub.lock);
+	free(sc);
+	*state = NULL;
+	if (strncmp(url, "/api/v1/nodes/test-node", 23))
+		return stub_reply(c, 404, "{\"kind\":\"Status\",\"code\":404}");
+	if (!strcmp(method, "GET") && !status)
+		return stub_reply(c, 200, node);
+	if (!strcmp(method, "PATCH") && status && stub.status_patches == 1)
+		return stub_reply(c, 500, "{\"kind\":\"Status\",\"code\":500}");
+	if (!strcmp(method, "PATCH"))
+		return stub_reply(c, 200, node);
+	return stub_reply(c, 405, "{\"kind\":\"Status\",\"code\":405}");
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t len = 0;
+
+	cr_assert_not_null(f, "%s", path);
+	cr_assert_geq(getdelim(&buf, &len, '\0', f), 0);
+	fclose(f);
+	return buf;
+}
+
+/* The newest request matching @method and @path and containing @has. */
+static bool stub_seen(const char *method, const char *path, const char *has,
+		      const char *lacks, struct stub_req *got)
+{
+	bool found = false;
+	int i;
+
+	pthread_mutex_lock(&stub.lock);
+	for (i = stub.n - 1; i >= 0 && !found; i--) {
+		struct stub_req *r = &stub.req[i];
+
+		if (strcmp(r->method, method) || strcmp(r->path, path) ||
+		    (has && !strstr(r->body, has)) || (lacks && strstr(r->body, lacks)))
+			continue;
+		*got = *r;
+		found = true;
+	}
+	pthread_mutex_unlock(&stub.lock);
+	return found;
+}
+
+static bool wait_stub(const char *method, const char *path, const char *has,
+		      const char *lacks, struct stub_req *got, int ms)
+{
+	for (; ms > 0; ms -= 100) {
+		if (stub_seen(method, path, has, lacks, got))
+			return true;
+		sleep_ms(100);
+	}
+	return false;
+}
+
+Test(moatd, node_hints_reach_a_stub_api_server)
+{
+	static struct work_periodic probe = { 1000000, 1500 };
+	char sa[PATH_MAX], cmd[2 * PATH_MAX + 256], conf[PATH_MAX], log[PATH_MAX];
+	char host[64], port_env[64], node_env[64], sa_env[PATH_MAX + 32];
+	char *cert, *key;
+	const union MHD_DaemonInfo *info;
+	struct MHD_Daemon *api;
+	struct stub_req r;
+	struct tcg lc, be;
+	pid_t hog, lcp;
+	int cpu;
+
+	if (system("command -v openssl >/dev/null")) {
+		stop(&daemon_pid);
+		cr_skip_test("no openssl to make the stub's certificate (tools/deps.sh installs it)");
+	}
+	snprintf(sa, sizeof(sa), "%s/sa", dir);
+	cr_assert_eq(mkdir(sa, 0700), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
+		 "-nodes -keyout key.pem -out ca.crt -days 1 -subj /CN=127.0.0.1 "
+		 "-addext subjectAltName=IP:127.0.0.1 2>/dev/null && printf 't0ken-123\\n' >token",
+		 sa);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	snprintf(cmd, sizeof(cmd), "%s/ca.crt", sa);
+	cert = slurp(cmd);
+	snprintf(cmd, sizeof(cmd), "%s/key.pem", sa);
+	key = slurp(cmd);
+	strcpy(stub.taints, "[{\"key\":\"other.io/maintenance\",\"effect\":\"NoSchedule\"}]");
+	api = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_TLS |
+			       MHD_USE_ERROR_LOG, 0, NULL, NULL, stub_handle, NULL,
+			       MHD_OPTION_HTTPS_MEM_KEY, key,
+			       MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_END);
+	cr_assert_not_null(api, "the stub API server did not start");
+	info = MHD_get_daemon_info(api, MHD_DAEMON_INFO_BIND_PORT);
+
+	/* moatd as in a pod: the stub's address, a token, a node name */
+	stop(&daemon_pid);
+	snprintf(host, sizeof(host), "KUBERNETES_SERVICE_HOST=127.0.0.1");
+	snprintf(port_env, sizeof(port_env), "KUBERNETES_SERVICE_PORT=%u", info->port);
+	snprintf(node_env, sizeof(node_env), "NODE_NAME=test-node");
+	snprintf(sa_env, sizeof(sa_env), "MOAT_KUBE_SA_DIR=%s", sa);
+	moatd_env[0] = host;
+	moatd_env[1] = port_env;
+	moatd_env[2] = node_env;
+	moatd_env[3] = sa_env;
+	snprintf(conf, sizeof(conf), "%s/kube.conf", dir);
+	snprintf(log, sizeof(log), "%s/moatd.log", dir);
+	write_file(conf, "period_ms = 100\nrules/web = web-* lc\nrules/batch = batch-* be\n"
+			 "http/listen = \nkube/interval_ms = 200\nkube/untaint_s = 1\n"
+			 "lc/rqlat_p99_target_us = 1\n");
+	daemon_pid = start_moatd(sock, conf, log);
+	moatd_env[0] = NULL;
+
+	/* An LC group waiting behind a BE hog: far over a 1 us target. */
+	tcg_lock_cpu();
+	cpu = tcg_pick_cpu();
+	cr_assert_eq(tcg_create("web-k", &lc), 0);
+	cr_assert_eq(tcg_create("batch-k", &be), 0);
+	hog = tcg_spawn(&be, cpu, work_hog, NULL);
+	lcp = tcg_spawn(&lc, cpu, work_periodic, &probe);
+
+	cr_expect(wait_stub("PATCH", "/api/v1/nodes/test-node",
+			    "\"key\":\"moat.io/interference\"", NULL, &r, 15000),
+		  "no taint patch");
+	cr_expect_str_eq(r.auth, "Bearer t0ken-123");
+	cr_expect_str_eq(r.type, "application/merge-patch+json");
+	cr_expect(strstr(r.body, "\"effect\":\"PreferNoSchedule\""), "%s", r.body);
+	cr_expect(strstr(r.body, "\"key\":\"other.io/maintenance\""),
+		  "someone else's taint was dropped: %s", r.body);
+	cr_expect(strstr(r.body, "\"resourceVersion\":\"7\""), "%s", r.body);
+	cr_expect(strstr(r.body, "\"moat.io/hints\":\"{") &&
+		  strstr(r.body, "NodeHints"), "%s", r.body);
+	cr_expect(stub_seen("GET", "/api/v1/nodes/test-node", NULL, NULL, &r) &&
+		  !strcmp(r.auth, "Bearer t0ken-123"), "the node was not read first");
+
+	/* The status patch failed once (500): moatd retried it. */
+	cr_expect(wait_stub("PATCH", "/api/v1/nodes/test-node/status",
+			    "\"moat.io/be-cpu\":\"", NULL, &r, 8000), "no status patch");
+	cr_expect(strstr(r.body, "\"allocatable\":{\"moat.io/be-cpu\":\"") &&
+		  strstr(r.body, "\"moat.io/be-memory\":\""), "%s", r.body);
+	cr_expect_str_eq(r.type, "application/merge-patch+json");
+	for (cpu = 0; cpu < 80 && stub.status_patches < 2; cpu++)
+		sleep_ms(100);
+	cr_expect_geq(stub.status_patches, 2, "the failed status patch was not retried");
+	cr_assert_eq(ctl(out, err, "get", "kube/errors", NULL), 0, "%s", err);
+	cr_expect_neq(strtoul(out, NULL, 10), 0, "the 500 was not counted");
+
+	/* Recovered: the taint goes, after kube/untaint_s; the other stays. */
+	tcg_kill(hog);
+	tcg_kill(lcp);
+	set_runtime("lc/rqlat_p99_target_us", "10000000");
+	cr_expect(wait_stub("PATCH", "/api/v1/nodes/test-node", "other.io/maintenance",
+			    "moat.io/interference", &r, 15000), "the taint stayed");
+	stop(&daemon_pid);
+	MHD_stop_daemon(api);
+	free(cert);
+	free(key);
 }

@@ -11,17 +11,22 @@
 #                            and stress-ng (on a systemd machine Debian's
 #                            nginx package starts its own service on port
 #                            80; the benchmark runs a private instance)
+#
+# The tests run Debian's prometheus (and its promtool) as a private
+# instance on a free loopback port.  The package starts a service of its
+# own on port 9090 of every address: when this script installed it, it
+# stops and disables that service again.
 set -eu
 
 PACKAGES="
 	make gcc pkg-config
 	clang llvm bpftool
 	libbpf-dev libelf-dev zlib1g-dev
-	libjson-c-dev libmicrohttpd-dev
+	libjson-c-dev libmicrohttpd-dev libcurl4-gnutls-dev
 	libcriterion-dev
 	linux-perf jq
 	qemu-system-x86 busybox-static cpio
-	prometheus curl
+	prometheus curl openssl
 "
 
 if [ "${1:-}" = "--bench" ]; then
@@ -56,3 +61,11 @@ export DEBIAN_FRONTEND=noninteractive
 # shellcheck disable=SC2086
 apt-get install -y -q --no-install-recommends $missing ||
 	{ apt-get update -q && apt-get install -y -q --no-install-recommends $missing; }
+case " $missing " in
+*" prometheus "*)
+	if [ -d /run/systemd/system ] && command -v systemctl >/dev/null; then
+		systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+		echo "deps.sh: stopped and disabled prometheus.service (the tests run their own)"
+	fi
+	;;
+esac

@@ -209,7 +209,7 @@ static bool throttled(const struct moatd_group *g)
 }
 
 /* The /hints document, version 1 (Documentation/hints.rst). */
-static json_object *hints_json(struct moatd *d)
+static json_object *hints_json(struct moatd *d, bool with_time)
 {
 	json_object *o = json_object_new_object(), *cap, *itf, *lc, *cul, *f;
 	char host[256] = "", when[32];
@@ -224,7 +224,8 @@ static json_object *hints_json(struct moatd *d)
 	json_object_object_add(o, "apiVersion", json_object_new_string("moat.io/v1"));
 	json_object_object_add(o, "kind", json_object_new_string("NodeHints"));
 	json_object_object_add(o, "node", json_object_new_string(host));
-	json_object_object_add(o, "time", json_object_new_string(when));
+	if (with_time)
+		json_object_object_add(o, "time", json_object_new_string(when));
 	json_object_object_add(o, "periodSeconds", num(d->period_ms / 1e3));
 	json_object_object_add(o, "enforcing", json_object_new_boolean(d->mode == MOATD_ENFORCE));
 
@@ -295,7 +296,7 @@ static json_object *hints_json(struct moatd *d)
 
 int hints_write_json(struct moatd *d, FILE *f)
 {
-	json_object *o = hints_json(d);
+	json_object *o = hints_json(d, true);
 	int err;
 
 	if (!o)
@@ -306,4 +307,23 @@ int hints_write_json(struct moatd *d, FILE *f)
 	fputc('\n', f);
 	json_object_put(o);
 	return err;
+}
+
+int hints_for_kube(struct moatd *d, struct kube_hints *out)
+{
+	json_object *o;
+	struct hints h;
+
+	compute(d, &h);
+	out->be_cpus = h.be_cpus;
+	out->be_memory = h.be_memory;
+	out->cpu_interference = h.cpu_interference;
+	out->memory_interference = h.memory_interference;
+	o = hints_json(d, false);
+	if (!o)
+		return -ENOMEM;
+	out->json = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+							   JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+	return out->json ? 0 : -ENOMEM;
 }

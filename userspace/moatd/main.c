@@ -20,7 +20,6 @@
 #include "log.h"
 #include "moatd.h"
 
-#define MOAT_VERSION		"0.1.0"
 #define DEFAULT_CONFIG		"/etc/moat/moat.conf"
 #define DEFAULT_STATE_DIR	"/var/lib/moat"
 /*
@@ -226,6 +225,8 @@ static int add_base_knobs(struct moatd *d)
 		err = enforce_add_knobs(d);
 	if (!err)
 		err = http_add_knobs(d);
+	if (!err)
+		err = kube_add_knobs(d);
 	return err ? err : node_add_knobs(d);
 }
 
@@ -347,6 +348,7 @@ static void cycle(struct moatd *d)
 	node_observe(d);
 	groups_observe(d);
 	enforce_cycle(d);
+	kube_cycle(d);
 	d->cycle_us = now_us() - start;
 	clock_gettime(CLOCK_MONOTONIC, &d->last_cycle);
 }
@@ -512,8 +514,13 @@ int main(int argc, char **argv)
 		pr_err("detach: %s", strerror(errno));
 		goto out;
 	}
-	err = run(d, srv);
+	/* After daemon(): a thread does not survive its fork. */
+	err = kube_open(d);
+	d->started = true;
+	if (!err)
+		err = run(d, srv);
 out:
+	kube_close(d);
 	http_close(d->http);
 	server_close(srv);
 	enforce_restore_all(d, "moatd stops");

@@ -411,6 +411,11 @@ static void daemon_metrics(FILE *f, struct moatd *d)
 	family(f, "moat_errors_total", "counter", "Failed operations, by operation.");
 	fprintf(f, "moat_errors_total{op=\"actuator_write\"} %llu\n",
 		d->ec.write_errors);
+	fprintf(f, "moat_errors_total{op=\"kube_api\"} %llu\n",
+		kube_counter(d, true));
+	family(f, "moat_kube_node_updates_total", "counter",
+	       "Updates of the Node object's hints (kube/publish).");
+	fprintf(f, "moat_kube_node_updates_total %llu\n", kube_counter(d, false));
 
 	family(f, "moat_actions_total", "counter",
 	       "The controller's steps, by resource and action.");

@@ -19,6 +19,7 @@
 #include "rqlat_bpf.h"
 
 #define MOATD_MAX_RULES		64
+#define MOAT_VERSION		"0.1.0"
 
 enum moatd_mode { MOATD_OBSERVE, MOATD_ENFORCE };
 
@@ -170,6 +171,11 @@ struct moatd {
 	bool listen_changed;
 	struct http *http;
 	unsigned int hint_cpu_margin_pct, hint_memory_margin_pct;
+	bool started;			/* past start-up: the main loop runs */
+	/* kube.c */
+	struct kube *kube;
+	unsigned int kube_publish, kube_interval_ms, kube_untaint_s;
+	unsigned int kube_change_pct, kube_resync_s;
 	struct timespec last_observe;
 };
 
@@ -266,5 +272,21 @@ const char *shortest(char *buf, size_t len, double v);
 /* hints.c */
 int hints_write_metrics(struct moatd *d, FILE *f);
 int hints_write_json(struct moatd *d, FILE *f);
+struct kube_hints {
+	double be_cpus, be_memory;	/* NAN: not known yet */
+	double cpu_interference, memory_interference;
+	char *json;			/* /hints without its time: to free */
+};
+int hints_for_kube(struct moatd *d, struct kube_hints *out);
+
+/* kube.c */
+struct kube;
+/* With kube/publish on and in a pod, start the API server's thread. */
+int kube_open(struct moatd *d);
+void kube_close(struct moatd *d);
+void kube_cycle(struct moatd *d);
+/* Node updates made, or failed requests (@errors). */
+unsigned long long kube_counter(struct moatd *d, bool errors);
+int kube_add_knobs(struct moatd *d);
 
 #endif /* MOATD_H */

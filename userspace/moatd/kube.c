@@ -1,0 +1,516 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Hints on the Node object, so that the stock kube-scheduler acts on them
+ * without a plugin (Documentation/hints.rst):
+ *
+ *  - status.capacity and status.allocatable "moat.io/be-cpu" (millicores)
+ *    and "moat.io/be-memory" (bytes): extended resources BE pods request;
+ *  - the taint "moat.io/interference:PreferNoSchedule" while some LC
+ *    group is over its target, removed once none has been for
+ *    kube/untaint_s seconds;
+ *  - the annotation "moat.io/hints": the /hints document.
+ *
+ * In-cluster configuration, as client-go's: the API server at
+ * https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT, the service
+ * account's token (re-read for every request: bound tokens rotate) and CA
+ * from /var/run/secrets/kubernetes.io/serviceaccount ($MOAT_KUBE_SA_DIR
+ * instead, for tests and for moatd outside a pod).  The node's name from
+ * $NODE_NAME (the downward API), else the host name.
+ *
+ * Requests are blocking libcurl calls, so they run in a thread of their
+ * own: the control loop hands it the latest desired state and goes on.
+ * An update is sent only when that state changed, at most once per
+ * kube/interval_ms; an API error is logged and retried with a doubling
+ * backoff (1 s to 5 min), never fatal.  Node taints have no merge key, so
+ * a patch replaces the whole list: the thread reads the node, keeps every
+ * taint not moat's, and patches with the node's resourceVersion (a 409
+ * from a concurrent writer is retried).
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <curl/curl.h>
+#include <json-c/json.h>
+#include "log.h"
+#include "moatd.h"
+
+#define SA_DIR		"/var/run/secrets/kubernetes.io/serviceaccount"
+#define TAINT_KEY	"moat.io/interference"
+#define BACKOFF_MIN_MS	1000
+#define BACKOFF_MAX_MS	(5 * 60 * 1000)
+#define TIMEOUT_S	10L
+
+struct kube_state {
+	long long be_cpu_milli, be_memory;	/* -1: not known yet */
+	bool taint;
+	char *hints;				/* the annotation */
+};
+
+struct kube {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stop, pending;
+	struct kube_state want;		/* under lock */
+	struct kube_state sent;		/* the thread's own */
+	char server[300], sa_dir[PATH_MAX], node[256];
+	bool sent_valid;
+	/* the control loop's own, CLOCK_MONOTONIC ms */
+	double over_ms;			/* an LC group was over its target */
+	bool tainted;
+	double next_ms;			/* no update before */
+	double sent_ms;			/* the last update asked for */
+	/* counters, read by the loop for knobs and metrics */
+	unsigned long long updates, errors;
+};
+
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void state_free(struct kube_state *s)
+{
+	free(s->hints);
+	s->hints = NULL;
+}
+
+/* The file @name in the service account's directory, trailing space cut. */
+static char *sa_file(const struct kube *k, const char *name)
+{
+	char path[PATH_MAX + 32], *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", k->sa_dir, name);
+	f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	if (getdelim(&buf, &len, '\0', f) < 0) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	if (buf)
+		buf[strcspn(buf, "\r\n")] = '\0';
+	return buf;
+}
+
+struct body {
+	char *p;
+	size_t n;
+};
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ctx)
+{
+	struct body *b = ctx;
+	size_t add = size * nmemb;
+	char *p;
+
+	if (b->n + add > (4 << 20))
+		return 0;	/* a node object is not 4 MiB: stop */
+	p = realloc(b->p, b->n + add + 1);
+	if (!p)
+		return 0;
+	memcpy(p + b->n, ptr, add);
+	b->p = p;
+	b->n += add;
+	p[b->n] = '\0';
+	return add;
+}
+
+/*
+ * One request to the API server.  Return: the HTTP status, or -1 when
+ * there was none (logged); *@out: the response body, to free.
+ */
+static long request(struct kube *k, const char *method, const char *path,
+		    const char *type, const char *data, char **out)
+{
+	char url[600], auth[8192], ca[PATH_MAX + 16], ctype[128];
+	struct curl_slist *h = NULL;
+	struct body b = { NULL, 0 };
+	char *token = sa_file(k, "token");
+	long status = -1;
+	CURLcode rc;
+	CURL *c;
+
+	*out = NULL;
+	if (!token) {
+		pr_warn("kube: no service account token in %s", k->sa_dir);
+		return -1;
+	}
+	c = curl_easy_init();
+	if (!c) {
+		free(token);
+		return -1;
+	}
+	snprintf(url, sizeof(url), "%s%s", k->server, path);
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+	snprintf(ca, sizeof(ca), "%s/ca.crt", k->sa_dir);
+	free(token);
+	h = curl_slist_append(h, auth);
+	h = curl_slist_append(h, "Accept: application/json");
+	if (type) {
+		snprintf(ctype, sizeof(ctype), "Content-Type: %s", type);
+		h = curl_slist_append(h, ctype);
+	}
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_CAINFO, ca);
+	curl_easy_setopt(c, CURLOPT_USERAGENT, "moatd/" MOAT_VERSION);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, TIMEOUT_S);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	if (data)
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, data);
+	rc = curl_easy_perform(c);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	else
+		pr_warn("kube: %s %s: %s", method, url, curl_easy_strerror(rc));
+	curl_easy_cleanup(c);
+	curl_slist_free_all(h);
+	*out = b.p;
+	return status;
+}
+
+static bool ok(long status)
+{
+	return status >= 200 && status < 300;
+}
+
+static void log_status(const char *what, long status, const char *body)
+{
+	if (status >= 0)
+		pr_warn("kube: %s: HTTP %ld: %.300s", what, status, body ? body : "");
+}
+
+/* The extended resources, on the node's status subresource. */
+static int patch_status(struct kube *k, const struct kube_state *s)
+{
+	char path[400], data[512], *resp;
+	long status;
+
+	if (s->be_cpu_milli < 0 || s->be_memory < 0)
+		return 0;
+	snprintf(path, sizeof(path), "/api/v1/nodes/%s/status", k->node);
+	snprintf(data, sizeof(data),
+		 "{\"status\":{\"capacity\":{\"moat.io/be-cpu\":\"%lld\",\"moat.io/be-memory\":\"%lld\"},"
+		 "\"allocatable\":{\"moat.io/be-cpu\":\"%lld\",\"moat.io/be-memory\":\"%lld\"}}}",
+		 s->be_cpu_milli, s->be_memory, s->be_cpu_milli, s->be_memory);
+	status = request(k, "PATCH", path, "application/merge-patch+json", data,
+			 &resp);
+	if (!ok(status))
+		log_status("patch node status", status, resp);
+	free(resp);
+	return ok(status) ? 0 : -EIO;
+}
+
+/*
+ * The taint and the annotation, on the node: read it, keep every taint
+ * not moat's, patch the whole list with its resourceVersion.
+ */
+static int patch_node(struct kube *k, const struct kube_state *s)
+{
+	json_object *node = NULL, *meta, *spec, *rv, *taints, *keep, *patch,
+		    *pm, *ps, *ann, *t;
+	char path[400], *resp;
+	long status;
+	size_t i;
+	int err = -EIO;
+
+	snprintf(path, sizeof(path), "/api/v1/nodes/%s", k->node);
+	status = request(k, "GET", path, NULL, NULL, &resp);
+	if (ok(status))
+		node = json_tokener_parse(resp);
+	if (!node) {
+		log_status("get node", status, resp);
+		if (ok(status))
+			pr_warn("kube: get node: not JSON");
+		free(resp);
+		return -EIO;
+	}
+	free(resp);
+	keep = json_object_new_array();
+	if (json_object_object_get_ex(node, "spec", &spec) &&
+	    json_object_object_get_ex(spec, "taints", &taints))
+		for (i = 0; i < json_object_array_length(taints); i++) {
+			json_object *e = json_object_array_get_idx(taints, i), *key;
+
+			if (json_object_object_get_ex(e, "key", &key) &&
+			    !strcmp(json_object_get_string(key), TAINT_KEY))
+				continue;
+			json_object_array_add(keep, json_object_get(e));
+		}
+	if (s->taint) {
+		t = json_object_new_object();
+		json_object_object_add(t, "key", json_object_new_string(TAINT_KEY));
+		json_object_object_add(t, "value", json_object_new_string("true"));
+		json_object_object_add(t, "effect", json_object_new_string("PreferNoSchedule"));
+		json_object_array_add(keep, t);
+	}
+	patch = json_object_new_object();
+	pm = json_object_new_object();
+	if (json_object_object_get_ex(node, "metadata", &meta) &&
+	    json_object_object_get_ex(meta, "resourceVersion", &rv))
+		json_object_object_add(pm, "resourceVersion", json_object_get(rv));
+	ann = json_object_new_object();
+	json_object_object_add(ann, "moat.io/hints", json_object_new_string(s->hints));
+	json_object_object_add(pm, "annotations", ann);
+	json_object_object_add(patch, "metadata", pm);
+	ps = json_object_new_object();
+	json_object_object_add(ps, "taints", keep);
+	json_object_object_add(patch, "spec", ps);
+	status = request(k, "PATCH", path, "application/merge-patch+json",
+			 json_object_to_json_string_ext(patch, JSON_C_TO_STRING_PLAIN |
+							JSON_C_TO_STRING_NOSLASHESCAPE),
+			 &resp);
+	if (ok(status))
+		err = 0;
+	else
+		log_status(status == 409 ? "patch node (changed meanwhile, again later)" :
+					   "patch node", status, resp);
+	free(resp);
+	json_object_put(patch);
+	json_object_put(node);
+	return err;
+}
+
+static void *worker(void *arg)
+{
+	struct kube *k = arg;
+	double backoff = 0;
+
+	pthread_mutex_lock(&k->lock);
+	while (!k->stop) {
+		struct kube_state s;
+		struct timespec until;
+		int err;
+
+		if (!k->pending) {
+			pthread_cond_wait(&k->cond, &k->lock);
+			continue;
+		}
+		s = k->want;
+		s.hints = strdup(k->want.hints ? k->want.hints : "");
+		k->pending = false;
+		pthread_mutex_unlock(&k->lock);
+
+		err = s.hints ? patch_node(k, &s) : -ENOMEM;
+		if (!err)
+			err = patch_status(k, &s);
+		pthread_mutex_lock(&k->lock);
+		if (!err) {
+			k->updates++;
+			backoff = 0;
+			state_free(&k->sent);
+			k->sent = s;
+			k->sent_valid = true;
+			continue;
+		}
+		state_free(&s);
+		k->errors++;
+		backoff = backoff ? fmin(backoff * 2, BACKOFF_MAX_MS) : BACKOFF_MIN_MS;
+		pr_warn("kube: node %s not updated: again in %.0f s", k->node,
+			backoff / 1e3);
+		k->pending = true;	/* the newest wanted state, after the wait */
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += (time_t)(backoff / 1e3);
+		while (!k->stop &&
+		       pthread_cond_timedwait(&k->cond, &k->lock, &until) != ETIMEDOUT)
+			;
+	}
+	pthread_mutex_unlock(&k->lock);
+	return NULL;
+}
+
+int kube_open(struct moatd *d)
+{
+	const char *host = getenv("KUBERNETES_SERVICE_HOST");
+	const char *port = getenv("KUBERNETES_SERVICE_PORT");
+	const char *node = getenv("NODE_NAME"), *sa = getenv("MOAT_KUBE_SA_DIR");
+	struct kube *k;
+
+	if (!d->kube_publish)
+		return 0;
+	if (!host || !port) {
+		pr_warn("kube/publish is on but KUBERNETES_SERVICE_HOST/PORT are not set: not in a pod; nothing goes to the Node object");
+		return 0;
+	}
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	snprintf(k->server, sizeof(k->server), strchr(host, ':') ?
+		 "https://[%s]:%s" : "https://%s:%s", host, port);
+	snprintf(k->sa_dir, sizeof(k->sa_dir), "%s", sa ? sa : SA_DIR);
+	if (node && *node)
+		snprintf(k->node, sizeof(k->node), "%s", node);
+	else
+		gethostname(k->node, sizeof(k->node) - 1);
+	k->want.be_cpu_milli = k->want.be_memory = -1;
+	pthread_mutex_init(&k->lock, NULL);
+	pthread_cond_init(&k->cond, NULL);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (pthread_create(&k->thread, NULL, worker, k)) {
+		pr_err("kube: no thread for the API server's requests");
+		free(k);
+		return -EAGAIN;
+	}
+	pr_info("kube: hints go to node %s through %s", k->node, k->server);
+	d->kube = k;
+	return 0;
+}
+
+void kube_close(struct moatd *d)
+{
+	struct kube *k = d->kube;
+
+	if (!k)
+		return;
+	pthread_mutex_lock(&k->lock);
+	k->stop = true;
+	pthread_cond_signal(&k->cond);
+	pthread_mutex_unlock(&k->lock);
+	pthread_join(k->thread, NULL);
+	state_free(&k->want);
+	state_free(&k->sent);
+	curl_global_cleanup();
+	free(k);
+	d->kube = NULL;
+}
+
+/* Whether @now differs from @was by more than @pct% of @was. */
+static bool moved(long long now, long long was, unsigned int pct)
+{
+	return (now < 0) != (was < 0) ||
+	       llabs(now - was) * 100.0 > (double)llabs(was) * pct;
+}
+
+/*
+ * Each cycle: work out what the node should say, and hand it on when it
+ * says something new: the taint flips, a BE capacity moved by more than
+ * kube/change_pct, or the last update is kube/resync_s old (the
+ * annotation rides along).  Never more often than kube/interval_ms.
+ */
+void kube_cycle(struct moatd *d)
+{
+	struct kube *k = d->kube;
+	struct kube_state s;
+	struct kube_hints h;
+	double now = mono_ms();
+	bool over, send;
+
+	if (!k || now < k->next_ms)
+		return;
+	if (hints_for_kube(d, &h))
+		return;
+	over = h.cpu_interference >= 1 || h.memory_interference >= 1;
+	if (over) {
+		k->over_ms = now;
+		k->tainted = true;
+	} else if (k->tainted && now - k->over_ms >= d->kube_untaint_s * 1e3) {
+		k->tainted = false;
+	}
+	s.be_cpu_milli = isnan(h.be_cpus) ? -1 : llround(h.be_cpus * 1000);
+	s.be_memory = isnan(h.be_memory) ? -1 : llround(h.be_memory);
+	s.taint = k->tainted;
+	s.hints = h.json;
+	pthread_mutex_lock(&k->lock);
+	send = !k->sent_valid || s.taint != k->sent.taint ||
+	       moved(s.be_cpu_milli, k->sent.be_cpu_milli, d->kube_change_pct) ||
+	       moved(s.be_memory, k->sent.be_memory, d->kube_change_pct) ||
+	       now - k->sent_ms >= d->kube_resync_s * 1e3;
+	if (send) {
+		state_free(&k->want);
+		k->want = s;
+		k->pending = true;
+		k->sent_ms = now;	/* asked for; the thread retries errors */
+		pthread_cond_signal(&k->cond);
+		k->next_ms = now + d->kube_interval_ms;
+	} else {
+		free(s.hints);
+	}
+	pthread_mutex_unlock(&k->lock);
+}
+
+unsigned long long kube_counter(struct moatd *d, bool errors)
+{
+	struct kube *k = d->kube;
+	unsigned long long v;
+
+	if (!k)
+		return 0;
+	pthread_mutex_lock(&k->lock);
+	v = errors ? k->errors : k->updates;
+	pthread_mutex_unlock(&k->lock);
+	return v;
+}
+
+static int show_counter(const struct moat_knob *k, char *buf, size_t len)
+{
+	struct moatd *d = k->owner;
+
+	return snprintf(buf, len, "%llu", kube_counter(d, !strcmp(k->path, "kube/errors"))) >=
+	       (int)len ? -EOVERFLOW : 0;
+}
+
+static int show_node(const struct moat_knob *k, char *buf, size_t len)
+{
+	const struct moatd *d = k->owner;
+
+	return snprintf(buf, len, "%s", d->kube ? d->kube->node : "") >= (int)len ?
+	       -EOVERFLOW : 0;
+}
+
+/* kube/publish set at run time starts or stops the updates. */
+static void store_publish(const struct moat_knob *k, unsigned int u,
+			  const char *val)
+{
+	struct moatd *d = k->owner;
+
+	d->kube_publish = u;
+	if (!d->started)
+		return;		/* main() opens it once the knobs are read */
+	if (u && !d->kube)
+		kube_open(d);
+	else if (!u)
+		kube_close(d);
+}
+
+int kube_add_knobs(struct moatd *d)
+{
+#define U32(p, lo, hi, v) { .path = p, .type = MOAT_KNOB_U32, .writable = true, \
+			    .min = lo, .max = hi, .data = v }
+	const struct moat_knob knobs[] = {
+		{ .path = "kube/publish", .type = MOAT_KNOB_U32, .writable = true,
+		  .min = 0, .max = 1, .data = &d->kube_publish,
+		  .store = store_publish },
+		U32("kube/interval_ms", 100, 3600000, &d->kube_interval_ms),
+		U32("kube/untaint_s", 0, 86400, &d->kube_untaint_s),
+		U32("kube/change_pct", 1, 100, &d->kube_change_pct),
+		U32("kube/resync_s", 1, 86400, &d->kube_resync_s),
+		{ .path = "kube/node", .type = MOAT_KNOB_SHOW, .show = show_node },
+		{ .path = "kube/updates", .type = MOAT_KNOB_SHOW, .show = show_counter },
+		{ .path = "kube/errors", .type = MOAT_KNOB_SHOW, .show = show_counter },
+	};
+#undef U32
+
+	/* On by default in a pod, where the API server is. */
+	d->kube_publish = getenv("KUBERNETES_SERVICE_HOST") != NULL;
+	d->kube_interval_ms = 10000;
+	d->kube_untaint_s = 60;
+	d->kube_change_pct = 10;
+	d->kube_resync_s = 300;
+	return moat_knob_add_all(d->tree, "", knobs, sizeof(knobs) / sizeof(knobs[0]),
+				 d);
+}
