@@ -12,29 +12,33 @@ host_log=$(mktemp)
 vm_log=$(mktemp)
 trap 'rm -f "$host_log" "$vm_log"' EXIT
 
-# "Synthesis: Tested: 61 | Passing: 61 | Failing: 0 | Crashing: 0"
+# "Synthesis: Tested: 61 | Passing: 61 | Failing: 0 | Crashing: 0", and
+# the tests that skipped themselves, each with its reason ("[SKIP] name:
+# reason"; "Test is disabled" is a --filter's, not a skip).
 counts() {
 	sed 's/\x1b\[[0-9;]*m//g' "$1" |
-		awk '/Synthesis: Tested:/ { t = $4; p = $7 } END { printf "%d %d\n", p, t - p }'
+		awk '/Synthesis: Tested:/ { t = $4; p = $7 }
+		     /^\[SKIP\]/ && !/Test is disabled/ { s++ }
+		     END { printf "%d %d %d\n", p, t - p, s }'
 }
 
 MOAT_FIXTURES="$top/selftests/fixtures" MOAT_BUILD="$O" \
 	"$O/selftests/moat-selftests" --jobs 1 --verbose 2>&1 | tee "$host_log"
 host_rc=${PIPESTATUS[0]}
-read -r host_pass host_fail < <(counts "$host_log")
+read -r host_pass host_fail host_skip < <(counts "$host_log")
 
-vm_rc=0 vm_pass=0 vm_fail=0
+vm_rc=0 vm_pass=0 vm_fail=0 vm_skip=0
 if command -v qemu-system-x86_64 >/dev/null; then
 	echo "== the same suite on cgroup v2, under QEMU =="
 	O="$O" "$top/selftests/vmtest.sh" 2>&1 | tee "$vm_log"
 	vm_rc=${PIPESTATUS[0]}
-	read -r vm_pass vm_fail < <(counts "$vm_log")
+	read -r vm_pass vm_fail vm_skip < <(counts "$vm_log")
 	[ "$vm_rc" -ne 0 ] && [ "$vm_fail" -eq 0 ] && vm_fail=1
 else
 	echo "vmtest: skipped: qemu-system-x86_64 not found (tools/deps.sh installs it)"
 fi
 
 [ "$host_rc" -ne 0 ] && [ "$host_fail" -eq 0 ] && host_fail=1
-echo "host $host_pass passed, $host_fail failed; cgroup v2 VM $vm_pass passed, $vm_fail failed"
-echo "check: $((host_pass + vm_pass)) passed, $((host_fail + vm_fail)) failed"
+echo "host $host_pass passed, $host_fail failed, $host_skip skipped; cgroup v2 VM $vm_pass passed, $vm_fail failed, $vm_skip skipped"
+echo "check: $((host_pass + vm_pass)) passed, $((host_fail + vm_fail)) failed, $((host_skip + vm_skip)) skipped (each with its reason above)"
 [ "$host_rc" -eq 0 ] && [ "$vm_rc" -eq 0 ]
