@@ -118,6 +118,7 @@ RUN_ARGS ?= --foreground --mode observe
 run: $(PROGS)
 	@echo "moatd observes this machine's cgroups; in another shell try:"
 	@echo "    $(O)/moatctl status"
+	@echo "    curl -s 127.0.0.1:9590/hints"
 	@echo "Ctrl-C stops it."
 	$(O)/moatd $(RUN_ARGS)
 

@@ -180,7 +180,8 @@ start_moatd() {
 	rm -rf "$work/state"
 	taskset -c "$CLIENT_CPU" "$O/moatd" --foreground --mode enforce \
 		--config "$work/moat.conf" --cgroup-root "/$name" \
-		--state-dir "$work/state" --socket "$work/sock" 2>>"$work/moatd.log" &
+		--state-dir "$work/state" --socket "$work/sock" --listen 127.0.0.1:0 \
+		2>>"$work/moatd.log" &
 	moatd_pid=$!
 	pids+=("$moatd_pid")
 	for _ in $(seq 100); do
