@@ -17,6 +17,10 @@
  * instead, for tests and for moatd outside a pod).  The node's name from
  * $NODE_NAME (the downward API), else the host name.
  *
+ * libcurl is loaded with dlopen() when publishing starts, not linked:
+ * with its dependencies it is 4.5 MiB of moatd's RSS, which a node that
+ * publishes nothing should not carry.
+ *
  * Requests are blocking libcurl calls, so they run in a thread of their
  * own: the control loop hands it the latest desired state and goes on.
  * An update is sent only when that state changed, at most once per
@@ -26,6 +30,7 @@
  * taint not moat's, and patches with the node's resourceVersion (a 409
  * from a concurrent writer is retried).
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -44,6 +49,61 @@
 #define BACKOFF_MIN_MS	1000
 #define BACKOFF_MAX_MS	(5 * 60 * 1000)
 #define TIMEOUT_S	10L
+
+#ifndef MOAT_LIBCURL
+#define MOAT_LIBCURL	"libcurl.so.4"
+#endif
+
+/* The libcurl functions moatd uses, from dlopen(). */
+static struct {
+	void *dl;
+	CURLcode (*global_init)(long flags);
+	void (*global_cleanup)(void);
+	CURL *(*easy_init)(void);
+	CURLcode (*easy_setopt)(CURL *c, CURLoption o, ...);
+	CURLcode (*easy_perform)(CURL *c);
+	CURLcode (*easy_getinfo)(CURL *c, CURLINFO i, ...);
+	void (*easy_cleanup)(CURL *c);
+	const char *(*easy_strerror)(CURLcode rc);
+	struct curl_slist *(*slist_append)(struct curl_slist *l, const char *s);
+	void (*slist_free_all)(struct curl_slist *l);
+} curl;
+
+static int curl_load(void)
+{
+	const struct { const char *name; void **fn; } syms[] = {
+		{ "curl_global_init", (void **)&curl.global_init },
+		{ "curl_global_cleanup", (void **)&curl.global_cleanup },
+		{ "curl_easy_init", (void **)&curl.easy_init },
+		{ "curl_easy_setopt", (void **)&curl.easy_setopt },
+		{ "curl_easy_perform", (void **)&curl.easy_perform },
+		{ "curl_easy_getinfo", (void **)&curl.easy_getinfo },
+		{ "curl_easy_cleanup", (void **)&curl.easy_cleanup },
+		{ "curl_easy_strerror", (void **)&curl.easy_strerror },
+		{ "curl_slist_append", (void **)&curl.slist_append },
+		{ "curl_slist_free_all", (void **)&curl.slist_free_all },
+	};
+	size_t i;
+
+	if (curl.dl)
+		return 0;
+	curl.dl = dlopen(MOAT_LIBCURL, RTLD_NOW | RTLD_LOCAL);
+	if (!curl.dl) {
+		pr_err("kube: %s (libcurl, for the API server): %s", MOAT_LIBCURL,
+		       dlerror());
+		return -ENOENT;
+	}
+	for (i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
+		*syms[i].fn = dlsym(curl.dl, syms[i].name);
+		if (!*syms[i].fn) {
+			pr_err("kube: %s has no %s", MOAT_LIBCURL, syms[i].name);
+			dlclose(curl.dl);
+			curl.dl = NULL;
+			return -ENOENT;
+		}
+	}
+	return curl.global_init(CURL_GLOBAL_DEFAULT) ? -EIO : 0;
+}
 
 struct kube_state {
 	long long be_cpu_milli, be_memory;	/* -1: not known yet */
@@ -147,7 +207,7 @@ static long request(struct kube *k, const char *method, const char *path,
 		pr_warn("kube: no service account token in %s", k->sa_dir);
 		return -1;
 	}
-	c = curl_easy_init();
+	c = curl.easy_init();
 	if (!c) {
 		free(token);
 		return -1;
@@ -156,30 +216,30 @@ static long request(struct kube *k, const char *method, const char *path,
 	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
 	snprintf(ca, sizeof(ca), "%s/ca.crt", k->sa_dir);
 	free(token);
-	h = curl_slist_append(h, auth);
-	h = curl_slist_append(h, "Accept: application/json");
+	h = curl.slist_append(h, auth);
+	h = curl.slist_append(h, "Accept: application/json");
 	if (type) {
 		snprintf(ctype, sizeof(ctype), "Content-Type: %s", type);
-		h = curl_slist_append(h, ctype);
+		h = curl.slist_append(h, ctype);
 	}
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_CAINFO, ca);
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "moatd/" MOAT_VERSION);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, TIMEOUT_S);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	curl.easy_setopt(c, CURLOPT_URL, url);
+	curl.easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl.easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl.easy_setopt(c, CURLOPT_CAINFO, ca);
+	curl.easy_setopt(c, CURLOPT_USERAGENT, "moatd/" MOAT_VERSION);
+	curl.easy_setopt(c, CURLOPT_TIMEOUT, TIMEOUT_S);
+	curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl.easy_setopt(c, CURLOPT_WRITEDATA, &b);
 	if (data)
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, data);
-	rc = curl_easy_perform(c);
+		curl.easy_setopt(c, CURLOPT_POSTFIELDS, data);
+	rc = curl.easy_perform(c);
 	if (rc == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+		curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	else
-		pr_warn("kube: %s %s: %s", method, url, curl_easy_strerror(rc));
-	curl_easy_cleanup(c);
-	curl_slist_free_all(h);
+		pr_warn("kube: %s %s: %s", method, url, curl.easy_strerror(rc));
+	curl.easy_cleanup(c);
+	curl.slist_free_all(h);
 	*out = b.p;
 	return status;
 }
@@ -358,9 +418,12 @@ int kube_open(struct moatd *d)
 	else
 		gethostname(k->node, sizeof(k->node) - 1);
 	k->want.be_cpu_milli = k->want.be_memory = -1;
+	if (curl_load()) {
+		free(k);
+		return 0;	/* said why; moatd goes on without it */
+	}
 	pthread_mutex_init(&k->lock, NULL);
 	pthread_cond_init(&k->cond, NULL);
-	curl_global_init(CURL_GLOBAL_DEFAULT);
 	if (pthread_create(&k->thread, NULL, worker, k)) {
 		pr_err("kube: no thread for the API server's requests");
 		free(k);
@@ -384,8 +447,7 @@ void kube_close(struct moatd *d)
 	pthread_join(k->thread, NULL);
 	state_free(&k->want);
 	state_free(&k->sent);
-	curl_global_cleanup();
-	free(k);
+	free(k);	/* libcurl stays loaded: publishing may start again */
 	d->kube = NULL;
 }
 
