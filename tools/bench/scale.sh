@@ -8,10 +8,12 @@
 #   tools/bench/scale.sh [GROUPS] [SECONDS]     (root; default 500, 20)
 #
 # CPU time comes from /proc/PID/schedstat (ns on the CPU), divided by the
-# cycles run in the window (SECONDS / period_ms); memory is VmRSS and
-# VmHWM from /proc/PID/status.  The scrape: the median of 21 GETs of
-# /metrics with curl (time_total: connect to last byte), after the CPU
-# window so that they do not count in it.
+# cycles run in the window (SECONDS / period_ms).  Memory, from
+# /proc/PID/status: VmRSS at the window's end (the target's), and VmHWM,
+# the peak, which comes from libbpf's parse of the kernel's BTF at start.
+# The scrape: the median of 21 GETs of /metrics with curl (time_total:
+# connect to last byte), after the CPU window so that they do not count
+# in it.
 #
 # Targets at 500 groups: <= 2 ms of CPU per cycle, RSS <= 16 MiB, a
 # scrape <= 20 ms.
@@ -92,9 +94,9 @@ awk -v t=$((end - start)) -v c="$cycles" -v w="$cycle_us" -v r="$rss_kb" -v h="$
 	cpu = t / c / 1e6
 	printf "CPU per cycle:   %.3f ms over %d cycles (target <= 2 ms: %.2fx of it)\n", cpu, c, cpu / 2
 	printf "last cycle wall: %.3f ms\n", w / 1000
-	printf "RSS:             %.1f MiB, peak %.1f MiB (target <= 16 MiB: %.2fx of it)\n",
-		r / 1024, h / 1024, h / 1024 / 16
+	printf "RSS:             %.1f MiB (target <= 16 MiB: %.2fx of it), peak %.1f MiB\n",
+		r / 1024, r / 1024 / 16, h / 1024
 	printf "scrape:          %.1f ms for %d series, %.0f KiB (target <= 20 ms: %.2fx of it)\n",
 		s, n, b / 1024, s / 20
-	exit !(cpu <= 2 && h / 1024 <= 16 && s <= 20)
+	exit !(cpu <= 2 && r / 1024 <= 16 && s <= 20)
 }' || { echo "scale.sh: a target was missed" >&2; exit 1; }

@@ -5,14 +5,16 @@
  * and listing, walking and removing are a binary search and a scan.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "knob.h"
 
+/* Sorted by path; each knob allocated to its path's length. */
 struct moat_knob_tree {
-	struct moat_knob *v;
+	struct moat_knob **v;
 	size_t nr, cap;
 };
 
@@ -60,8 +62,12 @@ struct moat_knob_tree *moat_knob_tree_new(void)
 
 void moat_knob_tree_free(struct moat_knob_tree *t)
 {
+	size_t i;
+
 	if (!t)
 		return;
+	for (i = 0; i < t->nr; i++)
+		free(t->v[i]);
 	free(t->v);
 	free(t);
 }
@@ -74,7 +80,7 @@ static size_t lower_bound(const struct moat_knob_tree *t, const char *path)
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (strcmp(t->v[mid].path, path) < 0)
+		if (strcmp(t->v[mid]->path, path) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -95,7 +101,7 @@ const struct moat_knob *moat_knob_find(const struct moat_knob_tree *t,
 {
 	size_t i = lower_bound(t, path);
 
-	return i < t->nr && !strcmp(t->v[i].path, path) ? &t->v[i] : NULL;
+	return i < t->nr && !strcmp(t->v[i]->path, path) ? t->v[i] : NULL;
 }
 
 /* Does some knob live below @path, making it a directory? */
@@ -106,7 +112,7 @@ static bool is_dir(const struct moat_knob_tree *t, const char *path)
 
 	snprintf(dir, sizeof(dir), "%s/", path);
 	i = lower_bound(t, dir);
-	return i < t->nr && !strncmp(t->v[i].path, dir, strlen(dir));
+	return i < t->nr && !strncmp(t->v[i]->path, dir, strlen(dir));
 }
 
 /* Is a prefix of @path (at a '/') already a knob, a leaf? */
@@ -126,7 +132,8 @@ static bool below_leaf(const struct moat_knob_tree *t, const char *path)
 
 int moat_knob_add(struct moat_knob_tree *t, const struct moat_knob *k)
 {
-	size_t i;
+	struct moat_knob *copy;
+	size_t i, n;
 
 	if (!moat_knob_path_valid(k->path))
 		return -EINVAL;
@@ -142,9 +149,15 @@ int moat_knob_add(struct moat_knob_tree *t, const struct moat_knob *k)
 		t->v = v;
 		t->cap = cap;
 	}
+	n = strlen(k->path) + 1;
+	copy = malloc(offsetof(struct moat_knob, path) + n);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, k, offsetof(struct moat_knob, path));
+	memcpy(copy->path, k->path, n);
 	i = lower_bound(t, k->path);
 	memmove(&t->v[i + 1], &t->v[i], (t->nr - i) * sizeof(*t->v));
-	t->v[i] = *k;
+	t->v[i] = copy;
 	t->nr++;
 	return 0;
 }
@@ -173,8 +186,8 @@ void moat_knob_remove_dir(struct moat_knob_tree *t, const char *prefix)
 {
 	size_t i = lower_bound(t, prefix), j = i;
 
-	while (j < t->nr && under(t->v[j].path, prefix))
-		j++;
+	while (j < t->nr && under(t->v[j]->path, prefix))
+		free(t->v[j++]);
 	memmove(&t->v[i], &t->v[j], (t->nr - j) * sizeof(*t->v));
 	t->nr -= j - i;
 }
@@ -283,9 +296,9 @@ int moat_knob_walk(const struct moat_knob_tree *t, const char *prefix,
 	bool any = false;
 	int err;
 
-	for (; i < t->nr && under(t->v[i].path, prefix); i++) {
+	for (; i < t->nr && under(t->v[i]->path, prefix); i++) {
 		any = true;
-		err = fn(&t->v[i], ctx);
+		err = fn(t->v[i], ctx);
 		if (err)
 			return err;
 	}
@@ -302,8 +315,8 @@ int moat_knob_ls(const struct moat_knob_tree *t, const char *dir,
 
 	if (moat_knob_find(t, dir))
 		return -ENOTDIR;
-	for (; i < t->nr && under(t->v[i].path, dir); i++) {
-		const char *rest = t->v[i].path + dlen + (dlen ? 1 : 0);
+	for (; i < t->nr && under(t->v[i]->path, dir); i++) {
+		const char *rest = t->v[i]->path + dlen + (dlen ? 1 : 0);
 		size_t n = strcspn(rest, "/");
 		char name[MOAT_KNOB_PATH_MAX];
 

@@ -41,7 +41,6 @@ typedef void (*moat_knob_store_fn)(const struct moat_knob *k, unsigned int u,
 				   const char *val);
 
 struct moat_knob {
-	char path[MOAT_KNOB_PATH_MAX];
 	enum moat_knob_type type;
 	bool writable;
 	bool transient;	/* lives and dies with what it belongs to: a
@@ -55,6 +54,12 @@ struct moat_knob {
 	moat_knob_store_fn store;	/* optional: instead of writing *data */
 	void *data;	/* unsigned int (U32, CHOICE: the index), char[] */
 	void *owner;	/* for show() and check() */
+	/*
+	 * Last: the tree keeps each knob in the bytes its path needs, not
+	 * MOAT_KNOB_PATH_MAX (half of moatd's heap at 500 groups), so a knob
+	 * from the tree is read through its pointer, never copied whole.
+	 */
+	char path[MOAT_KNOB_PATH_MAX];
 };
 
 struct moat_knob_tree;
