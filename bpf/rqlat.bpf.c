@@ -128,7 +128,7 @@ static __always_inline void *lookup_or_init(void *map, const void *key,
 					    enum moat_rqlat_drop why)
 {
 	void *v = bpf_map_lookup_elem(map, key);
-	long err;
+	int err;	/* v6.1 zero-extends the helper's int: compare 32 bits */
 
 	if (v)
 		return v;
