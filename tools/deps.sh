@@ -22,7 +22,7 @@ PACKAGES="
 	make gcc pkg-config
 	clang llvm bpftool
 	libbpf-dev libelf-dev zlib1g-dev
-	libjson-c-dev libmicrohttpd-dev libcurl4-gnutls-dev
+	libjson-c-dev libmicrohttpd-dev libcurl4-gnutls-dev libpfm4-dev
 	libcriterion-dev
 	linux-perf jq
 	qemu-system-x86 busybox-static cpio

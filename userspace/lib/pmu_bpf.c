@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Counters per cgroup: libpfm4 turns event names into perf_event_attr,
+ * perf_event_open() opens each on every CPU, and bpf/pmu.bpf.c charges
+ * their growth to the cgroup that ran (pmu_bpf.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <linux/perf_event.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <perfmon/pfmlib_perf_event.h>
+#include "bpf_probe.h"
+#include "log.h"
+#include "pmu_bpf.h"
+#include "pmu.skel.h"
+
+struct moat_pmu {
+	struct pmu *skel;
+	int ncpus;
+	int *fds;			/* [event * ncpus + cpu], -1: none */
+	char *names[MOAT_PMU_EVENTS];
+	size_t n;
+	struct moat_pmu_sum *buf;	/* one per CPU, for reads */
+};
+
+static int encode(const char *name, struct perf_event_attr *attr)
+{
+	pfm_perf_encode_arg_t arg = { .attr = attr, .size = sizeof(arg) };
+	int ret;
+
+	memset(attr, 0, sizeof(*attr));
+	ret = pfm_get_os_event_encoding(name, PFM_PLM0 | PFM_PLM3,
+					PFM_OS_PERF_EVENT, &arg);
+	if (ret != PFM_SUCCESS) {
+		pr_warn("pmu: event %s: libpfm4: %s", name, pfm_strerror(ret));
+		return -EINVAL;
+	}
+	attr->size = sizeof(*attr);
+	attr->read_format = 0;
+	attr->disabled = 0;
+	attr->inherit = 0;
+	return 0;
+}
+
+/* Open @name on every CPU into fds[slot]; -errno of the first CPU's. */
+static int open_event(struct moat_pmu *p, const char *name, size_t slot)
+{
+	struct perf_event_attr attr;
+	int cpu, opened = 0, first = 0;
+
+	if (encode(name, &attr))
+		return -EINVAL;
+	for (cpu = 0; cpu < p->ncpus; cpu++) {
+		int fd = syscall(SYS_perf_event_open, &attr, -1, cpu, -1,
+				 PERF_FLAG_FD_CLOEXEC);
+
+		p->fds[slot * p->ncpus + cpu] = fd;
+		if (fd >= 0)
+			opened++;
+		else if (!first)
+			first = -errno;
+	}
+	if (opened)
+		return 0;
+	pr_warn("pmu: event %s: perf_event_open: %s; running without it", name,
+		strerror(-first));
+	return first ? first : -ENODEV;
+}
+
+static void close_slot(struct moat_pmu *p, size_t slot)
+{
+	int cpu;
+
+	for (cpu = 0; cpu < p->ncpus; cpu++) {
+		int *fd = &p->fds[slot * p->ncpus + cpu];
+
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
+	}
+}
+
+void moat_pmu_close(struct moat_pmu *p)
+{
+	size_t i;
+
+	if (!p)
+		return;
+	pmu__destroy(p->skel);
+	for (i = 0; i < MOAT_PMU_EVENTS; i++) {
+		if (p->fds)
+			close_slot(p, i);
+		free(p->names[i]);
+	}
+	free(p->fds);
+	free(p->buf);
+	free(p);
+}
+
+int moat_pmu_open(const struct moat_pmu_opts *o, struct moat_pmu **out)
+{
+	struct bpf_map *maps[MOAT_PMU_EVENTS];
+	struct moat_pmu *p;
+	char opened[256] = "";
+	size_t i;
+	bool raw_tp;
+	int err, cpu, ret;
+
+	*out = NULL;
+	ret = pfm_initialize();
+	if (ret != PFM_SUCCESS) {
+		pr_err("pmu: libpfm4: %s", pfm_strerror(ret));
+		return -EINVAL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->ncpus = libbpf_num_possible_cpus();
+	p->fds = malloc(MOAT_PMU_EVENTS * (p->ncpus > 0 ? p->ncpus : 1) * sizeof(int));
+	p->buf = calloc(p->ncpus > 0 ? p->ncpus : 1, sizeof(*p->buf));
+	if (p->ncpus <= 0 || !p->fds || !p->buf) {
+		err = p->ncpus <= 0 ? p->ncpus : -ENOMEM;
+		goto fail;
+	}
+	memset(p->fds, -1, MOAT_PMU_EVENTS * p->ncpus * sizeof(int));
+	for (i = 0; i < MOAT_PMU_EVENTS && o->events[i]; i++) {
+		if (open_event(p, o->events[i], p->n))
+			continue;
+		p->names[p->n++] = strdup(o->events[i]);
+		snprintf(opened + strlen(opened), sizeof(opened) - strlen(opened),
+			 "%s%s", p->n > 1 ? ", " : "", o->events[i]);
+	}
+	if (!p->n) {
+		pr_warn("pmu: no event could be opened: no counters per cgroup");
+		err = -ENOENT;
+		goto fail;
+	}
+	pr_info("pmu: counting %s per cgroup", opened);
+
+	p->skel = pmu__open();
+	if (!p->skel) {
+		err = -errno;
+		pr_err("pmu: open BPF object: %s", strerror(-err));
+		goto fail;
+	}
+	p->skel->rodata->nr_events = p->n;
+	maps[0] = p->skel->maps.ev0;
+	maps[1] = p->skel->maps.ev1;
+	maps[2] = p->skel->maps.ev2;
+	for (i = 0; i < MOAT_PMU_EVENTS; i++)
+		bpf_map__set_max_entries(maps[i], p->ncpus);
+	raw_tp = o->force_raw_tp || !moat_probe_tp_btf("sched_switch");
+	bpf_program__set_autoload(p->skel->progs.pmu_switch_btf, !raw_tp);
+	bpf_program__set_autoload(p->skel->progs.pmu_switch_raw, raw_tp);
+	err = pmu__load(p->skel);
+	if (err) {
+		pr_err("pmu: load BPF program: %s", strerror(-err));
+		goto fail;
+	}
+	for (i = 0; i < p->n; i++)
+		for (cpu = 0; cpu < p->ncpus; cpu++) {
+			int fd = p->fds[i * p->ncpus + cpu];
+
+			if (fd >= 0 &&
+			    bpf_map_update_elem(bpf_map__fd(maps[i]), &cpu, &fd, BPF_ANY)) {
+				err = -errno;
+				pr_err("pmu: event %s on CPU %d into the map: %s",
+				       p->names[i], cpu, strerror(-err));
+				goto fail;
+			}
+		}
+	err = pmu__attach(p->skel);
+	if (err) {
+		pr_err("pmu: attach to sched_switch: %s", strerror(-err));
+		goto fail;
+	}
+	*out = p;
+	return 0;
+fail:
+	moat_pmu_close(p);
+	return err;
+}
+
+size_t moat_pmu_nr_events(const struct moat_pmu *p)
+{
+	return p->n;
+}
+
+const char *moat_pmu_event(const struct moat_pmu *p, size_t i)
+{
+	return i < p->n ? p->names[i] : NULL;
+}
+
+int moat_pmu_read(struct moat_pmu *p, __u64 cgid, struct moat_pmu_sum *out)
+{
+	int cpu, i;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.sums), &cgid, p->buf))
+		return -errno;
+	memset(out, 0, sizeof(*out));
+	for (cpu = 0; cpu < p->ncpus; cpu++) {
+		for (i = 0; i < MOAT_PMU_EVENTS; i++) {
+			out->count[i] += p->buf[cpu].count[i];
+			out->scaled[i] += p->buf[cpu].scaled[i];
+		}
+		out->charges += p->buf[cpu].charges;
+	}
+	return 0;
+}
+
+__u64 moat_pmu_drops(const struct moat_pmu *p)
+{
+	return p->skel->bss->pmu_drops;
+}
