@@ -36,7 +36,7 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' \
 # are expanded when a recipe runs, after tools/deps.sh has installed them.
 USER_PKGS	:= libbpf libelf zlib json-c libmicrohttpd
 PKG_CFLAGS	= $(shell $(PKG_CONFIG) --cflags $(USER_PKGS))
-PKG_LIBS	= $(shell $(PKG_CONFIG) --libs $(USER_PKGS)) -lpfm -lm
+PKG_LIBS	= $(shell $(PKG_CONFIG) --libs $(USER_PKGS)) -lm
 
 # libcurl is dlopen()ed by its SONAME (userspace/moatd/kube.c), not linked.
 LIBCURL_SONAME	= $(shell objdump -p $$($(PKG_CONFIG) --variable=libdir libcurl)/libcurl.so \

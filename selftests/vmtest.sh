@@ -66,10 +66,15 @@ root="$work/root"
 rm -rf "$root"
 mkdir -p "$root"/{bin,dev,proc,sys,tmp,run,moat/build/selftests,moat/selftests}
 cp /bin/busybox "$root/bin/busybox"
+# moat's binaries, the libraries they load, and libpfm4, which they
+# dlopen() (the PMU tests)
+dlopened=$(ldconfig -p | awk '$1 == "libpfm.so.4" { print $NF; exit }')
 for b in $BINS; do
 	cp "$O/$b" "$root/moat/build/$b"
 	ldd "$O/$b" | awk '/=> \// { print $3 } /^\t\// { print $1 }'
-done | sort -u | while read -r lib; do
+done | { cat; for l in $dlopened; do echo "$l"; ldd "$l" |
+	awk '/=> \// { print $3 } /^\t\// { print $1 }'; done; } |
+	sort -u | while read -r lib; do
 	mkdir -p "$root$(dirname "$lib")"
 	cp -L "$lib" "$root$lib"
 done

@@ -3,7 +3,12 @@
  * Counters per cgroup: libpfm4 turns event names into perf_event_attr,
  * perf_event_open() opens each on every CPU, and bpf/pmu.bpf.c charges
  * their growth to the cgroup that ran (pmu_bpf.h).
+ *
+ * libpfm4 is needed only to encode the events: it is loaded with
+ * dlopen() for that and unloaded after, since its tables of every CPU's
+ * events are some 3 MiB of RSS a daemon should not keep.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,16 +33,61 @@ struct moat_pmu {
 	struct moat_pmu_sum *buf;	/* one per CPU, for reads */
 };
 
+/* libpfm4's SONAME, stable since 2011 */
+#define LIBPFM	"libpfm.so.4"
+
+static struct {
+	void *dl;
+	int (*initialize)(void);
+	void (*terminate)(void);
+	int (*encode)(const char *str, int dfl_plm, pfm_os_t os, void *arg);
+	const char *(*strerror)(int code);
+} pfm;
+
+static int pfm_load(void)
+{
+	int ret;
+
+	pfm.dl = dlopen(LIBPFM, RTLD_NOW | RTLD_LOCAL);
+	if (!pfm.dl) {
+		pr_err("pmu: %s (libpfm4, to encode the events): %s", LIBPFM,
+		       dlerror());
+		return -ENOENT;
+	}
+	pfm.initialize = dlsym(pfm.dl, "pfm_initialize");
+	pfm.terminate = dlsym(pfm.dl, "pfm_terminate");
+	pfm.encode = dlsym(pfm.dl, "pfm_get_os_event_encoding");
+	pfm.strerror = dlsym(pfm.dl, "pfm_strerror");
+	if (!pfm.initialize || !pfm.terminate || !pfm.encode || !pfm.strerror) {
+		pr_err("pmu: %s lacks a function moat needs", LIBPFM);
+		dlclose(pfm.dl);
+		return -ENOENT;
+	}
+	ret = pfm.initialize();
+	if (ret != PFM_SUCCESS) {
+		pr_err("pmu: libpfm4: %s", pfm.strerror(ret));
+		dlclose(pfm.dl);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void pfm_unload(void)
+{
+	pfm.terminate();
+	dlclose(pfm.dl);
+	memset(&pfm, 0, sizeof(pfm));
+}
+
 static int encode(const char *name, struct perf_event_attr *attr)
 {
 	pfm_perf_encode_arg_t arg = { .attr = attr, .size = sizeof(arg) };
 	int ret;
 
 	memset(attr, 0, sizeof(*attr));
-	ret = pfm_get_os_event_encoding(name, PFM_PLM0 | PFM_PLM3,
-					PFM_OS_PERF_EVENT, &arg);
+	ret = pfm.encode(name, PFM_PLM0 | PFM_PLM3, PFM_OS_PERF_EVENT, &arg);
 	if (ret != PFM_SUCCESS) {
-		pr_warn("pmu: event %s: libpfm4: %s", name, pfm_strerror(ret));
+		pr_warn("pmu: event %s: libpfm4: %s", name, pfm.strerror(ret));
 		return -EINVAL;
 	}
 	attr->size = sizeof(*attr);
@@ -112,14 +162,14 @@ int moat_pmu_open(const struct moat_pmu_opts *o, struct moat_pmu **out)
 	int err, cpu, ret;
 
 	*out = NULL;
-	ret = pfm_initialize();
-	if (ret != PFM_SUCCESS) {
-		pr_err("pmu: libpfm4: %s", pfm_strerror(ret));
-		return -EINVAL;
-	}
+	ret = pfm_load();
+	if (ret)
+		return ret;
 	p = calloc(1, sizeof(*p));
-	if (!p)
+	if (!p) {
+		pfm_unload();
 		return -ENOMEM;
+	}
 	p->ncpus = libbpf_num_possible_cpus();
 	p->fds = malloc(MOAT_PMU_EVENTS * (p->ncpus > 0 ? p->ncpus : 1) * sizeof(int));
 	p->buf = calloc(p->ncpus > 0 ? p->ncpus : 1, sizeof(*p->buf));
@@ -135,6 +185,7 @@ int moat_pmu_open(const struct moat_pmu_opts *o, struct moat_pmu **out)
 		snprintf(opened + strlen(opened), sizeof(opened) - strlen(opened),
 			 "%s%s", p->n > 1 ? ", " : "", o->events[i]);
 	}
+	pfm_unload();	/* encoded: the fds are all that is needed now */
 	if (!p->n) {
 		pr_warn("pmu: no event could be opened: no counters per cgroup");
 		err = -ENOENT;
@@ -216,4 +267,49 @@ int moat_pmu_read(struct moat_pmu *p, __u64 cgid, struct moat_pmu_sum *out)
 __u64 moat_pmu_drops(const struct moat_pmu *p)
 {
 	return p->skel->bss->pmu_drops;
+}
+
+#define BATCH	256
+
+int moat_pmu_for_each(struct moat_pmu *p, moat_pmu_fn fn, void *ctx)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	int fd = bpf_map__fd(p->skel->maps.sums);
+	struct moat_pmu_sum *vals, s;
+	__u64 keys[BATCH], cursor;
+	bool first = true, done = false;
+	__u32 n, i;
+	int cpu, e, err = 0;
+
+	vals = malloc(sizeof(*vals) * p->ncpus * BATCH);
+	if (!vals)
+		return -ENOMEM;
+	while (!done && !err) {
+		n = BATCH;
+		err = bpf_map_lookup_batch(fd, first ? NULL : &cursor, &cursor,
+					   keys, vals, &n, &opts);
+		first = false;
+		if (err == -ENOENT || (err && errno == ENOENT)) {
+			done = true;	/* the last batch, maybe not empty */
+			err = 0;
+		} else if (err) {
+			err = -errno;
+			break;
+		}
+		for (i = 0; i < n && !err; i++) {
+			memset(&s, 0, sizeof(s));
+			for (cpu = 0; cpu < p->ncpus; cpu++) {
+				const struct moat_pmu_sum *v = &vals[i * p->ncpus + cpu];
+
+				for (e = 0; e < MOAT_PMU_EVENTS; e++) {
+					s.count[e] += v->count[e];
+					s.scaled[e] += v->scaled[e];
+				}
+				s.charges += v->charges;
+			}
+			err = fn(keys[i], &s, ctx);
+		}
+	}
+	free(vals);
+	return err;
 }

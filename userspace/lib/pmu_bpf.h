@@ -41,6 +41,16 @@ const char *moat_pmu_event(const struct moat_pmu *p, size_t i);
  */
 int moat_pmu_read(struct moat_pmu *p, __u64 cgid, struct moat_pmu_sum *out);
 
+typedef int (*moat_pmu_fn)(__u64 cgid, const struct moat_pmu_sum *s,
+			   void *ctx);
+
+/**
+ * moat_pmu_for_each() - call @fn with every cgroup's sums since load,
+ * summed over CPUs, read in batches.  A non-zero return from @fn stops
+ * the walk and is returned.
+ */
+int moat_pmu_for_each(struct moat_pmu *p, moat_pmu_fn fn, void *ctx);
+
 /** moat_pmu_drops() - charges lost to a full map. */
 __u64 moat_pmu_drops(const struct moat_pmu *p);
 

@@ -126,6 +126,8 @@ static int add_knobs(struct moatd *d, struct moatd_group *g)
 				sizeof(attrs) / sizeof(attrs[0]), g);
 	if (!err)
 		err = enforce_add_group_knobs(d, g);
+	if (!err)
+		err = cpi_add_group_knobs(d, g);
 	return err ? err : observe_add_knobs(d, g);
 }
 
@@ -141,6 +143,7 @@ static void drop_group(struct moatd *d, size_t i, const char *why)
 	pr_info("group %s (%s): %s", g->gid.id, g->path, why);
 	enforce_drop_group(d, g);
 	observe_close(g);
+	cpi_free_group(g);
 	free(g);
 	d->groups[i] = d->groups[--d->nr_groups];
 }

@@ -227,6 +227,8 @@ static int add_base_knobs(struct moatd *d)
 		err = http_add_knobs(d);
 	if (!err)
 		err = kube_add_knobs(d);
+	if (!err)
+		err = cpi_add_knobs(d);
 	return err ? err : node_add_knobs(d);
 }
 
@@ -347,6 +349,7 @@ static void cycle(struct moatd *d)
 	}
 	node_observe(d);
 	groups_observe(d);
+	cpi_cycle(d);
 	enforce_cycle(d);
 	kube_cycle(d);
 	d->cycle_us = now_us() - start;
@@ -500,6 +503,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	moat_cgroup_events_open(&d->events);	/* optional: says why not */
+	cpi_open(d);				/* optional: says which events */
 	err = server_open(&srv, o.socket, o.socket_group);
 	if (!err && o.listen)
 		snprintf(d->listen, sizeof(d->listen), "%s", o.listen);
@@ -526,6 +530,7 @@ out:
 	enforce_restore_all(d, "moatd stops");
 	groups_free(d);
 	enforce_close(d);
+	cpi_close(d);
 	moat_cgroup_events_close(d->events);
 	moat_rqlat_close(d->rqlat);
 	moat_knob_tree_free(d->tree);

@@ -259,6 +259,37 @@ static double g_mem_high(const struct moatd_group *g)
 	return limit(g, MOAT_RES_MEMORY);
 }
 
+static double counter(const struct moatd_group *g, unsigned int role)
+{
+	return g->d->pmu && g->d->pmu_slot[role] >= 0 && g->pmu_valid ?
+	       (double)g->pmu_last[role] : NAN;
+}
+
+static double g_cycles(const struct moatd_group *g)
+{
+	return counter(g, 0);
+}
+
+static double g_instructions(const struct moatd_group *g)
+{
+	return counter(g, 1);
+}
+
+static double g_llc(const struct moatd_group *g)
+{
+	return counter(g, 2);
+}
+
+static double g_cpi(const struct moatd_group *g)
+{
+	return g->win.cpi;
+}
+
+static double g_victim(const struct moatd_group *g)
+{
+	return g->cpi2_lc ? g->cpi2_lc->victim : NAN;
+}
+
 struct blame_ctx {
 	FILE *f;
 	struct moatd *d;
@@ -470,6 +501,23 @@ int metrics_write(struct moatd *d, FILE *f)
 	per_group(f, d, "moat_group_memory_high_bytes", "gauge",
 		  "The memory.high moat holds the group to.  Absent: none.",
 		  g_mem_high);
+	per_group(f, d, "moat_group_cycles_total", "counter",
+		  "Cycles the group's tasks ran (pmu/cycles), since moatd counted them.",
+		  g_cycles);
+	per_group(f, d, "moat_group_instructions_total", "counter",
+		  "Instructions the group's tasks retired (pmu/instructions).",
+		  g_instructions);
+	per_group(f, d, "moat_group_llc_misses_total", "counter",
+		  "Last-level cache misses of the group's tasks (pmu/llc_misses).",
+		  g_llc);
+	per_group(f, d, "moat_group_cpi", "gauge",
+		  "Cycles per instruction over the last period.", g_cpi);
+	per_group(f, d, "moat_group_cpi2_victim", "gauge",
+		  "1 while CPI² finds the LC group a victim of interference.",
+		  g_victim);
+	family(f, "moat_cpi2_victims_total", "counter",
+	       "Times an LC group became a CPI² victim.");
+	fprintf(f, "moat_cpi2_victims_total %llu\n", d->cpi2_victims);
 	blame(f, d);
 	hints_write_metrics(d, f);
 	free_labels(d);

@@ -17,6 +17,8 @@
 #include "control.h"
 #include "journal.h"
 #include "rqlat_bpf.h"
+#include "cpi2.h"
+#include "pmu_bpf.h"
 
 #define MOATD_MAX_RULES		64
 #define MOAT_VERSION		"0.1.0"
@@ -34,6 +36,7 @@ struct group_window {
 	double cpu_pressure_pct;	/* share of the window some task stalled */
 	double memory_pressure_pct;
 	double memory_bytes;		/* at the window's end */
+	double cpi, llc_mpki;		/* cpi.c: counters over the window */
 };
 
 #define GROUP_HISTORY	16
@@ -82,6 +85,14 @@ struct moatd_group {
 	unsigned int rqlat_p99_target_us;	/* 0: the class's */
 	struct moat_ctl_limit lim[MOAT_RES_NR];
 	unsigned long long throttles;	/* steps down taken */
+	/* cpi.c */
+	__u64 pmu_last[MOAT_PMU_EVENTS];	/* cumulative, at the last read */
+	bool pmu_valid;
+	double win_pmu[MOAT_PMU_EVENTS];	/* growth over the window */
+	double agg[MOAT_PMU_EVENTS + 1];	/* a unit's, summed; [last]: CPUs */
+	struct moat_cpi2_lc *cpi2_lc;		/* an LC unit's detector */
+	struct moat_cpi2_be *cpi2_be;		/* a BE unit's usage */
+	char cpi2_suspects[256];
 };
 
 /* The controller's knobs (Documentation/enforce.rst). */
@@ -176,6 +187,14 @@ struct moatd {
 	struct kube *kube;
 	unsigned int kube_publish, kube_interval_ms, kube_untaint_s;
 	unsigned int kube_change_pct, kube_resync_s;
+	/* cpi.c */
+	struct moat_pmu *pmu;
+	char pmu_event[MOAT_PMU_EVENTS][64];	/* cycles, instructions, LLC */
+	int pmu_slot[MOAT_PMU_EVENTS];		/* -1: not counted */
+	unsigned int cpi2_k_tenths, cpi2_alpha_pct, cpi2_min_cpus_pct;
+	unsigned int cpi2_min_windows, cpi2_outliers, cpi2_horizon;
+	unsigned int cpi2_corr_windows, cpi2_min_corr_pct;
+	unsigned long long cpi2_windows, cpi2_victims;
 	struct timespec last_observe;
 };
 
@@ -278,6 +297,16 @@ struct kube_hints {
 	char *json;			/* /hints without its time: to free */
 };
 int hints_for_kube(struct moatd *d, struct kube_hints *out);
+
+/* cpi.c */
+int cpi_add_knobs(struct moatd *d);
+int cpi_add_group_knobs(struct moatd *d, struct moatd_group *g);
+/* Open the counters named by the pmu/ knobs; without them, go on. */
+void cpi_open(struct moatd *d);
+void cpi_close(struct moatd *d);
+/* Each period, after groups_observe(): counters, CPI, CPI² detection. */
+void cpi_cycle(struct moatd *d);
+void cpi_free_group(struct moatd_group *g);
 
 /* kube.c */
 struct kube;

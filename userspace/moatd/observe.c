@@ -220,6 +220,7 @@ static void observe_group(struct moatd *d, struct moatd_group *g, double secs)
 	moat_hist_delta(&win, &c.rqlat, &g->last.rqlat);
 	g->win_hist = win;
 	w->rqlat_count = win.count;
+	w->cpi = w->llc_mpki = NAN;	/* cpi.c's, after this */
 	w->rqlat_p50_us = percentile_us(&win, 0.5);
 	w->rqlat_p99_us = percentile_us(&win, 0.99);
 	w->rqlat_p999_us = percentile_us(&win, 0.999);
@@ -298,6 +299,8 @@ static const struct {
 	{ "cpu_pressure_pct", offsetof(struct group_window, cpu_pressure_pct), 2 },
 	{ "memory_pressure_pct", offsetof(struct group_window, memory_pressure_pct), 2 },
 	{ "memory_bytes", offsetof(struct group_window, memory_bytes), 0 },
+	{ "cpi", offsetof(struct group_window, cpi), 3 },
+	{ "llc_mpki", offsetof(struct group_window, llc_mpki), 3 },
 };
 
 static int field_of(const struct moat_knob *k)
