@@ -675,13 +675,25 @@ static long long nr_throttled(const struct tcg *cg)
 	return n;
 }
 
-/* Whether @throttle is "cpu_prio=idle cpu=<under @cpus> ...". */
-static bool quota_under(const char *throttle, double cpus)
+/*
+ * The CPU priority's floor moatd uses: "idle", or the least weight where
+ * enforce/cpu_idle is off.
+ */
+static const char *prio_floor(void)
 {
-	const char *p = "cpu_prio=idle cpu=";
-	char *end;
+	cr_assert_eq(ctl(out, err, "get", "enforce/cpu_idle", NULL), 0, "%s", err);
+	if (!strcmp(out, "1\n"))
+		return "idle";
+	return tcg_hierarchy()->v2 ? "1" : "0.195";
+}
+
+/* Whether @throttle is "cpu_prio=<@floor> cpu=<under @cpus> ...". */
+static bool quota_under(const char *throttle, const char *floor, double cpus)
+{
+	char p[64], *end;
 	double v;
 
+	snprintf(p, sizeof(p), "cpu_prio=%s cpu=", floor);
 	if (strncmp(throttle, p, strlen(p)))
 		return false;
 	v = strtod(throttle + strlen(p), &end);
@@ -698,30 +710,34 @@ static void set_runtime(const char *knob, const char *val)
 
 /*
  * A violation that lasts (a 1 us target) walks the whole CPU chain: the
- * hog's weight, then cpu.idle, then a quota that the kernel enforces, as
- * cpu.stat's nr_throttled shows; SIGTERM puts every file back.
+ * hog's weight, then cpu.idle (unless enforce/cpu_idle is off), then a
+ * quota that the kernel enforces, as cpu.stat's nr_throttled shows;
+ * SIGTERM puts every file back.
  */
 Test(moatd, a_lasting_violation_walks_weight_idle_then_quota)
 {
 	char file[PATH_MAX + 16], buf[64];
+	const char *floor;
 	long long t0, t1;
 	int i;
 
 	contend("enforce");
+	floor = prio_floor();
 	set_runtime("lc/rqlat_p99_target_us", "1");
 	for (i = 0; i < 100; i++) {
 		cr_assert_eq(ctl(out, err, "get", "groups/batch.batch-hog/throttle",
 				 NULL), 0);
 		/* under what the hog uses, or it is never throttled */
-		if (quota_under(out, 0.5))
+		if (quota_under(out, floor, 0.5))
 			break;
 		sleep_ms(100);
 	}
 	cr_log_info("weight, idle and quota after ~%d x 100 ms: %s", i, out);
-	cr_assert(quota_under(out, 0.5), "not at idle and a quota: %s", out);
+	cr_assert(quota_under(out, floor, 0.5), "not at cpu_prio=%s and a quota: %s",
+		  floor, out);
 	snprintf(file, sizeof(file), "%s/cpu.idle", be_cg.dir);
 	cr_assert_eq(moat_kfile_read(file, buf, sizeof(buf)), 0);
-	cr_expect_str_eq(buf, "1");
+	cr_expect_str_eq(buf, strcmp(floor, "idle") ? "0" : "1");
 	snprintf(file, sizeof(file), "%s/%s", be_cg.dir,
 		 tcg_hierarchy()->v2 ? "cpu.weight" : "cpu.shares");
 	cr_assert_eq(moat_kfile_read(file, buf, sizeof(buf)), 0);

@@ -22,7 +22,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 O=${O:-$top/build}
 O=$(cd "$O" && pwd)
 work="$O/vmtest"
-TIMEOUT=${VMTEST_TIMEOUT:-600}
+TIMEOUT=${VMTEST_TIMEOUT:-300}
 BINS="moatd moatctl moat-rqlat selftests/moat-selftests"
 
 die() { echo "vmtest.sh: $*" >&2; exit 2; }

@@ -253,14 +253,16 @@ static void blame_matrix(struct moatd *d, struct moatd_group **by_cgid,
 
 static struct moat_ctl_params params(const struct moatd *d)
 {
+	/* The least weight: v2 1, v1 2 shares; under it, cpu.idle. */
+	double least = d->cpu->v2 ? 1 : 200.0 / 1024;
 	struct moat_ctl_params p = {
 		.floor_min = {
-			[MOAT_RES_CPU_PRIO] = 0,	/* cpu.idle */
+			/* cpu.idle, where enforce/cpu_idle allows it */
+			[MOAT_RES_CPU_PRIO] = d->ek.cpu_idle ? 0 : least,
 			[MOAT_RES_CPU] = 0.01,		/* the kernel's 1 ms quota */
 			[MOAT_RES_MEMORY] = 16 << 20,
 		},
-		/* The least weight: v2 1, v1 2 shares; under it, cpu.idle. */
-		.snap_below = { [MOAT_RES_CPU_PRIO] = d->cpu->v2 ? 1 : 200.0 / 1024 },
+		.snap_below = { [MOAT_RES_CPU_PRIO] = least },
 		.slack_pct = d->ek.slack_pct,
 		.min_effect_pct = d->ek.min_effect_pct,
 		.release_periods = d->ek.release_periods,
@@ -574,6 +576,7 @@ int enforce_add_knobs(struct moatd *d)
 		U32("enforce/culprits", 1, 64, &ek->culprits),
 		U32("enforce/min_waits", 1, 1000000, &ek->min_waits),
 		U32("enforce/cpu_priority", 0, 1, &ek->cpu_priority),
+		U32("enforce/cpu_idle", 0, 1, &ek->cpu_idle),
 		U32("enforce/cpu_prio_decrease_pct", 1, 99, &prio->decrease_pct),
 		U32("enforce/cpu_prio_increase_pct", 1, 100, &prio->increase_pct),
 		U32("enforce/cpu_prio_cooldown_periods", 0, 100, &prio->cooldown),
@@ -605,7 +608,7 @@ int enforce_add_knobs(struct moatd *d)
 		.memory_pressure_target_pct = 10,
 		.slack_pct = 50, .min_effect_pct = 10, .release_periods = 6,
 		.culprits = 2,
-		.min_waits = 20, .cpu_priority = 1,
+		.min_waits = 20, .cpu_priority = 1, .cpu_idle = 1,
 		.step = {
 			[MOAT_RES_CPU_PRIO] = { .decrease_pct = 90, .increase_pct = 10,
 						.min_pct = 0, .cooldown = 0,

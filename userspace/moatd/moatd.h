@@ -102,6 +102,7 @@ struct enforce_knobs {
 	unsigned int slack_pct, min_effect_pct, release_periods, culprits;
 	unsigned int min_waits;		/* for a p99 that means anything */
 	unsigned int cpu_priority;	/* 0: never cpu.weight or cpu.idle */
+	unsigned int cpu_idle;		/* 0: the least weight is the floor */
 	struct moat_ctl_step step[MOAT_RES_NR];
 };
 
