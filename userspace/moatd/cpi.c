@@ -189,7 +189,6 @@ static void detect(struct moatd *d)
 	bes = malloc(d->nr_groups * sizeof(*bes));
 	if (!lcu || !beu || !bes)
 		goto out;
-	enforce_find_units(d);
 	for (i = 0; i < d->nr_groups; i++)
 		for (r = 0; r <= MOAT_PMU_EVENTS; r++)
 			d->groups[i]->agg[r] = 0;

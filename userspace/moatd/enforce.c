@@ -442,7 +442,7 @@ static void fill_be(struct moatd *d, struct moatd_group *u, struct moat_ctl_be *
 void enforce_cycle(struct moatd *d)
 {
 	size_t n = d->nr_groups, nlc = 0, nbe = 0, i;
-	struct moatd_group **by_dir, **by_cgid, **lcu, **beu;
+	struct moatd_group **by_cgid, **lcu, **beu;
 	struct moat_rqlat_hist *waits;
 	struct moat_ctl_params p;
 	struct moat_ctl_lc *lc;
@@ -452,7 +452,6 @@ void enforce_cycle(struct moatd *d)
 
 	if (d->mode != MOATD_ENFORCE || !n)
 		return;
-	by_dir = malloc(n * sizeof(*by_dir));
 	by_cgid = malloc(n * sizeof(*by_cgid));
 	lcu = malloc(n * sizeof(*lcu));
 	beu = malloc(n * sizeof(*beu));
@@ -460,19 +459,19 @@ void enforce_cycle(struct moatd *d)
 	lc = calloc(n + 1, sizeof(*lc));
 	be = calloc(n, sizeof(*be));
 	blame = NULL;
-	if (!by_dir || !by_cgid || !lcu || !beu || !waits || !lc || !be) {
+	if (!by_cgid || !lcu || !beu || !waits || !lc || !be) {
 		pr_warn("enforce: out of memory: no decision this period");
 		goto out;
 	}
-	memcpy(by_dir, d->groups, n * sizeof(*by_dir));
 	memcpy(by_cgid, d->groups, n * sizeof(*by_cgid));
-	find_units(by_dir, n);
 	qsort(by_cgid, n, sizeof(*by_cgid), cmp_cgid);
 
 	for (i = 0; i < n; i++) {
 		struct moatd_group *g = d->groups[i];
 
 		g->ctl_idx = -1;
+		if (!g->unit)		/* enforce_find_units() ran out of memory */
+			g->unit = g;
 		if (g->unit != g)
 			continue;
 		if (g->class == MOAT_CLASS_LC) {
@@ -532,7 +531,6 @@ void enforce_cycle(struct moatd *d)
 		}
 	}
 out:
-	free(by_dir);
 	free(by_cgid);
 	free(lcu);
 	free(beu);

@@ -75,7 +75,7 @@ static double lc_ratio(const struct moatd *d, const struct moatd_group *g,
 	return t ? g->win.rqlat_wp99_us / t : NAN;
 }
 
-/* Set by enforce_find_units(), at the top of compute(). */
+/* Units are set once a cycle (enforce_find_units()); a group new since: one. */
 static bool is_unit(const struct moatd_group *g)
 {
 	return !g->unit || g->unit == g;
@@ -87,7 +87,6 @@ static void compute(struct moatd *d, struct hints *h)
 	size_t i;
 
 	memset(h, 0, sizeof(*h));
-	enforce_find_units(d);	/* in observe mode no cycle sets them */
 	h->ncpus = sysconf(_SC_NPROCESSORS_ONLN);
 	h->node_cpus = d->node.cpu_usage;
 	meminfo(&h->mem_total, &avail);

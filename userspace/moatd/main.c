@@ -349,6 +349,8 @@ static void cycle(struct moatd *d)
 	}
 	node_observe(d);
 	groups_observe(d);
+	if (enforce_find_units(d))
+		pr_warn("out of memory: the groups' units are as they were");
 	cpi_cycle(d);
 	enforce_cycle(d);
 	kube_cycle(d);

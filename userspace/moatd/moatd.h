@@ -232,7 +232,10 @@ int enforce_add_knobs(struct moatd *d);
 int enforce_add_group_knobs(struct moatd *d, struct moatd_group *g);
 /* One period's decisions and writes; in observe mode, none. */
 void enforce_cycle(struct moatd *d);
-/* Set each group's unit (a pod, or a rule's cgroup), as a cycle does. */
+/*
+ * Set each group's unit (a pod, or a rule's cgroup): once a cycle, after
+ * the rescan, for everything after it (cpi.c, enforce.c, hints.c).
+ */
 int enforce_find_units(struct moatd *d);
 /* Put back every value moatd changed; @why goes to the log. */
 int enforce_restore_all(struct moatd *d, const char *why);
