@@ -1571,7 +1571,16 @@ Test(moatd, node_hints_reach_a_stub_api_server)
 	set_runtime("lc/rqlat_p99_target_us", "10000000");
 	cr_expect(wait_stub("PATCH", "/api/v1/nodes/test-node", "other.io/maintenance",
 			    "moat.io/interference", &r, 15000), "the taint stayed");
+
+	/* Stopping withdraws what moatd put there; the other taint stays. */
 	stop(&daemon_pid);
+	cr_expect(stub_seen("PATCH", "/api/v1/nodes/test-node/status",
+			    "\"moat.io/be-cpu\":null", NULL, &r),
+		  "the extended resources stayed after moatd stopped");
+	cr_expect(stub_seen("PATCH", "/api/v1/nodes/test-node", "\"moat.io/hints\":null",
+			    "moat.io/interference", &r) &&
+		  strstr(r.body, "other.io/maintenance"),
+		  "the annotation stayed after moatd stopped");
 	MHD_stop_daemon(api);
 	free(cert);
 	free(key);

@@ -10,6 +10,9 @@
  *    kube/untaint_s seconds;
  *  - the annotation "moat.io/hints": the /hints document.
  *
+ * All three are withdrawn when moatd stops publishing (it stops, or
+ * kube/publish goes to 0).
+ *
  * In-cluster configuration, as client-go's: the API server at
  * https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT, the service
  * account's token (re-read for every request: bound tokens rotate) and CA
@@ -34,6 +37,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,7 +329,9 @@ static int patch_node(struct kube *k, const struct kube_state *s)
 	    json_object_object_get_ex(meta, "resourceVersion", &rv))
 		json_object_object_add(pm, "resourceVersion", json_object_get(rv));
 	ann = json_object_new_object();
-	json_object_object_add(ann, "moat.io/hints", json_object_new_string(s->hints));
+	/* no hints: withdraw the annotation (null, in a merge patch) */
+	json_object_object_add(ann, "moat.io/hints",
+			       s->hints ? json_object_new_string(s->hints) : NULL);
 	json_object_object_add(pm, "annotations", ann);
 	json_object_object_add(patch, "metadata", pm);
 	ps = json_object_new_object();
@@ -399,7 +405,9 @@ int kube_open(struct moatd *d)
 	const char *host = getenv("KUBERNETES_SERVICE_HOST");
 	const char *port = getenv("KUBERNETES_SERVICE_PORT");
 	const char *node = getenv("NODE_NAME"), *sa = getenv("MOAT_KUBE_SA_DIR");
+	sigset_t all, old;
 	struct kube *k;
+	int err;
 
 	if (!d->kube_publish)
 		return 0;
@@ -424,7 +432,15 @@ int kube_open(struct moatd *d)
 	}
 	pthread_mutex_init(&k->lock, NULL);
 	pthread_cond_init(&k->cond, NULL);
-	if (pthread_create(&k->thread, NULL, worker, k)) {
+	/*
+	 * The thread takes no signal: SIGTERM must reach moatd's signalfd,
+	 * which puts back what it changed, not kill the process from here.
+	 */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	err = pthread_create(&k->thread, NULL, worker, k);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
 		pr_err("kube: no thread for the API server's requests");
 		free(k);
 		return -EAGAIN;
@@ -432,6 +448,39 @@ int kube_open(struct moatd *d)
 	pr_info("kube: hints go to node %s through %s", k->node, k->server);
 	d->kube = k;
 	return 0;
+}
+
+/*
+ * What moatd put on the node goes when it stops publishing: the taint,
+ * the annotation (null) and the extended resources (null), so that a
+ * node without moatd is not left tainted or offering BE capacity nobody
+ * measures.  Best effort: an error is logged, and the next moatd to
+ * publish sets them all again.
+ */
+static void withdraw(struct kube *k)
+{
+	struct kube_state none = { .be_cpu_milli = -1, .be_memory = -1 };
+	char path[400], *resp;
+	long status;
+	bool gone = true;
+
+	if (patch_node(k, &none)) {
+		pr_warn("kube: node %s: the taint and annotation stay", k->node);
+		gone = false;
+	}
+	snprintf(path, sizeof(path), "/api/v1/nodes/%s/status", k->node);
+	status = request(k, "PATCH", path, "application/merge-patch+json",
+			 "{\"status\":{\"capacity\":{\"moat.io/be-cpu\":null,\"moat.io/be-memory\":null},"
+			 "\"allocatable\":{\"moat.io/be-cpu\":null,\"moat.io/be-memory\":null}}}",
+			 &resp);
+	if (!ok(status)) {
+		log_status("withdraw the extended resources", status, resp);
+		gone = false;
+	}
+	free(resp);
+	if (gone)
+		pr_info("kube: node %s: moat's taint, annotation and extended resources withdrawn",
+			k->node);
 }
 
 void kube_close(struct moatd *d)
@@ -445,6 +494,8 @@ void kube_close(struct moatd *d)
 	pthread_cond_signal(&k->cond);
 	pthread_mutex_unlock(&k->lock);
 	pthread_join(k->thread, NULL);
+	if (k->sent_valid || k->errors)
+		withdraw(k);
 	state_free(&k->want);
 	state_free(&k->sent);
 	free(k);	/* libcurl stays loaded: publishing may start again */
