@@ -291,10 +291,22 @@ static int show_victims(const struct moat_knob *k, char *buf, size_t len)
 	return snprintf(buf, len, "%llu", d->cpi2_victims) >= (int)len ? -EOVERFLOW : 0;
 }
 
+/* The events are opened at start: a later value waits for the next. */
+static void store_event(const struct moat_knob *k, unsigned int u,
+			const char *val)
+{
+	struct moatd *d = k->owner;
+
+	snprintf(k->data, k->str_max, "%s", val);
+	if (d->started)
+		pr_info("%s = '%s': counted from moatd's next start", k->path, val);
+}
+
 int cpi_add_knobs(struct moatd *d)
 {
 #define EV(p, i) { .path = p, .type = MOAT_KNOB_STRING, .writable = true, \
 		   .data = d->pmu_event[i], .str_max = sizeof(d->pmu_event[i]), \
+		   .store = store_event, \
 		   .expects = "a libpfm4 event name, read at start; '' for none" }
 #define U32(p, lo, hi, v) { .path = p, .type = MOAT_KNOB_U32, .writable = true, \
 			    .min = lo, .max = hi, .data = v }
