@@ -65,7 +65,7 @@ Test(control, violation_throttles_the_most_blamed_be_group_first)
 	struct moat_ctl_be be[3] = { be_using(1), be_using(1), be_using(1) };
 	double blame[3] = { 10, 900, 0 };
 
-	moat_control_step(&p, &st, &lc, 1, blame, be, 3);
+	moat_control_step(&p, &st, &lc, 1, blame, NULL, be, 3);
 	cr_assert(st.violated[MOAT_RES_CPU_PRIO]);
 	cr_assert_eq(be[1].action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
 	cr_assert_eq(be[1].cause[MOAT_RES_CPU], 0);
@@ -77,7 +77,7 @@ Test(control, violation_throttles_the_most_blamed_be_group_first)
 	/* Still violated: culprits = 1 per LC group, the next in blame order
 	 * only once the first can take no step; with 2, both at once. */
 	p.culprits = 2;
-	moat_control_step(&p, &st, &lc, 1, blame, be, 3);
+	moat_control_step(&p, &st, &lc, 1, blame, NULL, be, 3);
 	cr_assert_float_eq(be[1].lim[MOAT_RES_CPU].limit, 0.25, 1e-9);
 	cr_assert_eq(be[0].action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
 	cr_assert_eq(be[2].action[MOAT_RES_CPU], MOAT_CTL_NONE,
@@ -94,7 +94,7 @@ Test(control, floor_bounds_the_throttling)
 	int i;
 
 	for (i = 0; i < 10; i++)
-		moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+		moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	/* 20% of the 2 CPUs it used when first throttled. */
 	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.4, 1e-9);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE,
@@ -104,7 +104,7 @@ Test(control, floor_bounds_the_throttling)
 
 	/* An absolute floor under a tiny reference. */
 	be = be_using(0.001);
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.01, 1e-9);
 }
 
@@ -117,13 +117,13 @@ Test(control, step_down_starts_from_usage_and_a_finite_original)
 	double blame = 100;
 
 	be.orig[MOAT_RES_CPU] = 2;	/* its own cpu.max is 2 CPUs */
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	cr_assert_float_eq(be.lim[MOAT_RES_CPU].ref, 2, 1e-9);
 	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 1, 1e-9);
 
 	/* It now uses less than its limit: the next step is from usage. */
 	be.usage[MOAT_RES_CPU] = 0.6;
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.4, 1e-9);
 }
 
@@ -136,23 +136,23 @@ Test(control, release_after_sustained_slack_back_to_the_original)
 	double blame = 100, limit;
 	int i;
 
-	moat_control_step(&p, &st, &bad, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &bad, 1, &blame, NULL, &be, 1);
 	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.5, 1e-9);
 
 	/* Slack for release_periods - 1 periods: nothing moves yet. */
 	for (i = 0; i < 2; i++) {
-		moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
+		moat_control_step(&p, &st, &calm, 1, &blame, NULL, &be, 1);
 		cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE);
 	}
 	/* Then one additive step per period: 0.5 -> 0.75 -> restored. */
-	moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &calm, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_RELEASE);
 	limit = be.lim[MOAT_RES_CPU].limit;
 	cr_assert_float_eq(limit, 0.75, 1e-9);
-	moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &calm, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_RESTORE);
 	cr_assert(isinf(be.lim[MOAT_RES_CPU].limit));
-	moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &calm, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE);
 }
 
@@ -166,20 +166,20 @@ Test(control, between_slack_and_target_holds)
 	double blame = 100;
 	int i;
 
-	moat_control_step(&p, &st, &bad, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &bad, 1, &blame, NULL, &be, 1);
 	for (i = 0; i < 10; i++) {
-		moat_control_step(&p, &st, &near, 1, &blame, &be, 1);
+		moat_control_step(&p, &st, &near, 1, &blame, NULL, &be, 1);
 		cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE);
 	}
 	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.5, 1e-9);
 	/* A period in the band restarts the count of slack periods. */
-	moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
-	moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
-	moat_control_step(&p, &st, &near, 1, &blame, &be, 1);
-	moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
-	moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &calm, 1, &blame, NULL, &be, 1);
+	moat_control_step(&p, &st, &calm, 1, &blame, NULL, &be, 1);
+	moat_control_step(&p, &st, &near, 1, &blame, NULL, &be, 1);
+	moat_control_step(&p, &st, &calm, 1, &blame, NULL, &be, 1);
+	moat_control_step(&p, &st, &calm, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE);
-	moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &calm, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_RELEASE);
 }
 
@@ -193,11 +193,11 @@ Test(control, unmeasured_signals_neither_violate_nor_block_release)
 	double blame = 100;
 	int i;
 
-	moat_control_step(&p, &st, &untargeted, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &untargeted, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE, "no target: no violation");
-	moat_control_step(&p, &st, &bad, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &bad, 1, &blame, NULL, &be, 1);
 	for (i = 0; i < 3; i++)
-		moat_control_step(&p, &st, &idle, 1, &blame, &be, 1);
+		moat_control_step(&p, &st, &idle, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_RELEASE);
 }
 
@@ -210,13 +210,13 @@ Test(control, cooldown_spaces_the_steps_down)
 	double blame = 100;
 
 	p.step[MOAT_RES_CPU].cooldown = 2;
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE);
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE);
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
 	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 1, 1e-9);
 }
@@ -230,7 +230,7 @@ Test(control, worst_lc_group_picks_its_culprit_first)
 	/* Both LC groups blame BE 0 most; LC 1 is worse and claims it. */
 	double blame[4] = { 50, 10, 80, 20 };
 
-	moat_control_step(&p, &st, lc, 2, blame, be, 2);
+	moat_control_step(&p, &st, lc, 2, blame, NULL, be, 2);
 	cr_assert_eq(be[0].cause[MOAT_RES_CPU], 1);
 	cr_assert_eq(be[1].cause[MOAT_RES_CPU], 0,
 		     "each BE group takes one step a period; LC 0 gets the next");
@@ -248,7 +248,7 @@ Test(control, memory_pressure_steps_memory_high_of_the_largest_user)
 	be[0].usage[MOAT_RES_MEMORY] = 100 << 20;
 	be[1].usage[MOAT_RES_MEMORY] = 400 << 20;
 	lc.value[MOAT_SIG_MEMORY_PRESSURE] = 30;	/* target 10 */
-	moat_control_step(&p, &st, &lc, 1, blame, be, 2);
+	moat_control_step(&p, &st, &lc, 1, blame, NULL, be, 2);
 	cr_assert(st.violated[MOAT_RES_MEMORY]);
 	cr_assert(!st.violated[MOAT_RES_CPU_PRIO]);
 	cr_assert_eq(be[1].action[MOAT_RES_MEMORY], MOAT_CTL_THROTTLE);
@@ -259,14 +259,14 @@ Test(control, memory_pressure_steps_memory_high_of_the_largest_user)
 	/* Never below 70% of the usage it had when first stepped. */
 	for (i = 0; i < 20; i++) {
 		be[1].usage[MOAT_RES_MEMORY] = be[1].lim[MOAT_RES_MEMORY].limit;
-		moat_control_step(&p, &st, &lc, 1, blame, be, 2);
+		moat_control_step(&p, &st, &lc, 1, blame, NULL, be, 2);
 	}
 	cr_assert_float_eq(be[1].lim[MOAT_RES_MEMORY].limit, 280.0 * (1 << 20), 1);
 
 	/* Memory unknown (cgroup v1): nothing to step. */
 	be[0] = be_using(1);
 	be[1] = be_using(1);
-	moat_control_step(&p, &st, &lc, 1, blame, be, 2);
+	moat_control_step(&p, &st, &lc, 1, blame, NULL, be, 2);
 	cr_assert_eq(be[0].action[MOAT_RES_MEMORY], MOAT_CTL_NONE);
 	cr_assert_eq(be[1].action[MOAT_RES_MEMORY], MOAT_CTL_NONE);
 }
@@ -284,13 +284,13 @@ Test(control, cpu_priority_comes_before_the_quota)
 
 	be.orig[MOAT_RES_CPU_PRIO] = 100;
 	for (i = 0; i < 3; i++) {
-		moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+		moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 		cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_THROTTLE, "step %u", i);
 		cr_assert_float_eq(be.lim[MOAT_RES_CPU_PRIO].limit, want[i], 1e-9);
 		cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE);
 		cr_assert(isinf(be.lim[MOAT_RES_CPU].limit));
 	}
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_NONE, "idle is the floor");
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
 	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.5, 1e-9);
@@ -306,13 +306,13 @@ Test(control, a_priority_step_in_cooldown_holds_the_quota_back)
 
 	be.orig[MOAT_RES_CPU_PRIO] = 100;
 	p.step[MOAT_RES_CPU_PRIO].cooldown = 1;
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_THROTTLE);
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_NONE);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE,
 		     "the quota moved before the weight's effect was seen");
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_THROTTLE);
 }
 
@@ -327,14 +327,14 @@ Test(control, a_step_under_the_least_weight_goes_to_idle)
 
 	p.snap_below[MOAT_RES_CPU_PRIO] = 200.0 / 1024;
 	be.orig[MOAT_RES_CPU_PRIO] = 200.0 / 1024;	/* kubelet's 2 shares */
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_THROTTLE);
 	cr_assert_eq(be.lim[MOAT_RES_CPU_PRIO].limit, 0);
 
 	/* Already idle: no priority step left, the quota is next. */
 	be = be_using(1);
 	be.orig[MOAT_RES_CPU_PRIO] = 0;
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_NONE);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
 }
@@ -350,23 +350,23 @@ Test(control, slack_releases_the_quota_before_the_priority)
 
 	be.orig[MOAT_RES_CPU_PRIO] = 100;
 	for (i = 0; i < 4; i++)
-		moat_control_step(&p, &st, &bad, 1, &blame, &be, 1);
+		moat_control_step(&p, &st, &bad, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.lim[MOAT_RES_CPU_PRIO].limit, 0);
 	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.5, 1e-9);
 	for (i = 0; i < 3; i++)
-		moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
+		moat_control_step(&p, &st, &calm, 1, &blame, NULL, &be, 1);
 	/* 0.5 -> 0.75 -> restored, the priority still idle meanwhile */
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_RELEASE);
 	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_NONE);
-	moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &calm, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_RESTORE);
 	cr_assert_eq(be.lim[MOAT_RES_CPU_PRIO].limit, 0);
 	/* then the priority: idle -> the least weight -> 11 ... -> 100 */
-	moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &calm, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_RELEASE);
 	cr_assert_float_eq(be.lim[MOAT_RES_CPU_PRIO].limit, 1, 1e-9);
 	for (i = 0; i < 20 && be.action[MOAT_RES_CPU_PRIO] == MOAT_CTL_RELEASE; i++)
-		moat_control_step(&p, &st, &calm, 1, &blame, &be, 1);
+		moat_control_step(&p, &st, &calm, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_RESTORE);
 	cr_assert_eq(i, 10, "10% of the reference a period: 1 -> 91, then 100");
 	cr_assert(isinf(be.lim[MOAT_RES_CPU_PRIO].limit));
@@ -389,13 +389,13 @@ Test(control, a_step_that_did_not_help_is_undone_and_backed_off)
 	lc.id = 42;
 	p.min_effect_pct = 10;
 	p.step[MOAT_RES_CPU].backoff = 4;
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
 	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.5, 1e-9);
 
 	/* It helped (5x -> 3x over target): kept, the next one taken. */
 	lc.value[MOAT_SIG_RQLAT_P99] = 3000;
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
 	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.25, 1e-9);
 
@@ -403,12 +403,12 @@ Test(control, a_step_that_did_not_help_is_undone_and_backed_off)
 	 * the BE group): back to 0.5, then left alone. */
 	lc.value[MOAT_SIG_RQLAT_P99] = 2800;
 	blame = 10;
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_UNDO);
 	cr_assert_eq(be.cause[MOAT_RES_CPU], 0);
 	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.5, 1e-9);
 	for (quiet = 0; quiet < 20; quiet++) {
-		moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+		moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 		if (be.action[MOAT_RES_CPU] != MOAT_CTL_NONE)
 			break;
 	}
@@ -416,10 +416,10 @@ Test(control, a_step_that_did_not_help_is_undone_and_backed_off)
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
 
 	/* Useless again: undone, and the backoff doubles. */
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_UNDO);
 	for (i = 0; i < 20; i++) {
-		moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+		moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 		if (be.action[MOAT_RES_CPU] != MOAT_CTL_NONE)
 			break;
 	}
@@ -427,8 +427,8 @@ Test(control, a_step_that_did_not_help_is_undone_and_backed_off)
 
 	/* The first step undone: the original comes back. */
 	be = be_using(1);
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_UNDO);
 	cr_assert(isinf(be.lim[MOAT_RES_CPU].limit));
 	cr_assert_eq(be.lim[MOAT_RES_CPU].backoff, 4);
@@ -445,12 +445,12 @@ Test(control, a_useless_priority_step_moves_on_to_the_quota)
 
 	p.step[MOAT_RES_CPU_PRIO].backoff = 10;
 	be.orig[MOAT_RES_CPU_PRIO] = 100;
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	cr_assert_float_eq(be.lim[MOAT_RES_CPU_PRIO].limit, 10, 1e-9);
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_UNDO);
 	cr_assert(isinf(be.lim[MOAT_RES_CPU_PRIO].limit));
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_NONE);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
 }
@@ -466,20 +466,137 @@ Test(control, a_step_after_which_the_lc_group_is_worse_is_undone)
 
 	p.min_effect_pct = 10;
 	p.step[MOAT_RES_CPU].backoff = 4;
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
 	blame = 20;
 	lc.value[MOAT_SIG_RQLAT_P99] = 8000;
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_UNDO);
 
 	/* Within target after the step: it helped, whatever the blame. */
 	be = be_using(1);
 	lc.value[MOAT_SIG_RQLAT_P99] = 2000;
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	lc.value[MOAT_SIG_RQLAT_P99] = 900;
 	blame = 500;
-	moat_control_step(&p, &st, &lc, 1, &blame, &be, 1);
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE);
 	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.5, 1e-9);
+}
+
+/* A CPI² victim: run-queue latency within target, CPI over its threshold. */
+static struct moat_ctl_lc cpi_victim(double cpi, double threshold)
+{
+	struct moat_ctl_lc lc = lc_with(100, 1000);
+
+	lc.value[MOAT_SIG_CPI] = cpi;
+	lc.target[MOAT_SIG_CPI] = threshold;
+	return lc;
+}
+
+Test(control, a_cpi_victim_caps_its_most_correlated_suspect_not_its_priority)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc lc = cpi_victim(2.4, 1.6);
+	struct moat_ctl_be be[3] = { be_using(1), be_using(2), be_using(1) };
+	double blame[3] = { 0, 0, 0 }, suspect[3] = { 0.7, 0.9, 0 };
+
+	moat_control_step(&p, &st, &lc, 1, blame, suspect, be, 3);
+	cr_assert(st.violated[MOAT_RES_CPU]);
+	cr_assert_not(st.violated[MOAT_RES_CPU_PRIO]);
+	cr_assert_eq(be[1].action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
+	cr_assert_eq(be[1].chain[MOAT_RES_CPU], MOAT_RES_CPU);
+	cr_assert_eq(be[1].cause[MOAT_RES_CPU], 0);
+	cr_assert_float_eq(be[1].lim[MOAT_RES_CPU].limit, 1, 1e-9);
+	cr_assert_eq(be[1].action[MOAT_RES_CPU_PRIO], MOAT_CTL_NONE,
+		     "a cache antagonist's weight does not matter");
+	cr_assert_eq(be[0].action[MOAT_RES_CPU], MOAT_CTL_NONE, "culprits = 1");
+	cr_assert_eq(be[2].action[MOAT_RES_CPU], MOAT_CTL_NONE);
+
+	/* the next suspect once the first is at its floor; never a BE group
+	   whose usage does not correlate */
+	p.culprits = 3;
+	moat_control_step(&p, &st, &lc, 1, blame, suspect, be, 3);
+	cr_assert_eq(be[0].action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
+	cr_assert_eq(be[2].action[MOAT_RES_CPU], MOAT_CTL_NONE);
+}
+
+Test(control, a_cpi_victim_without_suspects_throttles_nothing)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc lc = cpi_victim(2.4, 1.6);
+	struct moat_ctl_be be = be_using(2);
+	double blame = 0, suspect = 0;
+
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
+	cr_assert(st.violated[MOAT_RES_CPU]);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE);
+	moat_control_step(&p, &st, &lc, 1, &blame, &suspect, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE);
+	cr_assert(isinf(be.lim[MOAT_RES_CPU].limit));
+}
+
+/*
+ * The quota is shared by two chains: slack in run-queue latency does not
+ * release a quota a CPI victim still needs; once it is no victim (no
+ * target), the quota comes back.
+ */
+Test(control, a_quota_for_a_cpi_victim_waits_for_its_slack_too)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc victim = cpi_victim(2.4, 1.6);
+	struct moat_ctl_lc held = cpi_victim(1.5, 1.6);	/* under, no slack */
+	struct moat_ctl_lc over = cpi_victim(NAN, 0);	/* no victim now */
+	struct moat_ctl_be be = be_using(2);
+	double blame = 0, suspect = 0.9;
+	int i;
+
+	moat_control_step(&p, &st, &victim, 1, &blame, &suspect, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
+	for (i = 0; i < 10; i++) {
+		moat_control_step(&p, &st, &held, 1, &blame, &suspect, &be, 1);
+		cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE,
+			     "released in period %d while the victim lasts", i);
+	}
+	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 1, 1e-9);
+	for (i = 0; i < 3 && be.action[MOAT_RES_CPU] == MOAT_CTL_NONE; i++)
+		moat_control_step(&p, &st, &over, 1, &blame, NULL, &be, 1);
+	cr_assert_eq(i, 3, "released after %d periods of slack, not 3", i);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_RELEASE);
+	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 1.5, 1e-9);
+}
+
+/* A CPI step is judged by CPI, not by the run-queue latency it left alone. */
+Test(control, a_cpu_step_for_cpi_that_did_not_lower_it_is_undone)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc victim = cpi_victim(2.4, 1.6);
+	struct moat_ctl_be be = be_using(2);
+	double blame = 0, suspect = 0.9;
+
+	p.min_effect_pct = 10;
+	p.step[MOAT_RES_CPU].cooldown = 1;
+	p.step[MOAT_RES_CPU].backoff = 5;
+	moat_control_step(&p, &st, &victim, 1, &blame, &suspect, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
+	moat_control_step(&p, &st, &victim, 1, &blame, &suspect, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE, "in cooldown");
+	moat_control_step(&p, &st, &victim, 1, &blame, &suspect, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_UNDO);
+	cr_assert_eq(be.chain[MOAT_RES_CPU], MOAT_RES_CPU);
+	cr_assert(isinf(be.lim[MOAT_RES_CPU].limit));
+
+	/* where CPI fell enough, the step stays */
+	be = be_using(2);
+	st = (struct moat_ctl_state){};
+	moat_control_step(&p, &st, &victim, 1, &blame, &suspect, &be, 1);
+	moat_control_step(&p, &st, &victim, 1, &blame, &suspect, &be, 1);
+	victim.value[MOAT_SIG_CPI] = 2.0;
+	moat_control_step(&p, &st, &victim, 1, &blame, &suspect, &be, 1);
+	cr_assert_neq(be.action[MOAT_RES_CPU], MOAT_CTL_UNDO);
+	cr_assert_lt(be.lim[MOAT_RES_CPU].limit, 1.5);
 }

@@ -10,6 +10,7 @@
 const enum moat_resource moat_signal_resource[MOAT_SIG_NR] = {
 	[MOAT_SIG_RQLAT_P99] = MOAT_RES_CPU_PRIO,
 	[MOAT_SIG_MEMORY_PRESSURE] = MOAT_RES_MEMORY,
+	[MOAT_SIG_CPI] = MOAT_RES_CPU,
 };
 
 const enum moat_resource moat_resource_next[MOAT_RES_NR] = {
@@ -21,6 +22,7 @@ const enum moat_resource moat_resource_next[MOAT_RES_NR] = {
 const char *const moat_signal_names[MOAT_SIG_NR] = {
 	[MOAT_SIG_RQLAT_P99] = "rqlat_wp99_us",
 	[MOAT_SIG_MEMORY_PRESSURE] = "memory_pressure_pct",
+	[MOAT_SIG_CPI] = "cpi",
 };
 
 const char *const moat_resource_names[MOAT_RES_NR] = {
@@ -35,14 +37,25 @@ const char *const moat_resource_names[MOAT_RES_NR] = {
 #define for_chain(r, head) \
 	for ((r) = (head); (r) < MOAT_RES_NR; (r) = moat_resource_next[r])
 
-enum moat_resource moat_chain_head(enum moat_resource r)
+bool moat_chain_has(enum moat_resource head, enum moat_resource r)
 {
-	unsigned int i;
+	enum moat_resource c;
 
-	for (i = 0; i < MOAT_RES_NR; i++)
-		if (moat_resource_next[i] == r)
-			return moat_chain_head(i);
-	return r;
+	for_chain(c, head)
+		if (c == r)
+			return true;
+	return false;
+}
+
+/* Whether some signal's chain starts at @r. */
+static bool is_head(enum moat_resource r)
+{
+	unsigned int s;
+
+	for (s = 0; s < MOAT_SIG_NR; s++)
+		if (moat_signal_resource[s] == r)
+			return true;
+	return false;
 }
 
 double moat_ctl_floor(const struct moat_ctl_params *p, enum moat_resource r,
@@ -127,12 +140,13 @@ static bool chain_step(const struct moat_ctl_params *p,
 }
 
 /*
- * The next culprit of LC group @i for the chain @head: most blamed (CPU)
- * or largest (memory) among the BE groups that can take a step this
- * period.  -1: none.
+ * The next culprit of an LC group for the chain @head: most blamed
+ * (run-queue latency), most correlated (CPI) or largest (memory) among
+ * the BE groups that can take a step this period.  @row: the LC group's
+ * row of the blame or suspect matrix.  -1: none.
  */
 static int next_culprit(const struct moat_ctl_params *p, enum moat_resource head,
-			const double *blame_row, struct moat_ctl_be *be,
+			const double *row, struct moat_ctl_be *be,
 			size_t nbe, enum moat_resource *rout,
 			struct moat_ctl_limit *out)
 {
@@ -143,7 +157,7 @@ static int next_culprit(const struct moat_ctl_params *p, enum moat_resource head
 	size_t j;
 
 	for (j = 0; j < nbe; j++) {
-		double key = head == MOAT_RES_MEMORY ? be[j].usage[head] : blame_row[j];
+		double key = row ? row[j] : be[j].usage[head];
 
 		if (!(key > best) || !chain_step(p, &be[j], head, &r, &l))
 			continue;
@@ -211,7 +225,7 @@ static void judge(const struct moat_ctl_params *p, enum moat_resource head,
 			unsigned int shift;
 			int i;
 
-			if (!(l->judge > 0) || l->cooldown)
+			if (!(l->judge > 0) || l->cooldown || l->head != head)
 				continue;
 			i = lc_by_id(lc, nlc, l->cause_id);
 			if (i < 0 || !(sev[i] > 0) || !p->step[r].backoff ||
@@ -232,15 +246,20 @@ static void judge(const struct moat_ctl_params *p, enum moat_resource head,
 							      .useless = l->useless };
 			be[j].action[r] = MOAT_CTL_UNDO;
 			be[j].cause[r] = i;
+			be[j].chain[r] = head;
 		}
 	}
 }
 
-/* With slack: release each BE group's last throttled resource of @head. */
+/*
+ * With slack: release each BE group's last throttled resource of @head,
+ * unless another chain that has it is not ready to release (@ready, by
+ * chain head).
+ */
 static void release(const struct moat_ctl_params *p, enum moat_resource head,
-		    struct moat_ctl_be *be, size_t nbe)
+		    const bool *ready, struct moat_ctl_be *be, size_t nbe)
 {
-	enum moat_resource r, last;
+	enum moat_resource r, last, h;
 	size_t j;
 
 	for (j = 0; j < nbe; j++) {
@@ -248,16 +267,28 @@ static void release(const struct moat_ctl_params *p, enum moat_resource head,
 		for_chain(r, head)
 			if (!isinf(be[j].lim[r].limit))
 				last = r;
-		if (last < MOAT_RES_NR && be[j].action[last] == MOAT_CTL_NONE)
-			step_up(p, &be[j], last);
+		if (last == MOAT_RES_NR || be[j].action[last] != MOAT_CTL_NONE)
+			continue;
+		for (h = 0; h < MOAT_RES_NR; h++)
+			if (is_head(h) && !ready[h] && moat_chain_has(h, last))
+				break;
+		if (h < MOAT_RES_NR)
+			continue;
+		step_up(p, &be[j], last);
+		be[j].chain[last] = head;
 	}
 }
 
-static void control_chain(const struct moat_ctl_params *p,
+/*
+ * Judge and step down the chain @head; true when it is ready to release
+ * (slack for long enough).  @key: the culprit matrix, NULL: by usage
+ * when @by_usage, else there is none.
+ */
+static bool control_chain(const struct moat_ctl_params *p,
 			  struct moat_ctl_state *st, enum moat_resource head,
 			  const struct moat_ctl_lc *lc, size_t nlc,
-			  const double *blame, struct moat_ctl_be *be,
-			  size_t nbe, double *sev)
+			  const double *key, bool by_usage,
+			  struct moat_ctl_be *be, size_t nbe, double *sev)
 {
 	bool all_slack = true, slack;
 	size_t i;
@@ -283,40 +314,45 @@ static void control_chain(const struct moat_ctl_params *p,
 				break;
 			s = sev[worst];
 			sev[worst] = 0;
-			for (n = 0; n < p->culprits; n++) {
+			for (n = 0; (key || by_usage) && n < p->culprits; n++) {
 				struct moat_ctl_limit l;
 				enum moat_resource r;
-				int c = next_culprit(p, head, blame + worst * nbe,
+				int c = next_culprit(p, head,
+						     key ? key + worst * nbe : NULL,
 						     be, nbe, &r, &l);
 
 				if (c < 0)
 					break;
 				l.judge = s;
 				l.cause_id = lc[worst].id;
+				l.head = head;
 				be[c].lim[r] = l;
 				be[c].action[r] = MOAT_CTL_THROTTLE;
 				be[c].cause[r] = worst;
+				be[c].chain[r] = head;
 			}
 		}
-		return;
+		return false;
 	}
 	if (!all_slack) {
 		st->slack_periods[head] = 0;
-		return;
+		return false;
 	}
 	if (st->slack_periods[head] < p->release_periods)
 		st->slack_periods[head]++;
-	if (st->slack_periods[head] >= p->release_periods)
-		release(p, head, be, nbe);
+	return st->slack_periods[head] >= p->release_periods;
 }
+
+
 
 void moat_control_step(const struct moat_ctl_params *p,
 		       struct moat_ctl_state *st,
 		       const struct moat_ctl_lc *lc, size_t nlc,
-		       const double *blame,
+		       const double *blame, const double *suspect,
 		       struct moat_ctl_be *be, size_t nbe)
 {
 	double *sev = calloc(nlc ? nlc : 1, sizeof(*sev));
+	bool ready[MOAT_RES_NR] = { false };
 	unsigned int r;
 	size_t j;
 
@@ -326,20 +362,30 @@ void moat_control_step(const struct moat_ctl_params *p,
 
 			be[j].action[r] = MOAT_CTL_NONE;
 			be[j].cause[r] = -1;
+			be[j].chain[r] = r;
 			if (l->cooldown)
 				l->cooldown--;
 			if (l->backoff)
 				l->backoff--;
 		}
 	for (r = 0; r < MOAT_RES_NR; r++) {
-		if (moat_chain_head(r) != r)
+		const double *key = r == MOAT_RES_CPU_PRIO ? blame :
+				    r == MOAT_RES_CPU ? suspect : NULL;
+
+		if (!is_head(r))
 			continue;
 		if (!sev) {		/* no memory: hold everything */
 			st->violated[r] = false;
 			st->slack_periods[r] = 0;
 			continue;
 		}
-		control_chain(p, st, r, lc, nlc, blame, be, nbe, sev);
+		ready[r] = control_chain(p, st, r, lc, nlc, key,
+					 r == MOAT_RES_MEMORY, be, nbe, sev);
 	}
+	/* after every chain's steps down: one that is violated holds back
+	   the release of what it shares */
+	for (r = 0; r < MOAT_RES_NR; r++)
+		if (ready[r])
+			release(p, r, ready, be, nbe);
 	free(sev);
 }

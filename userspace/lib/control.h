@@ -13,11 +13,20 @@
  * Each LC group has signals, each with a target, and each signal belongs
  * to a chain of resources that BE groups contend for when it goes bad:
  * run-queue latency to CPU priority, then CPU time; memory pressure to
- * memory.  A chain is tried in order: CPU priority (cpu.weight, then
- * cpu.idle) costs BE nothing while the LC groups sleep, a CPU quota
- * costs it throughput whatever they do.  More signals (CPI, LLC
- * occupancy) are rows in the signal table, and more resources (L3 ways,
- * memory bandwidth) are more limits per BE group and more chains.
+ * memory; CPI (a CPI² victim's, lib/cpi2.h) to CPU time.  A chain is
+ * tried in order: CPU priority (cpu.weight, then cpu.idle) costs BE
+ * nothing while the LC groups sleep, a CPU quota costs it throughput
+ * whatever they do.  A CPI victim's chain skips the priority: a cache or
+ * memory-bandwidth antagonist hurts from another CPU, whatever its
+ * weight; only less CPU time means fewer of its misses (CPI² caps the
+ * antagonist's CPU).  More signals (LLC occupancy) are rows in the
+ * signal table, and more resources (L3 ways, memory bandwidth) are more
+ * limits per BE group and more chains.
+ *
+ * Chains may share a resource (CPU time: run-queue latency's and CPI's).
+ * A limit remembers which chain stepped it last, and is judged by that
+ * chain's signals; it is released only when every chain it belongs to
+ * has had its slack.
  *
  * Per chain, every period:
  *  - violation: some LC group has a signal of the chain above its target.
@@ -26,9 +35,12 @@
  *    (1 - decrease), of the first resource of the chain that can take
  *    one: not at its floor, not backed off.  A BE group with a step of
  *    the chain still in cooldown waits for that step's effect instead.
- *    For CPU the culprits are the BE groups the LC group's waits were
- *    charged to this period, most blamed first; a BE group that took none
- *    of its waits is left alone.  For memory, the largest users first.
+ *    For run-queue latency the culprits are the BE groups the LC group's
+ *    waits were charged to this period, most blamed first; a BE group
+ *    that took none of its waits is left alone.  For CPI, the victim's
+ *    suspects, most correlated first; a BE group whose usage does not
+ *    correlate with its CPI is left alone.  For memory, the largest
+ *    users first.
  *  - judging: where a resource's `backoff` is set, each step down is
  *    judged once its cooldown is over.  It helped if the LC group it was
  *    for is now within its target, or min_effect_pct% less far over it.
@@ -62,10 +74,12 @@ enum moat_resource {
 enum moat_signal {
 	MOAT_SIG_RQLAT_P99,		/* us, time-weighted (hist.h) */
 	MOAT_SIG_MEMORY_PRESSURE,	/* % of the period some task stalled */
+	MOAT_SIG_CPI,			/* cycles per instruction; its target
+					   is set only while a CPI² victim */
 	MOAT_SIG_NR,
 };
 
-/* The first resource of each signal's chain. */
+/* The first resource of each signal's chain: a chain is named by it. */
 extern const enum moat_resource moat_signal_resource[MOAT_SIG_NR];
 /* The resource after each in its chain; MOAT_RES_NR: the last. */
 extern const enum moat_resource moat_resource_next[MOAT_RES_NR];
@@ -90,6 +104,7 @@ struct moat_ctl_limit {
 	unsigned long long cause_id;	/* that LC group's id */
 	unsigned int backoff;	/* periods left alone after a useless step */
 	unsigned int useless;	/* useless steps in a row */
+	enum moat_resource head; /* the chain that stepped it last */
 };
 
 enum moat_ctl_action {
@@ -107,6 +122,7 @@ struct moat_ctl_be {
 	struct moat_ctl_limit lim[MOAT_RES_NR];
 	enum moat_ctl_action action[MOAT_RES_NR];
 	int cause[MOAT_RES_NR];		/* the LC group (index) it was for */
+	enum moat_resource chain[MOAT_RES_NR];	/* the chain that decided */
 };
 
 struct moat_ctl_step {
@@ -141,20 +157,22 @@ struct moat_ctl_state {
 /**
  * moat_control_step() - decide one period.  @blame is an @nlc x @nbe
  * matrix (row per LC group) of the wait each BE group caused each LC
- * group this period, in ns.  Updates @be[].lim and sets @be[].action
- * and @be[].cause; updates @st.
+ * group this period, in ns; @suspect, the same shape, how well each BE
+ * group's CPU usage correlates with each LC group's CPI (0: not a
+ * suspect), or NULL: no suspects.  Updates @be[].lim and sets
+ * @be[].action, @be[].cause and @be[].chain; updates @st.
  */
 void moat_control_step(const struct moat_ctl_params *p,
 		       struct moat_ctl_state *st,
 		       const struct moat_ctl_lc *lc, size_t nlc,
-		       const double *blame,
+		       const double *blame, const double *suspect,
 		       struct moat_ctl_be *be, size_t nbe);
 
 /** moat_ctl_floor() - the least limit @l may be stepped down to. */
 double moat_ctl_floor(const struct moat_ctl_params *p, enum moat_resource r,
 		      const struct moat_ctl_limit *l);
 
-/** moat_chain_head() - the first resource of @r's chain. */
-enum moat_resource moat_chain_head(enum moat_resource r);
+/** moat_chain_has() - whether the chain @head has the resource @r. */
+bool moat_chain_has(enum moat_resource head, enum moat_resource r);
 
 #endif /* MOAT_CONTROL_H */

@@ -168,7 +168,7 @@ static void victim_changed(struct moatd *d, struct moatd_group *u,
 	}
 	d->cpi2_victims++;
 	pr_info("cpi2: lc group %s is a victim: CPI %.2f over %.2f (mean %.2f + %.1f sigma) in %u of its last %u windows; %s%s",
-		u->gid.id, u->win.cpi, moat_cpi2_threshold(p, u->cpi2_lc),
+		u->gid.id, u->cpi2_cpi, u->cpi2_threshold,
 		u->cpi2_lc->mean, p->k, p->outliers, p->horizon,
 		ns ? "suspects " : "no BE group's usage correlates: its own work changed?",
 		u->cpi2_suspects);
@@ -180,7 +180,8 @@ static void detect(struct moatd *d)
 	struct moat_cpi2_params p = params(d);
 	struct moatd_group **lcu, **beu;
 	const struct moat_cpi2_be **bes;
-	struct moat_cpi2_suspect s[4];
+	struct moat_cpi2_suspect s[sizeof(beu[0]->cpi2_sus) /
+				   sizeof(beu[0]->cpi2_sus[0])];
 	size_t i, nlc = 0, nbe = 0;
 	unsigned int r;
 
@@ -210,8 +211,10 @@ static void detect(struct moatd *d)
 
 		if (!u->cpi2_be) {
 			u->cpi2_be = calloc(1, sizeof(*u->cpi2_be));
-			if (!u->cpi2_be)
+			if (!u->cpi2_be) {	/* left out: no suspect */
+				beu[i--] = beu[--nbe];
 				continue;
+			}
 			for (r = 0; r < MOAT_CPI2_HISTORY; r++)
 				u->cpi2_be->cpus[r] = NAN;
 			u->cpi2_be->n = d->cpi2_windows;	/* in step */
@@ -223,7 +226,7 @@ static void detect(struct moatd *d)
 		struct moatd_group *u = lcu[i];
 		double cyc = u->agg[EV_CYCLES], ins = u->agg[EV_INSTRUCTIONS];
 		bool was;
-		size_t ns;
+		size_t ns, j;
 
 		if (!u->cpi2_lc) {
 			u->cpi2_lc = calloc(1, sizeof(*u->cpi2_lc));
@@ -234,10 +237,17 @@ static void detect(struct moatd *d)
 			u->cpi2_lc->n = d->cpi2_windows;
 		}
 		was = u->cpi2_lc->victim;
-		/* every BE unit has a state here, or it is left out */
-		ns = moat_cpi2_lc_window(&p, u->cpi2_lc, ins > 0 ? cyc / ins : NAN,
+		u->cpi2_cpi = ins > 0 ? cyc / ins : NAN;
+		/* judged by the threshold before this window is learned */
+		u->cpi2_threshold = moat_cpi2_threshold(&p, u->cpi2_lc);
+		ns = moat_cpi2_lc_window(&p, u->cpi2_lc, u->cpi2_cpi,
 					 u->agg[MOAT_PMU_EVENTS], bes, nbe, s,
 					 sizeof(s) / sizeof(s[0]));
+		u->nr_cpi2_sus = ns;
+		for (j = 0; j < ns; j++) {
+			u->cpi2_sus[j].cgid = beu[s[j].be]->cgid;
+			u->cpi2_sus[j].corr = s[j].corr;
+		}
 		if (was != u->cpi2_lc->victim)
 			victim_changed(d, u, &p, s, ns, beu);
 	}
@@ -254,6 +264,11 @@ void cpi_cycle(struct moatd *d)
 	size_t i;
 	int err;
 
+	for (i = 0; i < d->nr_groups; i++) {	/* nothing, unless detected */
+		d->groups[i]->cpi2_cpi = NAN;
+		d->groups[i]->cpi2_threshold = 0;
+		d->groups[i]->nr_cpi2_sus = 0;
+	}
 	if (!d->pmu)
 		return;
 	err = moat_pmu_for_each(d->pmu, snap_add, &a);

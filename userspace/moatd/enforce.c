@@ -289,12 +289,11 @@ static void format_limit(char *buf, size_t len, enum moat_resource r, double v)
 
 /* What one LC group (or the node, @lc NULL) saw that made it a cause. */
 static void format_cause(char *buf, size_t len, const struct moatd_group *lc,
-			 const struct moat_ctl_lc *in, enum moat_resource r,
-			 double blame_ns, double wait_ns)
+			 const struct moat_ctl_lc *in, enum moat_resource head,
+			 double blame_ns, double wait_ns, double corr)
 {
 	size_t n = snprintf(buf, len, "%s %s:", lc ? "lc group" : "the",
 			    lc ? lc->gid.id : "node");
-	enum moat_resource head = moat_chain_head(r);
 	unsigned int s;
 
 	for (s = 0; s < MOAT_SIG_NR && n < len; s++)
@@ -306,6 +305,9 @@ static void format_cause(char *buf, size_t len, const struct moatd_group *lc,
 	if (head == MOAT_RES_CPU_PRIO && wait_ns > 0 && n < len)
 		snprintf(buf + n, len - n, ", %.0f%% of its wait behind this group",
 			 100 * blame_ns / wait_ns);
+	else if (head == MOAT_RES_CPU && corr > 0 && n < len)
+		snprintf(buf + n, len - n, " (a CPI² victim), its CPI and this group's CPU usage correlate %.2f",
+			 corr);
 }
 
 /* Carry out @b's decision for @r on unit @u. */
@@ -410,6 +412,34 @@ static void fill_lc(struct moatd *d, struct moatd_group *u,
 					 d->ek.rqlat_p99_target_us;
 	lc->value[MOAT_SIG_MEMORY_PRESSURE] = u->win.memory_pressure_pct;
 	lc->target[MOAT_SIG_MEMORY_PRESSURE] = d->ek.memory_pressure_target_pct;
+	/* CPI has a target while the group is a CPI² victim (cpi.c) */
+	lc->value[MOAT_SIG_CPI] = u->cpi2_cpi > 0 ? u->cpi2_cpi : NAN;
+	lc->target[MOAT_SIG_CPI] = d->ek.cpi2_act && u->cpi2_lc &&
+				   u->cpi2_lc->victim ? u->cpi2_threshold : 0;
+}
+
+/*
+ * The CPI² suspects of each LC unit, by BE unit, into @m (@nlc x @nbe):
+ * their correlation; 0: not a suspect.
+ */
+static void suspect_matrix(struct moatd *d, struct moatd_group **by_cgid,
+			   struct moatd_group **lcu, size_t nlc, double *m,
+			   size_t nbe)
+{
+	struct moatd_group key, *kp = &key, **found;
+	size_t i, j;
+
+	for (i = 0; i < nlc; i++) {
+		for (j = 0; j < lcu[i]->nr_cpi2_sus; j++) {
+			key.cgid = lcu[i]->cpi2_sus[j].cgid;
+			found = bsearch(&kp, by_cgid, d->nr_groups,
+					sizeof(*by_cgid), cmp_cgid);
+			if (found && (*found)->class == MOAT_CLASS_BE &&
+			    (*found)->unit == *found && (*found)->ctl_idx >= 0)
+				m[i * nbe + (*found)->ctl_idx] =
+					lcu[i]->cpi2_sus[j].corr;
+		}
+	}
 }
 
 static void fill_be(struct moatd *d, struct moatd_group *u, struct moat_ctl_be *b)
@@ -447,7 +477,7 @@ void enforce_cycle(struct moatd *d)
 	struct moat_ctl_params p;
 	struct moat_ctl_lc *lc;
 	struct moat_ctl_be *be;
-	double *blame;
+	double *blame, *suspect = NULL;
 	unsigned int r;
 
 	if (d->mode != MOATD_ENFORCE || !n)
@@ -503,14 +533,16 @@ void enforce_cycle(struct moatd *d)
 		fill_be(d, beu[i], &be[i]);
 	/* LC rows, and the node's memory row, by BE columns */
 	blame = calloc((nlc + 1) * (nbe ? nbe : 1), sizeof(*blame));
-	if (!blame) {
+	suspect = calloc((nlc + 1) * (nbe ? nbe : 1), sizeof(*suspect));
+	if (!blame || !suspect) {
 		pr_warn("enforce: out of memory: no decision this period");
 		goto out;
 	}
 	blame_matrix(d, by_cgid, blame, nbe);
+	suspect_matrix(d, by_cgid, lcu, nlc, suspect, nbe);
 
 	p = params(d);
-	moat_control_step(&p, &d->ctl, lc, nlc + 1, blame, be, nbe);
+	moat_control_step(&p, &d->ctl, lc, nlc + 1, blame, suspect, be, nbe);
 
 	for (i = 0; i < nbe; i++) {
 		for (r = 0; r < MOAT_RES_NR; r++) {
@@ -525,8 +557,10 @@ void enforce_cycle(struct moatd *d)
 			if (c >= 0)
 				format_cause(cause, sizeof(cause),
 					     (size_t)c < nlc ? lcu[c] : NULL,
-					     &lc[c], r, blame[c * nbe + i],
-					     (size_t)c < nlc ? waits[c].sum_ns : 0);
+					     &lc[c], be[i].chain[r],
+					     blame[c * nbe + i],
+					     (size_t)c < nlc ? waits[c].sum_ns : 0,
+					     suspect[c * nbe + i]);
 			act(d, beu[i], r, &be[i], cause);
 		}
 	}
@@ -538,6 +572,7 @@ out:
 	free(lc);
 	free(be);
 	free(blame);
+	free(suspect);
 }
 
 static int show_ull(const struct moat_knob *k, char *buf, size_t len)
@@ -575,6 +610,7 @@ int enforce_add_knobs(struct moatd *d)
 		U32("enforce/min_waits", 1, 1000000, &ek->min_waits),
 		U32("enforce/cpu_priority", 0, 1, &ek->cpu_priority),
 		U32("enforce/cpu_idle", 0, 1, &ek->cpu_idle),
+		U32("enforce/cpi", 0, 1, &ek->cpi2_act),
 		U32("enforce/cpu_prio_decrease_pct", 1, 99, &prio->decrease_pct),
 		U32("enforce/cpu_prio_increase_pct", 1, 100, &prio->increase_pct),
 		U32("enforce/cpu_prio_cooldown_periods", 0, 100, &prio->cooldown),
@@ -607,6 +643,7 @@ int enforce_add_knobs(struct moatd *d)
 		.slack_pct = 50, .min_effect_pct = 10, .release_periods = 6,
 		.culprits = 2,
 		.min_waits = 20, .cpu_priority = 1, .cpu_idle = 1,
+		.cpi2_act = 1,
 		.step = {
 			[MOAT_RES_CPU_PRIO] = { .decrease_pct = 90, .increase_pct = 10,
 						.min_pct = 0, .cooldown = 0,

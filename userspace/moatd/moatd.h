@@ -93,6 +93,11 @@ struct moatd_group {
 	struct moat_cpi2_lc *cpi2_lc;		/* an LC unit's detector */
 	struct moat_cpi2_be *cpi2_be;		/* a BE unit's usage */
 	char cpi2_suspects[256];
+	/* This window's, for the controller (enforce.c) */
+	double cpi2_cpi, cpi2_threshold;	/* the unit's CPI and its
+						   outlier threshold */
+	unsigned int nr_cpi2_sus;		/* 0 unless a victim */
+	struct { __u64 cgid; double corr; } cpi2_sus[4];
 };
 
 /* The controller's knobs (Documentation/enforce.rst). */
@@ -103,6 +108,7 @@ struct enforce_knobs {
 	unsigned int min_waits;		/* for a p99 that means anything */
 	unsigned int cpu_priority;	/* 0: never cpu.weight or cpu.idle */
 	unsigned int cpu_idle;		/* 0: the least weight is the floor */
+	unsigned int cpi2_act;		/* 1: throttle CPI² victims' suspects */
 	struct moat_ctl_step step[MOAT_RES_NR];
 };
 
