@@ -229,6 +229,8 @@ static int add_base_knobs(struct moatd *d)
 		err = kube_add_knobs(d);
 	if (!err)
 		err = cpi_add_knobs(d);
+	if (!err)
+		err = delay_add_knobs(d);
 	return err ? err : node_add_knobs(d);
 }
 
@@ -334,7 +336,7 @@ static void cycle(struct moatd *d)
 	int err;
 
 	/* Removed cgroups leave the rqlat maps at once, not when they fill. */
-	if (gone.n)
+	if (gone.n && d->rqlat)
 		moat_rqlat_forget(d->rqlat, gone.ids, gone.n);
 	if (gone.overflow)
 		pr_debug("more than %zu cgroups removed in a period: some stay in the rqlat maps",
@@ -372,17 +374,22 @@ static void relisten(struct moatd *d)
 	}
 }
 
+/* The signals moatd handles, read from a signalfd in run(). */
+static void stop_signals(sigset_t *mask)
+{
+	sigemptyset(mask);
+	sigaddset(mask, SIGINT);
+	sigaddset(mask, SIGTERM);
+	sigaddset(mask, SIGHUP);
+}
+
 static int run(struct moatd *d, struct server *srv)
 {
 	struct pollfd pfd[MAX_POLL];
 	sigset_t mask;
 	int tfd, sfd, err = 0;
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
+	stop_signals(&mask);	/* blocked since main() began */
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (sfd < 0 || tfd < 0 || arm_timer(tfd, d->period_ms)) {
@@ -437,11 +444,19 @@ int main(int argc, char **argv)
 {
 	struct moat_rqlat_opts ropts = {};
 	struct server *srv = NULL;
+	sigset_t mask;
 	struct options o = {};
 	struct moatd *d;
 	unsigned int mode = 0;
 	int err;
 
+	/*
+	 * Blocked before anything else: the control socket appears before
+	 * run() reads them, and a SIGTERM or SIGHUP in between must wait
+	 * for it, not kill moatd with its kernel values unrestored.
+	 */
+	stop_signals(&mask);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
 	moat_log_init("moatd", MOAT_LOG_INFO);
 	moat_log_syslog_prefix(true);
 	if (parse_args(argc, argv, &o))
@@ -498,12 +513,9 @@ int main(int argc, char **argv)
 	if (o.mode)
 		d->mode = mode;
 
-	err = moat_rqlat_open(&ropts, &d->rqlat);
-	if (err) {
-		if (o.verbose)
-			moat_log_libbpf_tail();
+	err = delay_open(d, &ropts, o.state_dir, o.verbose);
+	if (err)
 		goto out;
-	}
 	moat_cgroup_events_open(&d->events);	/* optional: says why not */
 	cpi_open(d);				/* optional: says which events */
 	err = server_open(&srv, o.socket, o.socket_group);
@@ -534,7 +546,7 @@ out:
 	enforce_close(d);
 	cpi_close(d);
 	moat_cgroup_events_close(d->events);
-	moat_rqlat_close(d->rqlat);
+	delay_close(d);
 	moat_knob_tree_free(d->tree);
 	settings_free(d);
 	free(d);
