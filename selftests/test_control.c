@@ -600,3 +600,19 @@ Test(control, a_cpu_step_for_cpi_that_did_not_lower_it_is_undone)
 	cr_assert_neq(be.action[MOAT_RES_CPU], MOAT_CTL_UNDO);
 	cr_assert_lt(be.lim[MOAT_RES_CPU].limit, 1.5);
 }
+
+/* Without blame (run-queue delay from taskstats): the largest CPU user. */
+Test(control, without_blame_the_largest_cpu_user_is_the_culprit)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc lc = lc_with(5000, 1000);
+	struct moat_ctl_be be[3] = { be_using(0.5), be_using(1.5), be_using(1) };
+
+	/* be_using(): no priority to step, so the quota */
+	moat_control_step(&p, &st, &lc, 1, NULL, NULL, be, 3);
+	cr_assert_eq(be[1].action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
+	cr_assert_eq(be[1].chain[MOAT_RES_CPU], MOAT_RES_CPU_PRIO);
+	cr_assert_eq(be[0].action[MOAT_RES_CPU], MOAT_CTL_NONE);
+	cr_assert_eq(be[2].action[MOAT_RES_CPU], MOAT_CTL_NONE);
+}

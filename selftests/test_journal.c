@@ -243,6 +243,11 @@ Test(journal, writes_nothing_outside_cgroup_file_systems, .fini = fini_tmp)
 	cr_assert_eq(j->n, 0);
 	read_file(file, buf, sizeof(buf));
 	cr_assert_str_eq(buf, "1");
+	/* of /proc/sys, only the sysctl moat may change (taskstats.c) */
+	cr_assert_eq(moat_kfile_read("/proc/sys/kernel/ostype", buf, sizeof(buf)),
+		     -EXDEV);
+	cr_assert_eq(moat_kfile_read("/proc/sys/kernel/task_delayacct", buf,
+				     sizeof(buf)), 0);
 	moat_journal_free(j);
 }
 

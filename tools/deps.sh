@@ -23,6 +23,7 @@ PACKAGES="
 	clang llvm bpftool
 	libbpf-dev libelf-dev zlib1g-dev
 	libjson-c-dev libmicrohttpd-dev libcurl4-gnutls-dev libpfm4-dev
+	libnl-3-dev libnl-genl-3-dev
 	libcriterion-dev
 	linux-perf jq
 	qemu-system-x86 busybox-static cpio

@@ -157,7 +157,10 @@ static int next_culprit(const struct moat_ctl_params *p, enum moat_resource head
 	size_t j;
 
 	for (j = 0; j < nbe; j++) {
-		double key = row ? row[j] : be[j].usage[head];
+		/* without blame, run-queue latency's culprits are the BE
+		   groups that use the most CPU */
+		double key = row ? row[j] :
+			     be[j].usage[head == MOAT_RES_CPU_PRIO ? MOAT_RES_CPU : head];
 
 		if (!(key > best) || !chain_step(p, &be[j], head, &r, &l))
 			continue;
@@ -380,7 +383,9 @@ void moat_control_step(const struct moat_ctl_params *p,
 			continue;
 		}
 		ready[r] = control_chain(p, st, r, lc, nlc, key,
-					 r == MOAT_RES_MEMORY, be, nbe, sev);
+					 r == MOAT_RES_MEMORY ||
+					 (r == MOAT_RES_CPU_PRIO && !blame),
+					 be, nbe, sev);
 	}
 	/* after every chain's steps down: one that is violated holds back
 	   the release of what it shares */

@@ -37,7 +37,8 @@
  *    the chain still in cooldown waits for that step's effect instead.
  *    For run-queue latency the culprits are the BE groups the LC group's
  *    waits were charged to this period, most blamed first; a BE group
- *    that took none of its waits is left alone.  For CPI, the victim's
+ *    that took none of its waits is left alone; without blame (@blame
+ *    NULL: the taskstats source), the largest CPU users.  For CPI, the victim's
  *    suspects, most correlated first; a BE group whose usage does not
  *    correlate with its CPI is left alone.  For memory, the largest
  *    users first.
@@ -157,7 +158,7 @@ struct moat_ctl_state {
 /**
  * moat_control_step() - decide one period.  @blame is an @nlc x @nbe
  * matrix (row per LC group) of the wait each BE group caused each LC
- * group this period, in ns; @suspect, the same shape, how well each BE
+ * group this period, in ns, or NULL: not known; @suspect, the same shape, how well each BE
  * group's CPU usage correlates with each LC group's CPI (0: not a
  * suspect), or NULL: no suspects.  Updates @be[].lim and sets
  * @be[].action, @be[].cause and @be[].chain; updates @st.

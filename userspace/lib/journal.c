@@ -342,16 +342,31 @@ struct moat_journal_entry *moat_journal_find(struct moat_journal *j,
 	return NULL;
 }
 
-/* Open @path for @flags, refusing anything not on a cgroup file system. */
+/*
+ * The sysctls moat may change (taskstats.c), by path: a journal is a file
+ * in the state directory, and one that names another file must not make
+ * moatd write it.
+ */
+static const char *const sysctls[] = { "/proc/sys/kernel/task_delayacct" };
+
+/*
+ * Open @path for @flags, refusing anything not on a cgroup file system
+ * but the sysctls above.
+ */
 static int open_kfile(const char *path, int flags)
 {
 	struct statfs sf;
 	int fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW);
+	bool sysctl = false;
+	size_t i;
 
 	if (fd < 0)
 		return -errno;
+	for (i = 0; i < sizeof(sysctls) / sizeof(sysctls[0]); i++)
+		sysctl |= !strcmp(path, sysctls[i]);
 	if (fstatfs(fd, &sf) ||
-	    (sf.f_type != CGROUP_SUPER_MAGIC && sf.f_type != CGROUP2_SUPER_MAGIC)) {
+	    (sf.f_type != CGROUP_SUPER_MAGIC && sf.f_type != CGROUP2_SUPER_MAGIC &&
+	     !(sysctl && sf.f_type == PROC_SUPER_MAGIC))) {
 		close(fd);
 		return -EXDEV;
 	}

@@ -538,11 +538,14 @@ void enforce_cycle(struct moatd *d)
 		pr_warn("enforce: out of memory: no decision this period");
 		goto out;
 	}
-	blame_matrix(d, by_cgid, blame, nbe);
+	if (d->rqlat)
+		blame_matrix(d, by_cgid, blame, nbe);
 	suspect_matrix(d, by_cgid, lcu, nlc, suspect, nbe);
 
 	p = params(d);
-	moat_control_step(&p, &d->ctl, lc, nlc + 1, blame, suspect, be, nbe);
+	/* without BPF (taskstats) no blame: the largest CPU users first */
+	moat_control_step(&p, &d->ctl, lc, nlc + 1, d->rqlat ? blame : NULL,
+			  suspect, be, nbe);
 
 	for (i = 0; i < nbe; i++) {
 		for (r = 0; r < MOAT_RES_NR; r++) {

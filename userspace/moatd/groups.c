@@ -43,7 +43,8 @@ static void update_class(struct moatd *d, struct moatd_group *g)
 	bool watch = class == MOAT_CLASS_LC;
 
 	g->class = class;
-	if (watch != g->watched && !moat_rqlat_watch(d->rqlat, g->cgid, watch))
+	if (watch != g->watched && d->rqlat &&
+	    !moat_rqlat_watch(d->rqlat, g->cgid, watch))
 		g->watched = watch;
 }
 
@@ -138,12 +139,13 @@ static void drop_group(struct moatd *d, size_t i, const char *why)
 
 	snprintf(dir, sizeof(dir), "groups/%s", g->gid.id);
 	moat_knob_remove_dir(d->tree, dir);
-	if (g->watched)
+	if (g->watched && d->rqlat)
 		moat_rqlat_watch(d->rqlat, g->cgid, false);
 	pr_info("group %s (%s): %s", g->gid.id, g->path, why);
 	enforce_drop_group(d, g);
 	observe_close(g);
 	cpi_free_group(g);
+	moat_ts_group_free(&g->ts);
 	free(g);
 	d->groups[i] = d->groups[--d->nr_groups];
 }
@@ -220,7 +222,7 @@ static int rescan_one(__u64 cgid, const char *path, void *ctx)
 		return 0;
 	g->seen = true;
 	if (g->cgid != cgid) {	/* the same pod or container, recreated */
-		if (g->watched)
+		if (g->watched && d->rqlat)
 			moat_rqlat_watch(d->rqlat, g->cgid, false);
 		g->watched = false;
 		g->cgid = cgid;

@@ -343,7 +343,8 @@ static void blame(FILE *f, struct moatd *d)
 		return;
 	memcpy(c.by_cgid, d->groups, d->nr_groups * sizeof(*c.by_cgid));
 	qsort(c.by_cgid, d->nr_groups, sizeof(*c.by_cgid), cmp_cgid);
-	moat_rqlat_for_each_blame(d->rqlat, blame_sample, &c);
+	if (d->rqlat)
+		moat_rqlat_for_each_blame(d->rqlat, blame_sample, &c);
 	free(c.by_cgid);
 }
 
@@ -379,7 +380,7 @@ static void bpf_stats(FILE *f, struct moatd *d)
 		return;
 	part[0] = open_memstream(&buf[0], &len[0]);
 	part[1] = open_memstream(&buf[1], &len[1]);
-	if (part[0] && part[1])
+	if (part[0] && part[1] && d->rqlat)
 		moat_rqlat_for_each_prog(d->rqlat, prog_sample, part);
 	if (part[0])
 		fclose(part[0]);
@@ -431,7 +432,9 @@ static void daemon_metrics(FILE *f, struct moatd *d)
 	for (i = 0; i < 3; i++)
 		fprintf(f, "moat_groups{class=\"%s\"} %zu\n", classes[i], counts[i]);
 
-	moat_rqlat_drops(d->rqlat, drops);
+	memset(drops, 0, sizeof(drops));
+	if (d->rqlat)
+		moat_rqlat_drops(d->rqlat, drops);
 	family(f, "moat_bpf_drops_total", "counter",
 	       "Events the BPF programs could not record, by reason (a full map).");
 	for (i = 0; i < MOAT_DROP_NR; i++)

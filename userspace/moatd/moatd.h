@@ -19,6 +19,7 @@
 #include "rqlat_bpf.h"
 #include "cpi2.h"
 #include "pmu_bpf.h"
+#include "taskstats.h"
 
 #define MOATD_MAX_RULES		64
 #define MOAT_VERSION		"0.1.0"
@@ -85,6 +86,7 @@ struct moatd_group {
 	unsigned int rqlat_p99_target_us;	/* 0: the class's */
 	struct moat_ctl_limit lim[MOAT_RES_NR];
 	unsigned long long throttles;	/* steps down taken */
+	struct moat_ts_group ts;	/* delay.c: its threads' delays */
 	/* cpi.c */
 	__u64 pmu_last[MOAT_PMU_EVENTS];	/* cumulative, at the last read */
 	bool pmu_valid;
@@ -153,7 +155,9 @@ struct moatd {
 	const struct moat_cg_hierarchy *cpuacct;	/* v1, may be NULL */
 	const struct moat_cg_hierarchy *memory;		/* v1, may be NULL */
 	struct moat_cg_hierarchy scan;	/* the part of cpu moatd looks at */
-	struct moat_rqlat *rqlat;
+	struct moat_rqlat *rqlat;	/* NULL: BPF did not load, and */
+	struct moat_taskstats *ts;	/* delay accounting stands in */
+	unsigned int rqlat_source;	/* delay.c: auto, bpf, taskstats */
 	struct moat_cgroup_events *events;	/* NULL: walk every period */
 	unsigned int rescan_ms;		/* walk at least this often anyway */
 	struct timespec last_rescan;
@@ -307,6 +311,16 @@ struct kube_hints {
 	char *json;			/* /hints without its time: to free */
 };
 int hints_for_kube(struct moatd *d, struct kube_hints *out);
+
+/* delay.c: run-queue delay from BPF (rqlat), or from taskstats */
+int delay_add_knobs(struct moatd *d);
+/* Open the source rqlat/source names; the fallback where BPF fails. */
+int delay_open(struct moatd *d, const struct moat_rqlat_opts *ro,
+	       const char *state_dir, bool verbose);
+void delay_close(struct moatd *d);
+/* A group's waits since the first read, as the BPF map would have them. */
+void delay_read_group(struct moatd *d, struct moatd_group *g,
+		      struct moat_rqlat_hist *cum);
 
 /* cpi.c */
 int cpi_add_knobs(struct moatd *d);

@@ -216,7 +216,10 @@ static void observe_group(struct moatd *d, struct moatd_group *g, double secs)
 	double ns;
 	__u64 v;
 
-	snap_hist(g->cgid, &c.rqlat);
+	if (d->ts)		/* no BPF: delay accounting */
+		delay_read_group(d, g, &c.rqlat);
+	else
+		snap_hist(g->cgid, &c.rqlat);
 	moat_hist_delta(&win, &c.rqlat, &g->last.rqlat);
 	g->win_hist = win;
 	w->rqlat_count = win.count;
@@ -275,7 +278,7 @@ void groups_observe(struct moatd *d)
 
 	/* A few batched syscalls for all groups' histograms, not one each. */
 	snap_nr = 0;
-	err = moat_rqlat_for_each_hist(d->rqlat, snap_add, NULL);
+	err = d->rqlat ? moat_rqlat_for_each_hist(d->rqlat, snap_add, NULL) : 0;
 	if (err)
 		pr_warn("read rqlat histograms: %s", strerror(-err));
 	qsort(snap, snap_nr, sizeof(*snap), cmp_snap);
