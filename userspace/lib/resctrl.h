@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef MOAT_RESCTRL_H
+#define MOAT_RESCTRL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+
+/*
+ * resctrl, the kernel's interface to Intel RDT and AMD PQoS (the kernel's
+ * Documentation/filesystems/resctrl.rst, formerly arch/x86/resctrl.rst):
+ * what the hardware allows (info/), the schemata of a control group, and
+ * the values moat may write, checked against the hardware's rules before
+ * anything is written.  No policy here; nothing but moat_rdt_write()
+ * writes.
+ *
+ * Formats, as the kernel prints them:
+ *  - info/<res>/cbm_mask, shareable_bits: hex; min_cbm_bits, num_closids,
+ *    bandwidth_gran, min_bandwidth, delay_linear, sparse_masks (v6.8+):
+ *    decimal; info/L3_MON/mon_features: one name a line.
+ *  - schemata: one line per schema, "<name>:<id>=<value>;<id>=<value>..",
+ *    the names right-aligned to the longest (so "    MB:" next to
+ *    "L3CODE:"), and before v6.15 the values padded too (cache masks with
+ *    zeros, bandwidth with spaces: "MB:0= 100").  Cache ids are whatever
+ *    the hardware numbers them, not 0..n-1 (AMD: 0-7, then 16-23).
+ *    Cache masks are hex, bandwidth decimal.
+ */
+
+#define MOAT_RDT_MAX_RES	8
+#define MOAT_RDT_MAX_DOMAINS	64
+
+enum moat_rdt_kind {
+	MOAT_RDT_CACHE,		/* L3, L3CODE, L3DATA, L2...: bit masks */
+	MOAT_RDT_MB,		/* MB: bandwidth */
+};
+
+/* How a bandwidth value is expressed: the one place vendors differ. */
+enum moat_rdt_mb_unit {
+	MOAT_RDT_MB_PERCENT,	/* Intel: % of the maximum, in steps of
+				   bandwidth_gran, at least min_bandwidth */
+	MOAT_RDT_MB_ABSOLUTE,	/* AMD: units of 1/8 GB/s, up to max_bw */
+	MOAT_RDT_MB_MBPS,	/* mounted with mba_MBps: MB/s */
+};
+
+/* One schema: a line of the schemata file. */
+struct moat_rdt_res {
+	char name[16];
+	enum moat_rdt_kind kind;
+	unsigned int num_closids;
+	/* cache */
+	__u64 cbm_mask, shareable_bits;
+	unsigned int min_cbm_bits;
+	bool sparse;		/* sparse_masks: non-contiguous masks allowed */
+	/* bandwidth */
+	enum moat_rdt_mb_unit unit;
+	unsigned int gran, min_bw, max_bw;
+	bool delay_linear;
+};
+
+struct moat_rdt_info {
+	struct moat_rdt_res res[MOAT_RDT_MAX_RES];
+	size_t nres;
+	unsigned int num_closids;	/* the least of the schemata's */
+	bool cdp;			/* L3CODE and L3DATA */
+	unsigned int num_rmids;		/* 0: no monitoring */
+	bool llc_occupancy, mbm_total, mbm_local;
+};
+
+/* A schemata file's content. */
+struct moat_rdt_line {
+	char name[16];
+	size_t n;
+	unsigned int id[MOAT_RDT_MAX_DOMAINS];
+	__u64 val[MOAT_RDT_MAX_DOMAINS];
+};
+
+struct moat_schemata {
+	struct moat_rdt_line line[MOAT_RDT_MAX_RES];
+	size_t n;
+};
+
+/**
+ * moat_rdt_info_read() - read @root/info (and @root/schemata, for AMD's
+ * maximum bandwidth).  @amd: the CPU's vendor is AMD (or Hygon);
+ * @mbps: mounted with mba_MBps.  Return: 0, or -errno with *@why set.
+ */
+int moat_rdt_info_read(const char *root, bool amd, bool mbps,
+		       struct moat_rdt_info *out, char *why, size_t len);
+
+/** moat_rdt_res_find() - the schema named @name, or NULL. */
+const struct moat_rdt_res *moat_rdt_res_find(const struct moat_rdt_info *in,
+					     const char *name);
+
+/**
+ * moat_schemata_parse() - parse a schemata file's @text (either
+ * padding).  Return: 0 or -EINVAL with *@why naming the line.
+ */
+int moat_schemata_parse(const char *text, struct moat_schemata *out,
+			char *why, size_t len);
+
+/** moat_schemata_line() - the line for schema @name in @s, or NULL. */
+struct moat_rdt_line *moat_schemata_line(struct moat_schemata *s,
+					 const char *name);
+
+/**
+ * moat_rdt_check_cbm() - whether @r may take the mask @m: not empty,
+ * within cbm_mask, at least min_cbm_bits, contiguous unless sparse.
+ * Return: 0 or -EINVAL with *@why.
+ */
+int moat_rdt_check_cbm(const struct moat_rdt_res *r, __u64 m, char *why,
+		       size_t len);
+
+/**
+ * moat_rdt_ways_mask() - @ways contiguous ways of @r's cbm_mask, from its
+ * lowest (@high false) or highest way.  0 if it has fewer.
+ */
+__u64 moat_rdt_ways_mask(const struct moat_rdt_res *r, unsigned int ways,
+			 bool high);
+
+/**
+ * moat_rdt_mb_value() - the value of @r for @pct% of the bandwidth:
+ * Intel's percent rounded up to bandwidth_gran, AMD's share of max_bw;
+ * never under min_bandwidth (nor under one step).  Return: 0, or
+ * -EINVAL (@pct not in 1..100), -EOPNOTSUPP (mba_MBps: no maximum to
+ * take a share of) with *@why.
+ */
+int moat_rdt_mb_value(const struct moat_rdt_res *r, unsigned int pct,
+		      unsigned int *out, char *why, size_t len);
+
+/**
+ * moat_schemata_diff() - the text to write to move @cur to @want: only
+ * the lines with a value that changes, and in them only those domains.
+ * Each value is checked against @in first.  Return: the length of the
+ * text in @buf (0: nothing to write), or -EINVAL with *@why (nothing to
+ * write: a bad value anywhere writes none), -ENOSPC if @buf is short.
+ */
+int moat_schemata_diff(const struct moat_rdt_info *in,
+		       const struct moat_schemata *cur,
+		       const struct moat_schemata *want, char *buf,
+		       size_t size, char *why, size_t len);
+
+/**
+ * moat_rdt_write() - write @text to @group/schemata in one write.  On a
+ * failed write the kernel says why in @root/info/last_cmd_status: that
+ * text, verbatim, goes into *@why.  Return: 0 or -errno.
+ */
+int moat_rdt_write(const char *root, const char *group, const char *text,
+		   char *why, size_t len);
+
+#endif /* MOAT_RESCTRL_H */
