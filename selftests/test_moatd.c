@@ -26,6 +26,7 @@
 #include <microhttpd.h>
 #include "helpers.h"
 #include "journal.h"
+#include "resctrl.h"
 
 #define OUT_MAX 65536
 
@@ -329,6 +330,105 @@ Test(moatd, without_bpf_delay_accounting_sees_a_throttled_groups_wait)
 	cr_assert_eq(moat_kfile_read("/proc/sys/kernel/task_delayacct", after,
 				     sizeof(after)), 0);
 	cr_expect_str_eq(after, before, "kernel.task_delayacct not put back");
+}
+
+static char *slurp(const char *path);
+
+/* How often @needle is in @hay. */
+static int count_of(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (; (hay = strstr(hay, needle)); hay += strlen(needle))
+		n++;
+	return n;
+}
+
+/* Without resctrl (this machine, the guest) moatd says so once, goes on. */
+Test(moatd, without_resctrl_moatd_says_so_once_and_goes_on)
+{
+	char log[PATH_MAX], *text;
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[1024];
+	bool mounted = false;
+
+	while (f && fgets(line, sizeof(line), f))
+		mounted |= strstr(line, " - resctrl ") != NULL;
+	if (f)
+		fclose(f);
+	if (mounted) {
+		teardown();
+		cr_skip_test("resctrl is mounted here: not the case this test is for");
+	}
+	cr_assert_eq(ctl(out, err, "get", "period_ms", NULL), 0, "%s", err);
+	cr_assert_eq(ctl(out, err, "get", "resctrl/root", NULL), 0, "%s", err);
+	cr_expect_str_eq(out, "\n");
+	cr_assert_eq(ctl(out, err, "get", "resctrl/num_closids", NULL), 0, "%s", err);
+	cr_expect_str_eq(out, "0\n");
+	sleep_ms(300);	/* some periods: still said once */
+	snprintf(log, sizeof(log), "%s/moatd.log", dir);
+	text = slurp(log);
+	cr_expect_eq(count_of(text, "resctrl: not mounted"), 1, "%s", text);
+	free(text);
+}
+
+/* A FAKE resctrl tree, in the kernel's formats, through $MOAT_RESCTRL_ROOT. */
+Test(moatd, a_resctrl_tree_is_read_at_start_and_shown)
+{
+	char conf[PATH_MAX], log[PATH_MAX], fake[PATH_MAX], env[PATH_MAX + 32];
+	char path[PATH_MAX + 128], *text;
+	FILE *f;
+	static const char *const files[][2] = {
+		{ "info/L3/cbm_mask", "7ff\n" }, { "info/L3/min_cbm_bits", "1\n" },
+		{ "info/L3/num_closids", "16\n" }, { "info/L3/shareable_bits", "0\n" },
+		{ "info/MB/bandwidth_gran", "10\n" }, { "info/MB/min_bandwidth", "10\n" },
+		{ "info/MB/delay_linear", "1\n" }, { "info/MB/num_closids", "8\n" },
+		{ "info/L3_MON/num_rmids", "224\n" },
+		{ "info/L3_MON/mon_features", "llc_occupancy\nmbm_total_bytes\n" },
+		{ "info/last_cmd_status", "ok\n" },
+		{ "schemata", "L3:0=7ff;1=7ff\nMB:0=100;1=100\n" },
+	};
+	size_t i;
+
+	snprintf(fake, sizeof(fake), "%s/fake-resctrl", dir);
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char *slash;
+
+		snprintf(path, sizeof(path), "%s/%s", fake, files[i][0]);
+		for (slash = strchr(path + strlen(dir) + 1, '/'); slash;
+		     slash = strchr(slash + 1, '/')) {
+			*slash = '\0';
+			mkdir(path, 0755);
+			*slash = '/';
+		}
+		write_file(path, files[i][1]);
+	}
+	stop(&daemon_pid);
+	snprintf(conf, sizeof(conf), "%s/moat.conf", dir);
+	snprintf(log, sizeof(log), "%s/moatd.log", dir);
+	snprintf(env, sizeof(env), "MOAT_RESCTRL_ROOT=%s", fake);
+	moatd_env[0] = env;
+	unlink(sock);
+	daemon_pid = start_moatd(sock, conf, log);
+	moatd_env[0] = NULL;
+	cr_assert_eq(ctl(out, err, "get", "resctrl/root", NULL), 0, "%s", err);
+	snprintf(path, sizeof(path), "%s\n", fake);
+	cr_expect_str_eq(out, path);
+	cr_assert_eq(ctl(out, err, "get", "resctrl/schemata", NULL), 0, "%s", err);
+	cr_expect_str_eq(out, "L3 MB\n");
+	cr_assert_eq(ctl(out, err, "get", "resctrl/num_closids", NULL), 0, "%s", err);
+	cr_expect_str_eq(out, "8\n", "the least of L3's 16 and MB's 8");
+	cr_assert_eq(ctl(out, err, "get", "resctrl/num_rmids", NULL), 0, "%s", err);
+	cr_expect_str_eq(out, "224\n");
+	/* bandwidth's unit is the vendor's: this host's CPU decides */
+	f = fopen("/proc/cpuinfo", "r");
+	cr_assert_not_null(f);
+	snprintf(path, sizeof(path), "L3 11 ways (cbm_mask 7ff), MB %s in steps of 10; 8 CLOSIDs, 224 RMIDs",
+		 moat_rdt_cpu_is_amd(f) ? "absolute" : "percent");
+	fclose(f);
+	text = slurp(log);
+	cr_expect(strstr(text, path), "no '%s' in:\n%s", path, text);
+	free(text);
 }
 
 Test(moatd, ls_get_set_tree_round_trip)

@@ -336,3 +336,30 @@ Test(resctrl, bad_files_are_named)
 	cr_expect_eq(moat_rdt_info_read("/nonexistent", false, false, &in, why,
 					sizeof(why)), -ENOENT);
 }
+
+Test(resctrl, the_mount_and_its_options_from_mountinfo)
+{
+	const char *mi =
+		"22 1 0:20 / /sys rw,nosuid - sysfs sysfs rw\n"
+		"35 22 0:30 / /sys/fs/cgroup rw shared:9 - cgroup2 cgroup2 rw\n"
+		"40 22 0:35 / /sys/fs/res\\040ctrl rw,relatime shared:20 - resctrl resctrl rw,cdp,mba_MBps\n";
+	FILE *f = fmemopen((void *)mi, strlen(mi), "r");
+	char mnt[64];
+	bool cdp = false, mbps = false;
+
+	cr_assert_eq(moat_rdt_find_mount(f, mnt, sizeof(mnt), &cdp, &mbps), 0);
+	fclose(f);
+	cr_expect_str_eq(mnt, "/sys/fs/res ctrl", "unescaped");
+	cr_expect(cdp && mbps);
+
+	f = fmemopen((void *)mi, strstr(mi, "40 22") - mi, "r");
+	cr_expect_eq(moat_rdt_find_mount(f, mnt, sizeof(mnt), &cdp, &mbps), -ENOENT);
+	fclose(f);
+
+	f = fmemopen((void *)"processor\t: 0\nvendor_id\t: AuthenticAMD\n", 38, "r");
+	cr_expect(moat_rdt_cpu_is_amd(f));
+	fclose(f);
+	f = fmemopen((void *)"vendor_id\t: GenuineIntel\n", 25, "r");
+	cr_expect_not(moat_rdt_cpu_is_amd(f));
+	fclose(f);
+}

@@ -469,3 +469,73 @@ int moat_rdt_write(const char *root, const char *group, const char *text,
 	    strerror(-err), status);
 	return err;
 }
+
+/* proc(5) escapes space, tab, newline and backslash as \ooo. */
+static void unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
+		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*o++ = (s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0');
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+/* Whether the comma-separated @opts has @opt. */
+static bool has_opt(const char *opts, const char *opt)
+{
+	size_t n = strlen(opt);
+	const char *p;
+
+	for (p = opts; p; p = strchr(p, ','), p = p ? p + 1 : p)
+		if (!strncmp(p, opt, n) && (p[n] == ',' || !p[n]))
+			return true;
+	return false;
+}
+
+int moat_rdt_find_mount(FILE *mountinfo, char *mnt, size_t len, bool *cdp,
+			bool *mbps)
+{
+	char line[4096], *save, *f[6], *tok, *type, *super;
+	int i;
+
+	while (fgets(line, sizeof(line), mountinfo)) {
+		line[strcspn(line, "\n")] = '\0';
+		/* id parent maj:min root mountpoint opts [optional...] - type
+		   source super */
+		tok = strtok_r(line, " ", &save);
+		for (i = 0; tok && i < 6; i++, tok = strtok_r(NULL, " ", &save))
+			f[i] = tok;
+		while (tok && strcmp(tok, "-"))
+			tok = strtok_r(NULL, " ", &save);
+		type = tok ? strtok_r(NULL, " ", &save) : NULL;
+		if (i < 6 || !type || strcmp(type, "resctrl"))
+			continue;
+		strtok_r(NULL, " ", &save);	/* source */
+		super = strtok_r(NULL, " ", &save);
+		unescape(f[4]);
+		if (strlen(f[4]) >= len)
+			return -ENAMETOOLONG;
+		memcpy(mnt, f[4], strlen(f[4]) + 1);
+		*cdp = super && has_opt(super, "cdp");
+		*mbps = super && has_opt(super, "mba_MBps");
+		return 0;
+	}
+	return -ENOENT;
+}
+
+bool moat_rdt_cpu_is_amd(FILE *cpuinfo)
+{
+	char line[256];
+
+	while (fgets(line, sizeof(line), cpuinfo))
+		if (!strncmp(line, "vendor_id", 9))
+			return strstr(line, "AuthenticAMD") || strstr(line, "HygonGenuine");
+	return false;
+}

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <linux/types.h>
 
 /*
@@ -146,5 +147,16 @@ int moat_schemata_diff(const struct moat_rdt_info *in,
  */
 int moat_rdt_write(const char *root, const char *group, const char *text,
 		   char *why, size_t len);
+
+/**
+ * moat_rdt_find_mount() - the first resctrl mount in @mountinfo (proc(5)
+ * format) into @mnt, and whether its super options have cdp and
+ * mba_MBps.  Return: 0, -ENOENT (none), -ENAMETOOLONG.
+ */
+int moat_rdt_find_mount(FILE *mountinfo, char *mnt, size_t len, bool *cdp,
+			bool *mbps);
+
+/** moat_rdt_cpu_is_amd() - @cpuinfo's vendor_id is AMD's or Hygon's. */
+bool moat_rdt_cpu_is_amd(FILE *cpuinfo);
 
 #endif /* MOAT_RESCTRL_H */

@@ -231,6 +231,8 @@ static int add_base_knobs(struct moatd *d)
 		err = cpi_add_knobs(d);
 	if (!err)
 		err = delay_add_knobs(d);
+	if (!err)
+		err = rdt_add_knobs(d);
 	return err ? err : node_add_knobs(d);
 }
 
@@ -518,6 +520,7 @@ int main(int argc, char **argv)
 		goto out;
 	moat_cgroup_events_open(&d->events);	/* optional: says why not */
 	cpi_open(d);				/* optional: says which events */
+	rdt_open(d);				/* optional: says what there is */
 	err = server_open(&srv, o.socket, o.socket_group);
 	if (!err && o.listen)
 		snprintf(d->listen, sizeof(d->listen), "%s", o.listen);

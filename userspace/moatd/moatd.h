@@ -20,6 +20,7 @@
 #include "cpi2.h"
 #include "pmu_bpf.h"
 #include "taskstats.h"
+#include "resctrl.h"
 
 #define MOATD_MAX_RULES		64
 #define MOAT_VERSION		"0.1.0"
@@ -158,6 +159,8 @@ struct moatd {
 	struct moat_rqlat *rqlat;	/* NULL: BPF did not load, and */
 	struct moat_taskstats *ts;	/* delay accounting stands in */
 	unsigned int rqlat_source;	/* delay.c: auto, bpf, taskstats */
+	char rdt_root[PATH_MAX];	/* rdt.c: "": no resctrl */
+	struct moat_rdt_info rdt;
 	struct moat_cgroup_events *events;	/* NULL: walk every period */
 	unsigned int rescan_ms;		/* walk at least this often anyway */
 	struct timespec last_rescan;
@@ -321,6 +324,10 @@ void delay_close(struct moatd *d);
 /* A group's waits since the first read, as the BPF map would have them. */
 void delay_read_group(struct moatd *d, struct moatd_group *g,
 		      struct moat_rqlat_hist *cum);
+
+/* rdt.c: resctrl; say once what there is, or that there is none */
+void rdt_open(struct moatd *d);
+int rdt_add_knobs(struct moatd *d);
 
 /* cpi.c */
 int cpi_add_knobs(struct moatd *d);
