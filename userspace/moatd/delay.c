@@ -41,19 +41,13 @@ int delay_add_knobs(struct moatd *d)
 	const struct moat_knob knobs[] = {
 		{ .path = "rqlat/source", .type = MOAT_KNOB_CHOICE, .writable = true,
 		  .choices = sources, .data = &d->rqlat_source,
-		  .store = store_source, .owner = d },
+		  .store = store_source },
 		{ .path = "rqlat/active_source", .type = MOAT_KNOB_SHOW,
-		  .show = show_active, .owner = d },
+		  .show = show_active },
 	};
-	size_t i;
-	int err;
 
-	for (i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
-		err = moat_knob_add(d->tree, &knobs[i]);
-		if (err)
-			return err;
-	}
-	return 0;
+	return moat_knob_add_all(d->tree, "", knobs,
+				 sizeof(knobs) / sizeof(knobs[0]), d);
 }
 
 int delay_open(struct moatd *d, const struct moat_rqlat_opts *ro,

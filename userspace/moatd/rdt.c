@@ -114,22 +114,15 @@ static int show_rmids(const struct moat_knob *k, char *buf, size_t len)
 int rdt_add_knobs(struct moatd *d)
 {
 	const struct moat_knob knobs[] = {
-		{ .path = "resctrl/root", .type = MOAT_KNOB_SHOW, .show = show_root,
-		  .owner = d },
+		{ .path = "resctrl/root", .type = MOAT_KNOB_SHOW, .show = show_root },
 		{ .path = "resctrl/schemata", .type = MOAT_KNOB_SHOW,
-		  .show = show_schemata, .owner = d },
+		  .show = show_schemata },
 		{ .path = "resctrl/num_closids", .type = MOAT_KNOB_SHOW,
-		  .show = show_closids, .owner = d },
+		  .show = show_closids },
 		{ .path = "resctrl/num_rmids", .type = MOAT_KNOB_SHOW,
-		  .show = show_rmids, .owner = d },
+		  .show = show_rmids },
 	};
-	size_t i;
-	int err;
 
-	for (i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
-		err = moat_knob_add(d->tree, &knobs[i]);
-		if (err)
-			return err;
-	}
-	return 0;
+	return moat_knob_add_all(d->tree, "", knobs,
+				 sizeof(knobs) / sizeof(knobs[0]), d);
 }
