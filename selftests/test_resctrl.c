@@ -363,3 +363,110 @@ Test(resctrl, the_mount_and_its_options_from_mountinfo)
 	cr_expect_not(moat_rdt_cpu_is_amd(f));
 	fclose(f);
 }
+
+/* Groups moat did not create hold CLOSIDs too; too few: no room. */
+Test(resctrl, closids_are_counted_with_the_groups_of_others)
+{
+	struct moat_rdt_info in;
+	char **names;
+	int n, i;
+
+	fake_intel(false);
+	put("info/MB/num_closids", "4\n");	/* a layout with few */
+	put("theirs/schemata", "L3:0=7ff;1=7ff\nMB:0=100;1=100\n");
+	put("batch/schemata", "L3:0=7ff;1=7ff\nMB:0=100;1=100\n");
+	put("mon_groups/m1/tasks", "");
+	put("mon_data/mon_L3_00/llc_occupancy", "0\n");
+	cr_assert_eq(moat_rdt_info_read(root, false, false, &in, why, sizeof(why)), 0,
+		     "%s", why);
+	n = moat_rdt_groups(root, &names);
+	cr_assert_eq(n, 2, "info, mon_groups and mon_data are not groups");
+	cr_expect_str_eq(names[0], "batch");
+	cr_expect_str_eq(names[1], "theirs");
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	cr_expect_eq(moat_rdt_closids_left(&in, 2), 1, "4 - default - 2 others");
+	cr_expect_eq(moat_rdt_closids_left(&in, 3), 0);
+	cr_expect_eq(moat_rdt_closids_left(&in, 9), 0);
+}
+
+Test(resctrl, composed_schemata_for_each_layout)
+{
+	struct moat_rdt_info in;
+	struct moat_schemata dflt, want, cur;
+	char buf[1024];
+
+	fake_intel(false);
+	cr_assert_eq(moat_rdt_info_read(root, false, false, &in, why, sizeof(why)), 0);
+	cr_assert_eq(moat_schemata_parse(get("schemata"), &dflt, why, sizeof(why)), 0);
+	cr_assert_eq(moat_rdt_compose(&in, &dflt, 3, 25, &want, why, sizeof(why)), 0,
+		     "%s", why);
+	cr_assert_gt(moat_schemata_diff(&in, &dflt, &want, buf, sizeof(buf), why,
+					sizeof(why)), 0, "%s", why);
+	cr_expect_str_eq(buf, "L3:0=7;1=7\nMB:0=30;1=30\n");
+	cr_expect_eq(moat_rdt_compose(&in, &dflt, 12, 100, &want, why, sizeof(why)),
+		     -EINVAL);
+	cr_expect(strstr(why, "12 ways, and it has 11"), "%s", why);
+	cleanup();
+
+	fake_intel(true);
+	cr_assert_eq(moat_rdt_info_read(root, false, false, &in, why, sizeof(why)), 0);
+	cr_assert_eq(moat_schemata_parse(get("schemata"), &dflt, why, sizeof(why)), 0);
+	cr_assert_eq(moat_rdt_compose(&in, &dflt, 2, 100, &want, why, sizeof(why)), 0,
+		     "%s", why);
+	cr_assert_gt(moat_schemata_diff(&in, &dflt, &want, buf, sizeof(buf), why,
+					sizeof(why)), 0, "%s", why);
+	cr_expect_str_eq(buf, "L3CODE:0=3;1=3\nL3DATA:0=3;1=3\n",
+			 "the same ways for code and data; MB all: unchanged");
+	cleanup();
+
+	fake_amd();
+	cr_assert_eq(moat_rdt_info_read(root, true, false, &in, why, sizeof(why)), 0);
+	cr_assert_eq(moat_schemata_parse(get("schemata"), &dflt, why, sizeof(why)), 0);
+	cr_assert_eq(moat_rdt_compose(&in, &dflt, 4, 50, &want, why, sizeof(why)), 0,
+		     "%s", why);
+	cr_assert_eq(want.line[0].n, 16);
+	cr_expect_eq(want.line[0].id[15], 23);
+	cr_expect_eq(want.line[0].val[15], 0xf);
+	cr_expect_eq(want.line[1].val[9], 1024);
+	/* a group already at that: nothing to write */
+	cur = want;
+	cr_expect_eq(moat_schemata_diff(&in, &cur, &want, buf, sizeof(buf), why,
+					sizeof(why)), 0);
+}
+
+Test(resctrl, only_tids_not_ours_and_not_anyone_elses_move)
+{
+	const __u32 want[] = { 10, 11, 12, 13, 20 }, ours[] = { 11, 30 },
+		    foreign[] = { 5, 13 };
+	__u32 out[5];
+
+	cr_assert_eq(moat_rdt_tids_to_move(want, 5, ours, 2, foreign, 2, out), 3);
+	cr_expect_eq(out[0], 10);
+	cr_expect_eq(out[1], 12);
+	cr_expect_eq(out[2], 20);
+	cr_expect_eq(moat_rdt_tids_to_move(want, 5, NULL, 0, NULL, 0, out), 5);
+}
+
+/* One tid per write: the fake tasks file (O_APPEND) keeps each write. */
+Test(resctrl, tasks_are_written_one_tid_per_write)
+{
+	const __u32 tids[] = { 101, 202, 303 };
+	char dir[PATH_MAX + 8];
+	__u32 *read;
+	size_t gone;
+
+	fake_intel(false);
+	put("be/tasks", "");
+	snprintf(dir, sizeof(dir), "%s/be", root);
+	cr_assert_eq(moat_rdt_add_tasks(dir, tids, 3, &gone), 3);
+	cr_expect_eq(gone, 0);
+	cr_expect_str_eq(get("be/tasks"), "101\n202\n303\n");
+	put("be/tasks", "303\n7\n101\n");
+	cr_assert_eq(moat_rdt_read_tids(dir, &read), 3);
+	cr_expect(read[0] == 7 && read[1] == 101 && read[2] == 303, "sorted");
+	free(read);
+	snprintf(dir, sizeof(dir), "%s/gone", root);
+	cr_expect_eq(moat_rdt_add_tasks(dir, tids, 3, &gone), -ENOENT);
+}

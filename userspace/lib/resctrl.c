@@ -539,3 +539,187 @@ bool moat_rdt_cpu_is_amd(FILE *cpuinfo)
 			return strstr(line, "AuthenticAMD") || strstr(line, "HygonGenuine");
 	return false;
 }
+
+static bool not_a_group(const char *name)
+{
+	return name[0] == '.' || !strcmp(name, "info") ||
+	       !strcmp(name, "mon_groups") || !strcmp(name, "mon_data");
+}
+
+int moat_rdt_groups(const char *root, char ***names)
+{
+	struct dirent **ents;
+	char **v;
+	int n, i, k = 0;
+
+	n = scandir(root, &ents, NULL, by_name);
+	if (n < 0)
+		return -errno;
+	v = calloc(n ? n : 1, sizeof(*v));
+	for (i = 0; i < n; i++) {
+		if (v && ents[i]->d_type == DT_DIR && !not_a_group(ents[i]->d_name)) {
+			v[k] = strdup(ents[i]->d_name);
+			if (!v[k]) {
+				while (k--)
+					free(v[k]);
+				free(v);
+				v = NULL;
+			} else {
+				k++;
+			}
+		}
+		free(ents[i]);
+	}
+	free(ents);
+	if (!v)
+		return -ENOMEM;
+	*names = v;
+	return k;
+}
+
+unsigned int moat_rdt_closids_left(const struct moat_rdt_info *in,
+				   unsigned int ngroups)
+{
+	/* CLOSID 0 is the default group's */
+	return in->num_closids > ngroups + 1 ? in->num_closids - ngroups - 1 : 0;
+}
+
+int moat_rdt_compose(const struct moat_rdt_info *in,
+		     const struct moat_schemata *dflt, unsigned int l3_ways,
+		     unsigned int mb_pct, struct moat_schemata *out, char *why,
+		     size_t len)
+{
+	size_t i, d;
+	int err;
+
+	out->n = 0;
+	for (i = 0; i < dflt->n; i++) {
+		const struct moat_rdt_line *l = &dflt->line[i];
+		const struct moat_rdt_res *r = moat_rdt_res_find(in, l->name);
+		struct moat_rdt_line *o = &out->line[out->n];
+		unsigned int mb = 0;
+		bool keep = false;
+		__u64 v;
+
+		if (!r) {
+			WHY("%s: in the schemata, not in info/", l->name);
+			return -EINVAL;
+		}
+		if (r->kind == MOAT_RDT_CACHE) {
+			if (strncmp(r->name, "L3", 2))
+				continue;	/* L2: not moat's */
+			v = l3_ways ? moat_rdt_ways_mask(r, l3_ways, false) : r->cbm_mask;
+			if (!v) {
+				WHY("%s: %u ways, and it has %d", r->name, l3_ways,
+				    __builtin_popcountll(r->cbm_mask));
+				return -EINVAL;
+			}
+			err = moat_rdt_check_cbm(r, v, why, len);
+		} else {
+			if (strcmp(r->name, "MB"))
+				continue;	/* SMBA: not moat's */
+			/* all of it: what the default group has, per domain */
+			keep = mb_pct >= 100;
+			err = keep ? 0 : moat_rdt_mb_value(r, mb_pct, &mb, why, len);
+			v = mb;
+		}
+		if (err)
+			return err;
+		memcpy(o->name, l->name, sizeof(o->name));
+		o->n = l->n;
+		for (d = 0; d < l->n; d++) {
+			o->id[d] = l->id[d];
+			o->val[d] = keep ? l->val[d] : v;
+		}
+		out->n++;
+	}
+	return 0;
+}
+
+size_t moat_rdt_tids_to_move(const __u32 *want, size_t nwant,
+			     const __u32 *ours, size_t nours,
+			     const __u32 *foreign, size_t nforeign, __u32 *out)
+{
+	size_t i, o = 0, f = 0, n = 0;
+
+	for (i = 0; i < nwant; i++) {
+		while (o < nours && ours[o] < want[i])
+			o++;
+		while (f < nforeign && foreign[f] < want[i])
+			f++;
+		if ((o < nours && ours[o] == want[i]) ||
+		    (f < nforeign && foreign[f] == want[i]))
+			continue;
+		out[n++] = want[i];
+	}
+	return n;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	__u32 x = *(const __u32 *)a, y = *(const __u32 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+ssize_t moat_rdt_read_tids(const char *dir, __u32 **out)
+{
+	char path[PATH_MAX];
+	__u32 *v = NULL, *m;
+	size_t n = 0, cap = 0;
+	unsigned long tid;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/tasks", dir);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fscanf(f, "%lu", &tid) == 1) {
+		if (n == cap) {
+			cap = cap ? 2 * cap : 64;
+			m = realloc(v, cap * sizeof(*v));
+			if (!m) {
+				free(v);
+				fclose(f);
+				return -ENOMEM;
+			}
+			v = m;
+		}
+		v[n++] = tid;
+	}
+	fclose(f);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_u32);
+	*out = v;
+	return n;
+}
+
+ssize_t moat_rdt_add_tasks(const char *dir, const __u32 *tids, size_t n,
+			   size_t *gone)
+{
+	char path[PATH_MAX], buf[16];
+	size_t i, moved = 0;
+	int fd, len;
+
+	*gone = 0;
+	snprintf(path, sizeof(path), "%s/tasks", dir);
+	/* O_APPEND: the kernel ignores it; a test's fake file keeps each */
+	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (i = 0; i < n; i++) {
+		len = snprintf(buf, sizeof(buf), "%u\n", tids[i]);
+		if (write(fd, buf, len) == len) {
+			moved++;
+		} else if (errno == ESRCH) {
+			(*gone)++;	/* exited, or its tid reused: next */
+		} else {
+			int err = -errno;
+
+			close(fd);
+			return moved ? (ssize_t)moved : err;
+		}
+	}
+	close(fd);
+	return moved;
+}

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
 #include <linux/types.h>
 
 /*
@@ -147,6 +148,58 @@ int moat_schemata_diff(const struct moat_rdt_info *in,
  */
 int moat_rdt_write(const char *root, const char *group, const char *text,
 		   char *why, size_t len);
+
+/**
+ * moat_rdt_groups() - the control groups under @root that are not the
+ * default group (its directories but info, mon_groups and mon_data),
+ * sorted, into *@names (free each, then it); each holds a CLOSID.
+ * Return: how many, or -errno.
+ */
+int moat_rdt_groups(const char *root, char ***names);
+
+/**
+ * moat_rdt_closids_left() - CLOSIDs free for new groups, given @ngroups
+ * control groups besides the default one (which has CLOSID 0).
+ */
+unsigned int moat_rdt_closids_left(const struct moat_rdt_info *in,
+				   unsigned int ngroups);
+
+/**
+ * moat_rdt_compose() - the schemata for a group that gets @l3_ways ways
+ * (0: all) of each cache, from the lowest, and @mb_pct% of the bandwidth
+ * (100: all), for every domain @dflt (the default group's schemata) has.
+ * Under CDP code and data get the same ways.  Return: 0 or -errno with
+ * *@why (nothing composed).
+ */
+int moat_rdt_compose(const struct moat_rdt_info *in,
+		     const struct moat_schemata *dflt, unsigned int l3_ways,
+		     unsigned int mb_pct, struct moat_schemata *out, char *why,
+		     size_t len);
+
+/**
+ * moat_rdt_tids_to_move() - of @want (the tids that belong in a group),
+ * those neither in @ours (its tasks file) nor in @foreign (other groups'
+ * tasks: never taken from them), into @out (room for @nwant).  All
+ * three sorted ascending.  Return: how many.
+ */
+size_t moat_rdt_tids_to_move(const __u32 *want, size_t nwant,
+			     const __u32 *ours, size_t nours,
+			     const __u32 *foreign, size_t nforeign, __u32 *out);
+
+/**
+ * moat_rdt_read_tids() - @dir/tasks, sorted, into *@out (to free).
+ * Return: how many, or -errno.
+ */
+ssize_t moat_rdt_read_tids(const char *dir, __u32 **out);
+
+/**
+ * moat_rdt_add_tasks() - write each of the @n @tids to @dir/tasks, one
+ * tid per write, as the kernel requires; a tid that exited since it was
+ * listed (ESRCH) is skipped and counted in *@gone.  Return: how many
+ * moved, or -errno when the file cannot be written at all.
+ */
+ssize_t moat_rdt_add_tasks(const char *dir, const __u32 *tids, size_t n,
+			   size_t *gone);
 
 /**
  * moat_rdt_find_mount() - the first resctrl mount in @mountinfo (proc(5)
