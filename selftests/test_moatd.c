@@ -1317,7 +1317,14 @@ Test(moatd, hints_are_the_documented_json)
 		  "cpuMillicores %lld of %ld CPUs", (long long)json_object_get_int64(v), ncpus);
 	cr_assert(json_object_object_get_ex(cap, "memoryBytes", &v));
 	cr_expect_gt(json_object_get_int64(v), 0);
-	cr_assert(json_object_object_get_ex(o, "interference", &v));
+	cr_assert(json_object_object_get_ex(o, "interference", &cap));
+	cr_expect(json_object_object_get_ex(cap, "cpu", &v) &&
+		  json_object_object_get_ex(cap, "memory", &v) &&
+		  json_object_object_get_ex(cap, "cache", &v),
+		  "%s", json_object_to_json_string(cap));
+	/* no PMU here, so no CPI² victim: no cache interference */
+	cr_expect(json_object_object_get_ex(cap, "cache", &v) &&
+		  json_object_get_double(v) == 0, "%s", json_object_to_json_string(cap));
 	cr_assert(json_object_object_get_ex(o, "culprits", &v));
 	cr_assert(json_object_object_get_ex(o, "lc", &lc));
 	for (i = 0; i < json_object_array_length(lc); i++) {

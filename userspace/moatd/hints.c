@@ -33,7 +33,7 @@
 
 struct hints {
 	double be_cpus, be_memory;		/* NAN: not known yet */
-	double cpu_interference, memory_interference;
+	double cpu_interference, memory_interference, cache_interference;
 	double lc_cpus, be_used_cpus, sys_cpus, node_cpus, ncpus;
 	double lc_memory, be_used_memory, sys_memory, mem_total, mem_used;
 };
@@ -106,6 +106,10 @@ static void compute(struct moatd *d, struct hints *h)
 				if (!isnan(r) && !(r <= worst[m]))
 					worst[m] = r;
 			}
+			/* a CPI² victim's CPI over its outlier threshold */
+			if (g->cpi2_lc && g->cpi2_lc->victim && g->cpi2_threshold > 0 &&
+			    g->cpi2_cpi / g->cpi2_threshold > h->cache_interference)
+				h->cache_interference = g->cpi2_cpi / g->cpi2_threshold;
 		} else if (g->class == MOAT_CLASS_BE) {
 			h->be_used_cpus += nz(g->win.cpu_usage);
 			h->be_used_memory += nz(g->win.memory_bytes);
@@ -157,6 +161,8 @@ int hints_write_metrics(struct moatd *d, FILE *f)
 		shortest(buf, sizeof(buf), h.cpu_interference));
 	fprintf(f, "moat_hint_interference_ratio{resource=\"memory\"} %s\n",
 		shortest(buf, sizeof(buf), h.memory_interference));
+	fprintf(f, "moat_hint_interference_ratio{resource=\"cache\"} %s\n",
+		shortest(buf, sizeof(buf), h.cache_interference));
 	fputs("# HELP moat_hint_lc_slack_ratio 1 - signal / target of the LC group's worst signal; negative: over its target.\n"
 	      "# TYPE moat_hint_lc_slack_ratio gauge\n", f);
 	for (i = 0; i < d->nr_groups; i++) {
@@ -253,6 +259,7 @@ static json_object *hints_json(struct moatd *d, bool with_time)
 	itf = json_object_new_object();
 	json_object_object_add(itf, "cpu", num(h.cpu_interference));
 	json_object_object_add(itf, "memory", num(h.memory_interference));
+	json_object_object_add(itf, "cache", num(h.cache_interference));
 	json_object_object_add(o, "interference", itf);
 
 	lc = json_object_new_array();
@@ -318,6 +325,7 @@ int hints_for_kube(struct moatd *d, struct kube_hints *out)
 	out->be_memory = h.be_memory;
 	out->cpu_interference = h.cpu_interference;
 	out->memory_interference = h.memory_interference;
+	out->cache_interference = h.cache_interference;
 	o = hints_json(d, false);
 	if (!o)
 		return -ENOMEM;

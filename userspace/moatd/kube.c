@@ -527,7 +527,8 @@ void kube_cycle(struct moatd *d)
 		return;
 	if (hints_for_kube(d, &h))
 		return;
-	over = h.cpu_interference >= 1 || h.memory_interference >= 1;
+	over = h.cpu_interference >= 1 || h.memory_interference >= 1 ||
+	       h.cache_interference >= 1;
 	if (over) {
 		k->over_ms = now;
 		k->tainted = true;

@@ -310,7 +310,7 @@ int hints_write_metrics(struct moatd *d, FILE *f);
 int hints_write_json(struct moatd *d, FILE *f);
 struct kube_hints {
 	double be_cpus, be_memory;	/* NAN: not known yet */
-	double cpu_interference, memory_interference;
+	double cpu_interference, memory_interference, cache_interference;
 	char *json;			/* /hints without its time: to free */
 };
 int hints_for_kube(struct moatd *d, struct kube_hints *out);
