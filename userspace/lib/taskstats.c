@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <linux/taskstats.h>
 #include <netlink/netlink.h>
 #include <netlink/genl/genl.h>
@@ -24,6 +26,7 @@ struct moat_taskstats {
 	int family;
 	struct moat_journal *journal;	/* kernel.task_delayacct's original */
 	struct moat_ts_task *reply;	/* where the callback puts one */
+	__u32 want;			/* for the tid asked about */
 	bool got;
 };
 
@@ -38,8 +41,9 @@ static int on_reply(struct nl_msg *msg, void *arg)
 	    !a[TASKSTATS_TYPE_AGGR_PID] ||
 	    nla_parse_nested(n, TASKSTATS_TYPE_MAX, a[TASKSTATS_TYPE_AGGR_PID],
 			     NULL) ||
-	    !n[TASKSTATS_TYPE_STATS])
-		return NL_SKIP;
+	    !n[TASKSTATS_TYPE_STATS] || !n[TASKSTATS_TYPE_PID] ||
+	    nla_get_u32(n[TASKSTATS_TYPE_PID]) != ts->want)
+		return NL_SKIP;	/* a late reply to an earlier question */
 	/* an older kernel's struct is a prefix of a newer one's */
 	memset(&t, 0, sizeof(t));
 	len = nla_len(n[TASKSTATS_TYPE_STATS]);
@@ -55,6 +59,7 @@ static int on_reply(struct nl_msg *msg, void *arg)
 int moat_taskstats_open(const char *journal, struct moat_taskstats **out)
 {
 	struct moat_taskstats *ts = calloc(1, sizeof(*ts));
+	struct timeval tmo = { .tv_sec = 1 };
 	int err;
 
 	if (!ts)
@@ -77,8 +82,18 @@ int moat_taskstats_open(const char *journal, struct moat_taskstats **out)
 		err = -ENOENT;
 		goto fail;
 	}
-	/* a reply, or an error: no acks to read past */
+	/* a reply, or an error: no acks to read past; replies are matched
+	   by the tid they are for, so a late one is skipped, not taken */
 	nl_socket_disable_auto_ack(ts->sk);
+	nl_socket_disable_seq_check(ts->sk);
+	/* a reply the kernel could not queue (ENOBUFS) must not hang the
+	   control loop: a read waits a second at most */
+	if (setsockopt(nl_socket_get_fd(ts->sk), SOL_SOCKET, SO_RCVTIMEO, &tmo,
+		       sizeof(tmo))) {
+		err = -errno;
+		pr_warn("taskstats: SO_RCVTIMEO: %s", strerror(errno));
+		goto fail;
+	}
 	err = nl_socket_modify_cb(ts->sk, NL_CB_VALID, NL_CB_CUSTOM, on_reply, ts);
 	if (err) {
 		err = -ENOMEM;
@@ -120,7 +135,7 @@ int moat_taskstats_task(struct moat_taskstats *ts, pid_t tid,
 			struct moat_ts_task *out)
 {
 	struct nl_msg *msg = nlmsg_alloc();
-	int err;
+	int err, tries;
 
 	if (!msg)
 		return -ENOMEM;
@@ -135,8 +150,13 @@ int moat_taskstats_task(struct moat_taskstats *ts, pid_t tid,
 	if (err < 0)
 		return -EIO;
 	ts->reply = out;
+	ts->want = tid;
 	ts->got = false;
-	err = nl_recvmsgs_default(ts->sk);
+	for (tries = 0; tries < 4 && !ts->got; tries++) {
+		err = nl_recvmsgs_default(ts->sk);
+		if (err < 0)
+			break;
+	}
 	ts->reply = NULL;
 	if (err == -NLE_OBJ_NOTFOUND)
 		return -ESRCH;		/* the kernel's ESRCH: it exited */
