@@ -920,9 +920,15 @@ Test(moatd, a_lasting_violation_walks_weight_idle_then_quota)
 	expect_restored("after SIGTERM");
 }
 
+static int http_port(void);
+static int http_get(int port, const char *path, char *buf, size_t len,
+		    char **body);
+static char page[1 << 22];
+
 /* enforce/cpu_priority = 0, as for kubelet's cgroups: the quota at once. */
 Test(moatd, without_cpu_priority_the_quota_comes_first)
 {
+	char *body, *at;
 	contend("observe");
 	set_runtime("enforce/cpu_priority", "0");
 	set_runtime("mode", "enforce");
@@ -930,6 +936,13 @@ Test(moatd, without_cpu_priority_the_quota_comes_first)
 	cr_assert_eq(ctl(out, err, "get", "groups/batch.batch-hog/throttle", NULL), 0);
 	cr_expect(!strncmp(out, "cpu_prio=max cpu=", 17) &&
 		  strncmp(out + 17, "max", 3), "throttle: %s", out);
+	/* counted by the chain that decided: run-queue latency's */
+	cr_assert_eq(http_get(http_port(), "/metrics", page, sizeof(page), &body), 200);
+	at = strstr(body, "moat_actions_total{chain=\"rqlat\",resource=\"cpu\",action=\"throttle\"} ");
+	cr_expect(at && strtoull(at + strcspn(at, "}") + 2, NULL, 10) > 0,
+		  "%.200s", at ? at : "no such series");
+	cr_expect(strstr(body, "moat_actions_total{chain=\"cpi\",resource=\"cpu\",action=\"throttle\"} 0\n"),
+		  "CPI² throttled nothing: there is no PMU here");
 	stop(&daemon_pid);
 	expect_restored("after SIGTERM");
 }
@@ -1186,8 +1199,6 @@ static int http_get(int port, const char *path, char *buf, size_t len,
 		 path);
 	return http_req(port, req, buf, len, body);
 }
-
-static char page[1 << 22];
 
 /* Whether the text format's histogram of @group is sound. */
 static void expect_sound_histogram(const char *text, const char *group)

@@ -31,6 +31,12 @@ const char *const moat_resource_names[MOAT_RES_NR] = {
 	[MOAT_RES_MEMORY] = "memory",
 };
 
+const char *const moat_chain_names[MOAT_RES_NR] = {
+	[MOAT_RES_CPU_PRIO] = "rqlat",
+	[MOAT_RES_CPU] = "cpi",
+	[MOAT_RES_MEMORY] = "memory",
+};
+
 /* A useless step's backoff doubles up to this many times. */
 #define BACKOFF_DOUBLINGS	6
 

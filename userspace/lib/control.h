@@ -86,6 +86,8 @@ extern const enum moat_resource moat_signal_resource[MOAT_SIG_NR];
 extern const enum moat_resource moat_resource_next[MOAT_RES_NR];
 extern const char *const moat_signal_names[MOAT_SIG_NR];
 extern const char *const moat_resource_names[MOAT_RES_NR];
+/* Each chain's name, by its first resource; NULL: not a chain's first. */
+extern const char *const moat_chain_names[MOAT_RES_NR];
 
 /* One LC group's period: NAN where not measured, a target of 0: none. */
 struct moat_ctl_lc {

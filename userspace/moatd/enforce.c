@@ -337,7 +337,7 @@ static void act(struct moatd *d, struct moatd_group *u, enum moat_resource r,
 	format_limit(to, sizeof(to), r, b->lim[r].limit);
 	u->lim[r] = b->lim[r];
 	if (b->action[r] <= MOAT_CTL_UNDO)
-		d->ec.actions[r][b->action[r]]++;
+		d->ec.actions[b->chain[r]][r][b->action[r]]++;
 	switch (b->action[r]) {
 	case MOAT_CTL_THROTTLE:
 		u->throttles++;

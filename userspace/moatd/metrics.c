@@ -410,7 +410,7 @@ static void daemon_metrics(FILE *f, struct moatd *d)
 	static const char *const classes[] = { "none", "lc", "be" };
 	size_t counts[3] = { 0 }, i;
 	__u64 drops[MOAT_DROP_NR];
-	unsigned int r, a;
+	unsigned int h, r, a;
 
 	family(f, "moat_build_info", "gauge", "moatd's version, as a label; always 1.");
 	fprintf(f, "moat_build_info{version=\"%s\"} 1\n", moatd_version());
@@ -452,12 +452,14 @@ static void daemon_metrics(FILE *f, struct moatd *d)
 	fprintf(f, "moat_kube_node_updates_total %llu\n", kube_counter(d, false));
 
 	family(f, "moat_actions_total", "counter",
-	       "The controller's steps, by resource and action.");
-	for (r = 0; r < MOAT_RES_NR; r++)
-		for (a = MOAT_CTL_THROTTLE; a <= MOAT_CTL_UNDO; a++)
-			fprintf(f, "moat_actions_total{resource=\"%s\",action=\"%s\"} %llu\n",
-				moat_resource_names[r], action_names[a],
-				d->ec.actions[r][a]);
+	       "The controller's steps, by the chain (signal) that decided, resource and action.");
+	for (h = 0; h < MOAT_RES_NR; h++)
+		for (r = h; moat_chain_names[h] && r < MOAT_RES_NR;
+		     r = moat_resource_next[r])
+			for (a = MOAT_CTL_THROTTLE; a <= MOAT_CTL_UNDO; a++)
+				fprintf(f, "moat_actions_total{chain=\"%s\",resource=\"%s\",action=\"%s\"} %llu\n",
+					moat_chain_names[h], moat_resource_names[r],
+					action_names[a], d->ec.actions[h][r][a]);
 	family(f, "moat_journal_entries", "gauge",
 	       "Kernel values moatd changed and will put back.");
 	fprintf(f, "moat_journal_entries %zu\n", d->journal ? d->journal->n : 0);

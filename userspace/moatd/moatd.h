@@ -118,7 +118,8 @@ struct enforce_knobs {
 struct enforce_counters {
 	unsigned long long throttles, releases, restores, undos, write_errors;
 	/* by resource and enum moat_ctl_action */
-	unsigned long long actions[MOAT_RES_NR][MOAT_CTL_UNDO + 1];
+	/* by the chain that decided (its first resource), resource, action */
+	unsigned long long actions[MOAT_RES_NR][MOAT_RES_NR][MOAT_CTL_UNDO + 1];
 };
 
 /* Per-group class overrides, by id: they outlive the groups. */
