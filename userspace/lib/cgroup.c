@@ -291,3 +291,40 @@ int moat_cgroup_names_for_each(const struct moat_cgroup_names *names,
 	}
 	return 0;
 }
+
+static int cmp_u32(const void *a, const void *b)
+{
+	__u32 x = *(const __u32 *)a, y = *(const __u32 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+long moat_read_tids(const char *path, __u32 **out)
+{
+	__u32 *v = NULL, *m;
+	size_t n = 0, cap = 0;
+	unsigned long tid;
+	FILE *f;
+
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fscanf(f, "%lu", &tid) == 1) {
+		if (n == cap) {
+			cap = cap ? 2 * cap : 64;
+			m = realloc(v, cap * sizeof(*v));
+			if (!m) {
+				free(v);
+				fclose(f);
+				return -ENOMEM;
+			}
+			v = m;
+		}
+		v[n++] = tid;
+	}
+	fclose(f);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_u32);
+	*out = v;
+	return n;
+}

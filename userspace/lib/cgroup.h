@@ -16,6 +16,13 @@
 int moat_cgroup_id(const char *dir, __u64 *id);
 
 /**
+ * moat_read_tids() - the ids in @path, one a line (cgroup.threads,
+ * tasks, resctrl's tasks), sorted ascending, into *@out (to free).
+ * Return: how many, or -errno.
+ */
+long moat_read_tids(const char *path, __u32 **out);
+
+/**
  * moat_cgroup_dir() - the directory of hierarchy path @path in @h.
  *
  * Return: 0, -ENOENT when @path is outside the part of the hierarchy @h's

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "cgroup.h"
 #include "resctrl.h"
 
 #define WHY(...)	snprintf(why, len, __VA_ARGS__)
@@ -655,43 +656,12 @@ size_t moat_rdt_tids_to_move(const __u32 *want, size_t nwant,
 	return n;
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-	__u32 x = *(const __u32 *)a, y = *(const __u32 *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 ssize_t moat_rdt_read_tids(const char *dir, __u32 **out)
 {
 	char path[PATH_MAX];
-	__u32 *v = NULL, *m;
-	size_t n = 0, cap = 0;
-	unsigned long tid;
-	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/tasks", dir);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fscanf(f, "%lu", &tid) == 1) {
-		if (n == cap) {
-			cap = cap ? 2 * cap : 64;
-			m = realloc(v, cap * sizeof(*v));
-			if (!m) {
-				free(v);
-				fclose(f);
-				return -ENOMEM;
-			}
-			v = m;
-		}
-		v[n++] = tid;
-	}
-	fclose(f);
-	if (n)
-		qsort(v, n, sizeof(*v), cmp_u32);
-	*out = v;
-	return n;
+	return moat_read_tids(path, out);
 }
 
 ssize_t moat_rdt_add_tasks(const char *dir, const __u32 *tids, size_t n,

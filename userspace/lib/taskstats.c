@@ -15,6 +15,7 @@
 #include <netlink/netlink.h>
 #include <netlink/genl/genl.h>
 #include <netlink/genl/ctrl.h>
+#include "cgroup.h"
 #include "journal.h"
 #include "log.h"
 #include "taskstats.h"
@@ -195,36 +196,25 @@ static int cmp_tid(const void *a, const void *b)
 int moat_taskstats_group(struct moat_taskstats *ts, const char *dir, bool v2,
 			 struct moat_ts_group *g)
 {
-	struct moat_ts_task *now = NULL, *was, t;
-	size_t n = 0, cap = 0, i;
+	struct moat_ts_task *now, *was;
 	char path[4096];
-	unsigned long tid;
-	FILE *f;
+	__u32 *tids;
+	size_t n = 0, i;
+	long nt;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, v2 ? "cgroup.threads" : "tasks");
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fscanf(f, "%lu", &tid) == 1) {
-		if (moat_taskstats_task(ts, tid, &t))
-			continue;	/* exited since the listing */
-		if (n == cap) {
-			struct moat_ts_task *m;
-
-			cap = cap ? 2 * cap : 16;
-			m = realloc(now, cap * sizeof(*now));
-			if (!m) {
-				fclose(f);
-				free(now);
-				return -ENOMEM;
-			}
-			now = m;
-		}
-		now[n++] = t;
+	nt = moat_read_tids(path, &tids);
+	if (nt < 0)
+		return nt;
+	now = malloc((nt ? nt : 1) * sizeof(*now));
+	if (!now) {
+		free(tids);
+		return -ENOMEM;
 	}
-	fclose(f);
-	if (n)
-		qsort(now, n, sizeof(*now), cmp_tid);
+	for (i = 0; i < (size_t)nt; i++)
+		if (!moat_taskstats_task(ts, tids[i], &now[n]))
+			n++;	/* else it exited since the listing */
+	free(tids);	/* sorted: so is now[] */
 	for (i = 0; i < n; i++) {
 		was = g->n ? bsearch(&now[i], g->tasks, g->n, sizeof(*now),
 				     cmp_tid) : NULL;
