@@ -330,6 +330,24 @@ Test(moatd, without_bpf_delay_accounting_sees_a_throttled_groups_wait)
 	cr_assert_eq(moat_kfile_read("/proc/sys/kernel/task_delayacct", after,
 				     sizeof(after)), 0);
 	cr_expect_str_eq(after, before, "kernel.task_delayacct not put back");
+
+	/* killed: the next start puts it back, though it uses BPF */
+	unlink(sock);
+	daemon_pid = start_moatd(sock, conf, log);
+	cr_assert_eq(kill(daemon_pid, SIGKILL), 0);
+	waitpid(daemon_pid, NULL, 0);
+	daemon_pid = 0;
+	cr_assert_eq(moat_kfile_read("/proc/sys/kernel/task_delayacct", during,
+				     sizeof(during)), 0);
+	cr_expect_str_eq(during, "1", "left on by the killed moatd");
+	snprintf(conf, sizeof(conf), "%s/moat.conf", dir);
+	unlink(sock);
+	daemon_pid = start_moatd(sock, conf, log);
+	cr_assert_eq(ctl(out, err, "get", "rqlat/active_source", NULL), 0, "%s", err);
+	cr_expect_str_eq(out, "bpf\n");
+	cr_assert_eq(moat_kfile_read("/proc/sys/kernel/task_delayacct", after,
+				     sizeof(after)), 0);
+	cr_expect_str_eq(after, before, "not put back after SIGKILL");
 }
 
 static char *slurp(const char *path);

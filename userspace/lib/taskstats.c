@@ -120,6 +120,18 @@ fail:
 	return err;
 }
 
+int moat_taskstats_recover(const char *journal)
+{
+	struct moat_journal *j;
+	int err = moat_journal_open(journal, &j);
+
+	if (err)
+		return err;
+	err = moat_journal_restore(j, "");
+	moat_journal_free(j);
+	return err;
+}
+
 void moat_taskstats_close(struct moat_taskstats *ts)
 {
 	if (!ts)

@@ -48,6 +48,13 @@ struct moat_ts_group {
  */
 int moat_taskstats_open(const char *journal, struct moat_taskstats **out);
 
+/**
+ * moat_taskstats_recover() - put back what the journal file @journal
+ * holds, left by a moatd that used taskstats and was killed, whatever
+ * the source now.  Return: 0 or -errno.
+ */
+int moat_taskstats_recover(const char *journal);
+
 /** moat_taskstats_close() - put kernel.task_delayacct back; close. */
 void moat_taskstats_close(struct moat_taskstats *ts);
 

@@ -56,6 +56,13 @@ int delay_open(struct moatd *d, const struct moat_rqlat_opts *ro,
 	char journal[PATH_MAX] = "";
 	int err = -ENOENT;
 
+	if (*state_dir &&
+	    (size_t)snprintf(journal, sizeof(journal), "%s/taskstats.journal",
+			     state_dir) >= sizeof(journal))
+		return -ENAMETOOLONG;
+	/* a killed moatd that used taskstats left task_delayacct on */
+	if (*journal && d->rqlat_source != SRC_TASKSTATS)
+		moat_taskstats_recover(journal);
 	if (d->rqlat_source != SRC_TASKSTATS) {
 		err = moat_rqlat_open(ro, &d->rqlat);
 		if (!err)
@@ -67,10 +74,6 @@ int delay_open(struct moatd *d, const struct moat_rqlat_opts *ro,
 		pr_warn("rqlat: BPF did not load (%s): falling back to delay accounting (taskstats): coarser, and no blame",
 			strerror(-err));
 	}
-	if (*state_dir &&
-	    (size_t)snprintf(journal, sizeof(journal), "%s/taskstats.journal",
-			     state_dir) >= sizeof(journal))
-		return -ENAMETOOLONG;
 	err = moat_taskstats_open(journal, &d->ts);
 	if (err)
 		return err;
