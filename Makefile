@@ -62,16 +62,17 @@ LIBMOAT_OBJS	:= $(addprefix $(O)/,$(libmoat-y))
 PROGS		:= $(addprefix $(O)/,$(progs-y))
 BENCH		:= $(addprefix $(O)/,$(bench-y))
 SELFTESTS	:= $(O)/selftests/moat-selftests
+TESTPROGS	:= $(addprefix $(O)/selftests/,$(testprogs-y))
 SELFTEST_OBJS	:= $(addprefix $(O)/,$(selftests-y))
 USER_OBJS	:= $(LIBMOAT_OBJS) $(SELFTEST_OBJS) \
-		   $(foreach p,$(progs-y) $(bench-y),$(addprefix $(O)/,$($(p)-y)))
+		   $(foreach p,$(progs-y) $(bench-y) $(testprogs-y),$(addprefix $(O)/,$($(p)-y)))
 
 .DELETE_ON_ERROR:
 # Keep the BPF objects and skeletons: they are outputs, not intermediates.
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 .PHONY: all run check vmtest install clean deps
 
-all: $(PROGS) $(BENCH) $(SELFTESTS)
+all: $(PROGS) $(BENCH) $(SELFTESTS) $(TESTPROGS)
 
 # A fresh machine has nothing: install what is missing, once per build dir.
 $(DEPS_STAMP): tools/deps.sh
@@ -113,6 +114,14 @@ $(O)/$(1): $(addprefix $(O)/,$($(1)-y)) $(LIBMOAT)
 	$$(Q)$$(CC) $$(USER_LDFLAGS) -o $$@ $$^ $$(PKG_LIBS)
 endef
 $(foreach p,$(progs-y) $(bench-y),$(eval $(call prog_rule,$(p))))
+
+# The fake resctrl is a FUSE file system: only it links libfuse3.
+FUSE_CFLAGS	= $(shell $(PKG_CONFIG) --cflags fuse3)
+FUSE_LIBS	= $(shell $(PKG_CONFIG) --libs fuse3)
+$(O)/selftests/fake_resctrl.o: USER_CFLAGS += $(FUSE_CFLAGS)
+$(O)/selftests/moat-fake-resctrl: $(addprefix $(O)/,$(moat-fake-resctrl-y))
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(USER_LDFLAGS) -o $@ $^ $(FUSE_LIBS)
 
 $(SELFTESTS): $(SELFTEST_OBJS) $(LIBMOAT)
 	$(call msg,LINK,$@)

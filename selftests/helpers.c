@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include "cgroup.h"
@@ -268,5 +269,66 @@ void work_memory(void *arg)
 		for (i = 0; i < len; i += page)
 			p[i] = n;
 		nanosleep(&ts, NULL);
+	}
+}
+
+static pid_t fake_pid;
+static char fake_mnt[PATH_MAX];
+
+const char *fake_resctrl_start(const char *args, char *mnt, size_t len)
+{
+	static char why[PATH_MAX * 4];
+	const char *b = getenv("MOAT_BUILD");
+	char cmd[PATH_MAX], probe[PATH_MAX + 32];
+	int i;
+
+	if (access("/dev/fuse", R_OK | W_OK))
+		return "no /dev/fuse here: the FAKE resctrl is a FUSE file system";
+	snprintf(fake_mnt, sizeof(fake_mnt), "/tmp/moat-fake-resctrl-%d-XXXXXX",
+		 (int)getpid());
+	if (!mkdtemp(fake_mnt))
+		return "mkdtemp failed";
+	snprintf(cmd, sizeof(cmd), "%.*s/selftests/moat-fake-resctrl",
+		 PATH_MAX - 64, b ? b : "build");
+	fake_pid = fork();
+	if (fake_pid < 0)
+		return "fork failed";
+	if (!fake_pid) {
+		char line[PATH_MAX * 4];
+
+		snprintf(line, sizeof(line), "exec %s %.*s %s", cmd, PATH_MAX, args,
+			 fake_mnt);
+		execl("/bin/sh", "sh", "-c", line, NULL);
+		_exit(127);
+	}
+	snprintf(probe, sizeof(probe), "%s/info/last_cmd_status", fake_mnt);
+	for (i = 0; i < 100; i++) {
+		if (!access(probe, R_OK)) {
+			snprintf(mnt, len, "%s", fake_mnt);
+			return NULL;
+		}
+		if (waitpid(fake_pid, NULL, WNOHANG) == fake_pid) {
+			fake_pid = 0;
+			break;
+		}
+		usleep(20000);
+	}
+	fake_resctrl_stop();
+	snprintf(why, sizeof(why), "%s %.*s could not mount a FUSE file system here",
+		 cmd, PATH_MAX, args);
+	return why;
+}
+
+void fake_resctrl_stop(void)
+{
+	if (fake_pid > 0) {
+		kill(fake_pid, SIGTERM);	/* it unmounts, then exits */
+		waitpid(fake_pid, NULL, 0);
+		fake_pid = 0;
+	}
+	if (fake_mnt[0]) {
+		umount2(fake_mnt, MNT_DETACH);	/* if it could not */
+		rmdir(fake_mnt);
+		fake_mnt[0] = '\0';
 	}
 }

@@ -61,6 +61,16 @@ void tcg_kill(pid_t pid);
 
 void tcg_cleanup(void);
 
+/*
+ * The FAKE resctrl (selftests/fake_resctrl.c, a FUSE file system that
+ * behaves as the kernel's resctrl does) mounted at @mnt, a new directory,
+ * with moat-fake-resctrl's options @args ("--layout amd --closids 2").
+ * NULL: it runs; else why it cannot here (no /dev/fuse, as in the guest).
+ */
+const char *fake_resctrl_start(const char *args, char *mnt, size_t len);
+/* Unmount it and stop it; fake_resctrl_start() again is fine after. */
+void fake_resctrl_stop(void);
+
 /* Workloads for tcg_spawn(). */
 void work_hog(void *unused);		/* spin until killed */
 

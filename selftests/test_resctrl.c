@@ -15,8 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <criterion/criterion.h>
+#include "helpers.h"
 #include "resctrl.h"
 
 static char root[PATH_MAX];
@@ -125,6 +129,7 @@ static void cleanup(void)
 {
 	char cmd[PATH_MAX + 16];
 
+	fake_resctrl_stop();
 	if (root[0]) {
 		snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
 		if (system(cmd))
@@ -391,6 +396,15 @@ Test(resctrl, closids_are_counted_with_the_groups_of_others)
 	cr_expect_eq(moat_rdt_closids_left(&in, 9), 0);
 }
 
+/* @ways of every cache, from the lowest, and @mb% of the bandwidth. */
+static int compose(const struct moat_rdt_info *in, const struct moat_schemata *dflt,
+		   unsigned int ways, unsigned int mb, struct moat_schemata *out)
+{
+	struct moat_rdt_alloc a = { .l3 = { .all = ways }, .mb_pct = mb };
+
+	return moat_rdt_compose(in, dflt, &a, out, why, sizeof(why));
+}
+
 Test(resctrl, composed_schemata_for_each_layout)
 {
 	struct moat_rdt_info in;
@@ -400,20 +414,20 @@ Test(resctrl, composed_schemata_for_each_layout)
 	fake_intel(false);
 	cr_assert_eq(moat_rdt_info_read(root, false, false, &in, why, sizeof(why)), 0);
 	cr_assert_eq(moat_schemata_parse(get("schemata"), &dflt, why, sizeof(why)), 0);
-	cr_assert_eq(moat_rdt_compose(&in, &dflt, 3, 25, &want, why, sizeof(why)), 0,
+	cr_assert_eq(compose(&in, &dflt, 3, 25, &want), 0,
 		     "%s", why);
 	cr_assert_gt(moat_schemata_diff(&in, &dflt, &want, buf, sizeof(buf), why,
 					sizeof(why)), 0, "%s", why);
 	cr_expect_str_eq(buf, "L3:0=7;1=7\nMB:0=30;1=30\n");
-	cr_expect_eq(moat_rdt_compose(&in, &dflt, 12, 100, &want, why, sizeof(why)),
+	cr_expect_eq(compose(&in, &dflt, 12, 100, &want),
 		     -EINVAL);
-	cr_expect(strstr(why, "12 ways, and it has 11"), "%s", why);
+	cr_expect(strstr(why, "L3:0: 12 ways, and it has 11"), "%s", why);
 	cleanup();
 
 	fake_intel(true);
 	cr_assert_eq(moat_rdt_info_read(root, false, false, &in, why, sizeof(why)), 0);
 	cr_assert_eq(moat_schemata_parse(get("schemata"), &dflt, why, sizeof(why)), 0);
-	cr_assert_eq(moat_rdt_compose(&in, &dflt, 2, 100, &want, why, sizeof(why)), 0,
+	cr_assert_eq(compose(&in, &dflt, 2, 100, &want), 0,
 		     "%s", why);
 	cr_assert_gt(moat_schemata_diff(&in, &dflt, &want, buf, sizeof(buf), why,
 					sizeof(why)), 0, "%s", why);
@@ -424,7 +438,7 @@ Test(resctrl, composed_schemata_for_each_layout)
 	fake_amd();
 	cr_assert_eq(moat_rdt_info_read(root, true, false, &in, why, sizeof(why)), 0);
 	cr_assert_eq(moat_schemata_parse(get("schemata"), &dflt, why, sizeof(why)), 0);
-	cr_assert_eq(moat_rdt_compose(&in, &dflt, 4, 50, &want, why, sizeof(why)), 0,
+	cr_assert_eq(compose(&in, &dflt, 4, 50, &want), 0,
 		     "%s", why);
 	cr_assert_eq(want.line[0].n, 16);
 	cr_expect_eq(want.line[0].id[15], 23);
@@ -434,6 +448,51 @@ Test(resctrl, composed_schemata_for_each_layout)
 	cur = want;
 	cr_expect_eq(moat_schemata_diff(&in, &cur, &want, buf, sizeof(buf), why,
 					sizeof(why)), 0);
+}
+
+Test(resctrl, ways_per_cache_id_from_the_high_end_and_capped)
+{
+	struct moat_rdt_alloc a = { .mb_pct = 100 };
+	struct moat_rdt_info in;
+	struct moat_schemata dflt, want;
+	char buf[1024];
+
+	cr_assert_eq(moat_rdt_ways_parse("6;16=4;23=2", &a.l3, why, sizeof(why)), 0,
+		     "%s", why);
+	cr_expect_eq(a.l3.all, 6);
+	cr_expect_eq(moat_rdt_ways_for(&a.l3, 16), 4);
+	cr_expect_eq(moat_rdt_ways_for(&a.l3, 7), 6);
+	cr_assert_eq(moat_rdt_ways_parse("0=4;1=6", &a.l3, why, sizeof(why)), 0);
+	cr_expect_eq(a.l3.all, 0, "unnamed caches: every way");
+	cr_expect_eq(moat_rdt_ways_parse("4;x=2", &a.l3, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "'4;x=2': not ways"), "%s", why);
+	cr_expect_eq(moat_rdt_ways_parse("0=4;0=2", &a.l3, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "cache 0 twice"), "%s", why);
+	cr_expect_eq(moat_rdt_ways_parse("65", &a.l3, why, sizeof(why)), -EINVAL);
+	cr_expect_eq(moat_rdt_ways_parse("4;5", &a.l3, why, sizeof(why)), -EINVAL);
+
+	fake_amd();
+	cr_assert_eq(moat_rdt_info_read(root, true, false, &in, why, sizeof(why)), 0);
+	cr_assert_eq(moat_schemata_parse(get("schemata"), &dflt, why, sizeof(why)), 0);
+	cr_assert_eq(moat_rdt_ways_parse("6;16=4;23=2", &a.l3, why, sizeof(why)), 0);
+	a.high = true;
+	cr_assert_eq(moat_rdt_compose(&in, &dflt, &a, &want, why, sizeof(why)), 0,
+		     "%s", why);
+	cr_expect_eq(want.line[0].val[0], 0xfc00, "6 ways from the top");
+	cr_expect_eq(want.line[0].val[8], 0xf000, "cache 16: 4 ways");
+	cr_expect_eq(want.line[0].val[15], 0xc000, "cache 23: 2 ways");
+	a.high = false;
+	a.cap = 3;		/* the controller's limit */
+	cr_assert_eq(moat_rdt_compose(&in, &dflt, &a, &want, why, sizeof(why)), 0);
+	cr_expect_eq(want.line[0].val[0], 0x7);
+	cr_expect_eq(want.line[0].val[15], 0x3, "under the cap already");
+	cr_assert_gt(moat_schemata_diff(&in, &dflt, &want, buf, sizeof(buf), why,
+					sizeof(why)), 0);
+	cr_expect(!strncmp(buf, "L3:0=7;1=7;", 11), "%s", buf);
+	cr_assert_eq(moat_rdt_ways_parse("8=4", &a.l3, why, sizeof(why)), 0);
+	cr_expect_eq(moat_rdt_compose(&in, &dflt, &a, &want, why, sizeof(why)), -EINVAL,
+		     "AMD has no cache 8 here");
+	cr_expect_str_eq(why, "no L3 cache 8 here");
 }
 
 Test(resctrl, only_tids_not_ours_and_not_anyone_elses_move)
@@ -469,4 +528,57 @@ Test(resctrl, tasks_are_written_one_tid_per_write)
 	free(read);
 	snprintf(dir, sizeof(dir), "%s/gone", root);
 	cr_expect_eq(moat_rdt_add_tasks(dir, tids, 3, &gone), -ENOENT);
+}
+
+/*
+ * On the FAKE resctrl mount (a FUSE file system that behaves as the
+ * kernel does): tasks go one per write, a tid that does not exist is
+ * ESRCH and skipped, the next still moves; rmdir gives the tasks back to
+ * the default group; a refused schemata write reports last_cmd_status.
+ */
+Test(resctrl, tasks_on_a_fake_mount_one_per_write_a_vanished_tid_skipped)
+{
+	char mnt[PATH_MAX], grp[PATH_MAX + 16], st[256];
+	const char *skip = fake_resctrl_start("--layout intel", mnt, sizeof(mnt));
+	__u32 tids[3], *in = NULL;
+	size_t gone = 0;
+	ssize_t n, i;
+	bool back = false;
+	pid_t child;
+
+	if (skip)
+		cr_skip_test("%s", skip);
+	snprintf(grp, sizeof(grp), "%s/g", mnt);
+	cr_assert_eq(mkdir(grp, 0755), 0, "%s", strerror(errno));
+	child = fork();
+	if (!child) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		pause();
+		_exit(0);
+	}
+	tids[0] = getpid() < child ? getpid() : child;
+	tids[1] = 4194304;	/* above any pid_max: no such task */
+	tids[2] = getpid() < child ? child : getpid();
+	n = moat_rdt_add_tasks(grp, tids, 3, &gone);
+	cr_expect_eq(n, 2, "moved %zd", n);
+	cr_expect_eq(gone, 1);
+	cr_expect_eq(moat_rdt_read_tids(grp, &in), 2);
+	cr_expect(in && in[0] == tids[0] && in[1] == tids[2]);
+	free(in);
+	cr_assert_eq(moat_rdt_read(mnt, "info/last_cmd_status", st, sizeof(st)), 0);
+	cr_expect_str_eq(st, "ok", "each write is a command of its own");
+
+	cr_expect_eq(moat_rdt_write(mnt, grp, "L3:0=5\n", why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, ": Invalid argument: The mask 5 has non-consecutive 1-bits"),
+		  "%s", why);
+
+	cr_assert_eq(rmdir(grp), 0);
+	n = moat_rdt_read_tids(mnt, &in);
+	for (i = 0; i < n; i++)
+		back |= in[i] == (__u32)child;
+	cr_expect(back, "the child is back in the default group");
+	free(in);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	fake_resctrl_stop();
 }

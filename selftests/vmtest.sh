@@ -23,7 +23,7 @@ O=${O:-$top/build}
 O=$(cd "$O" && pwd)
 work="$O/vmtest"
 TIMEOUT=${VMTEST_TIMEOUT:-300}
-BINS="moatd moatctl moat-rqlat selftests/moat-selftests"
+BINS="moatd moatctl moat-rqlat selftests/moat-selftests selftests/moat-fake-resctrl"
 
 die() { echo "vmtest.sh: $*" >&2; exit 2; }
 
@@ -88,6 +88,9 @@ if [ -z "${VMTEST_KERNEL:-}" ]; then
 	cp "$mods/mm/zsmalloc.ko" "$root/moat/modules/1-zsmalloc.ko" 2>/dev/null &&
 		cp "$mods/drivers/block/zram/zram.ko" "$root/moat/modules/2-zram.ko" ||
 		echo "vmtest.sh: no zram module in $pkg: no swap in the guest" >&2
+	# fuse, for the FAKE resctrl (a FUSE file system) of the resctrl tests
+	cp "$mods/fs/fuse/fuse.ko" "$root/moat/modules/3-fuse.ko" 2>/dev/null ||
+		echo "vmtest.sh: no fuse module in $pkg: the FAKE resctrl tests skip" >&2
 fi
 printf '%s\n' "${VMTEST_FILTER:-}" >"$root/moat/filter"
 cat >"$root/init" <<'EOF'

@@ -24,7 +24,7 @@ PACKAGES="
 	libbpf-dev libelf-dev zlib1g-dev
 	libjson-c-dev libmicrohttpd-dev libcurl4-gnutls-dev libpfm4-dev
 	libnl-3-dev libnl-genl-3-dev
-	libcriterion-dev
+	libcriterion-dev libfuse3-dev fuse3
 	linux-perf jq
 	qemu-system-x86 busybox-static cpio
 	prometheus curl openssl

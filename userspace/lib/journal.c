@@ -224,25 +224,16 @@ bad:
 	return err == -ENOMEM ? -ENOMEM : -EBADMSG;
 }
 
-/* Replace j->file atomically, and make the rename itself durable. */
-static int save(struct moat_journal *j)
+int moat_file_replace(const char *file, const char *buf, size_t len)
 {
 	char tmp[PATH_MAX + 8], dir[PATH_MAX];
-	char *buf = NULL;
-	size_t len = 0, off = 0;
-	int fd, dfd, err;
+	size_t off = 0;
+	int fd, dfd, err = 0;
 
-	if (!j->file[0])
-		return 0;
-	err = moat_journal_encode(j, &buf, &len);
-	if (err)
-		return err;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", j->file);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", file);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		err = -errno;
-		goto out;
-	}
+	if (fd < 0)
+		return -errno;
 	while (off < len && !err) {
 		ssize_t n = write(fd, buf + off, len - off);
 
@@ -254,19 +245,32 @@ static int save(struct moat_journal *j)
 	if (!err && fsync(fd))
 		err = -errno;
 	close(fd);
-	if (!err && rename(tmp, j->file))
+	if (!err && rename(tmp, file))
 		err = -errno;
 	if (err) {
 		unlink(tmp);
-		goto out;
+		return err;
 	}
-	snprintf(dir, sizeof(dir), "%s", j->file);
+	snprintf(dir, sizeof(dir), "%s", file);
 	dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd >= 0) {
 		fsync(dfd);
 		close(dfd);
 	}
-out:
+	return 0;
+}
+
+static int save(struct moat_journal *j)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int err;
+
+	if (!j->file[0])
+		return 0;
+	err = moat_journal_encode(j, &buf, &len);
+	if (!err)
+		err = moat_file_replace(j->file, buf, len);
 	if (err)
 		pr_err("journal %s: save: %s", j->file, strerror(-err));
 	free(buf);

@@ -68,6 +68,13 @@ int moat_journal_encode(const struct moat_journal *j, char **buf, size_t *len);
  * file, the line and the reason); -errno when it cannot be read.
  */
 int moat_journal_open(const char *file, struct moat_journal **out);
+
+/**
+ * moat_file_replace() - replace @file with @len bytes of @buf, crash-safe:
+ * write a temporary file, fsync it, rename it over @file, fsync the
+ * directory.  Return: 0 or -errno (@file as it was).
+ */
+int moat_file_replace(const char *file, const char *buf, size_t len);
 void moat_journal_free(struct moat_journal *j);
 
 /**

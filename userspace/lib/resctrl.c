@@ -12,13 +12,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "cgroup.h"
 #include "resctrl.h"
 
 #define WHY(...)	snprintf(why, len, __VA_ARGS__)
 
-/* @dir/@file's content, trailing newlines cut.  -errno if unreadable. */
-static int slurp(const char *dir, const char *file, char *buf, size_t size)
+/* Whether @e in @dir is a directory; stat() where readdir does not say. */
+static bool is_dir(const char *dir, const struct dirent *e)
+{
+	char path[PATH_MAX + 256];
+	struct stat st;
+
+	if (e->d_type != DT_UNKNOWN)
+		return e->d_type == DT_DIR;
+	snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+	return !stat(path, &st) && S_ISDIR(st.st_mode);
+}
+
+int moat_rdt_read(const char *dir, const char *file, char *buf, size_t size)
 {
 	char path[PATH_MAX];
 	ssize_t n;
@@ -43,7 +55,7 @@ static int slurp(const char *dir, const char *file, char *buf, size_t size)
 static int read_num(const char *dir, const char *file, int base, __u64 *out)
 {
 	char buf[64], *end;
-	int err = slurp(dir, file, buf, sizeof(buf));
+	int err = moat_rdt_read(dir, file, buf, sizeof(buf));
 
 	if (err)
 		return err;
@@ -137,7 +149,7 @@ int moat_rdt_info_read(const char *root, bool amd, bool mbps,
 		struct moat_rdt_res *r;
 
 		if (name[0] == '.' || strstr(name, "_MON") ||
-		    ents[i]->d_type == DT_REG || err)
+		    !is_dir(info, ents[i]) || err)
 			continue;	/* last_cmd_status; monitoring below */
 		if (out->nres == MOAT_RDT_MAX_RES) {
 			WHY("%s: more than %d schemata", info, MOAT_RDT_MAX_RES);
@@ -164,7 +176,7 @@ int moat_rdt_info_read(const char *root, bool amd, bool mbps,
 	}
 	snprintf(info, sizeof(info), "%s/info/L3_MON", root);
 	if (!read_num(info, "num_rmids", 10, &v) &&
-	    !slurp(info, "mon_features", text, sizeof(text))) {
+	    !moat_rdt_read(info, "mon_features", text, sizeof(text))) {
 		out->num_rmids = v;
 		out->llc_occupancy = strstr(text, "llc_occupancy") != NULL;
 		out->mbm_total = strstr(text, "mbm_total_bytes") != NULL;
@@ -173,7 +185,7 @@ int moat_rdt_info_read(const char *root, bool amd, bool mbps,
 	/* AMD's most: what the default group has, reset at mount */
 	if (!amd || mbps)
 		return 0;
-	err = slurp(root, "schemata", text, sizeof(text));
+	err = moat_rdt_read(root, "schemata", text, sizeof(text));
 	if (!err)
 		err = moat_schemata_parse(text, &s, why, len);
 	if (err) {
@@ -465,7 +477,7 @@ int moat_rdt_write(const char *root, const char *group, const char *text,
 	if (!err)
 		return 0;
 	snprintf(status, sizeof(status), "(no info/last_cmd_status)");
-	slurp(root, "info/last_cmd_status", status, sizeof(status));
+	moat_rdt_read(root, "info/last_cmd_status", status, sizeof(status));
 	WHY("write '%.*s' to %s: %s: %s", (int)strcspn(text, "\n"), text, path,
 	    strerror(-err), status);
 	return err;
@@ -558,7 +570,7 @@ int moat_rdt_groups(const char *root, char ***names)
 		return -errno;
 	v = calloc(n ? n : 1, sizeof(*v));
 	for (i = 0; i < n; i++) {
-		if (v && ents[i]->d_type == DT_DIR && !not_a_group(ents[i]->d_name)) {
+		if (v && is_dir(root, ents[i]) && !not_a_group(ents[i]->d_name)) {
 			v[k] = strdup(ents[i]->d_name);
 			if (!v[k]) {
 				while (k--)
@@ -585,52 +597,148 @@ unsigned int moat_rdt_closids_left(const struct moat_rdt_info *in,
 	return in->num_closids > ngroups + 1 ? in->num_closids - ngroups - 1 : 0;
 }
 
-int moat_rdt_compose(const struct moat_rdt_info *in,
-		     const struct moat_schemata *dflt, unsigned int l3_ways,
-		     unsigned int mb_pct, struct moat_schemata *out, char *why,
-		     size_t len)
+int moat_rdt_ways_parse(const char *s, struct moat_rdt_ways *out, char *why,
+			size_t len)
 {
-	size_t i, d;
+	const char *p = s;
+
+	memset(out, 0, sizeof(*out));
+	while (*p) {
+		unsigned long id = 0, n;
+		bool named = false;
+		char *end;
+		size_t i;
+
+		if (!isdigit((unsigned char)*p))
+			goto bad;
+		n = strtoul(p, &end, 10);
+		if (*end == '=') {
+			id = n;
+			named = true;
+			if (!isdigit((unsigned char)end[1]))
+				goto bad;
+			n = strtoul(end + 1, &end, 10);
+		}
+		if (n > 64 || id > UINT_MAX) {
+			WHY("'%s': %lu ways: at most 64", s, n);
+			return -EINVAL;
+		}
+		if (named) {
+			for (i = 0; i < out->n; i++)
+				if (out->id[i] == id) {
+					WHY("'%s': cache %lu twice", s, id);
+					return -EINVAL;
+				}
+			if (out->n == MOAT_RDT_MAX_DOMAINS) {
+				WHY("'%s': more than %d caches", s, MOAT_RDT_MAX_DOMAINS);
+				return -EINVAL;
+			}
+			out->id[out->n] = id;
+			out->ways[out->n++] = n;
+		} else if (p != s) {
+			goto bad;	/* the default comes first, once */
+		} else {
+			out->all = n;
+		}
+		if (*end == ';' && end[1])
+			end++;
+		else if (*end)
+			goto bad;
+		p = end;
+	}
+	return 0;
+bad:
+	WHY("'%s': not ways, as in \"6\", \"6;16=4\" or \"0=4;1=6\"", s);
+	return -EINVAL;
+}
+
+unsigned int moat_rdt_ways_for(const struct moat_rdt_ways *w, unsigned int id)
+{
+	size_t i;
+
+	for (i = 0; i < w->n; i++)
+		if (w->id[i] == id)
+			return w->ways[i];
+	return w->all;
+}
+
+/* The mask @a gives cache @id of @r; 0 with *@why when it cannot. */
+static __u64 alloc_mask(const struct moat_rdt_res *r,
+			const struct moat_rdt_alloc *a, unsigned int id,
+			char *why, size_t len)
+{
+	unsigned int have = __builtin_popcountll(r->cbm_mask);
+	unsigned int ways = moat_rdt_ways_for(&a->l3, id);
+	__u64 v;
+
+	if (!ways)
+		ways = have;
+	if (a->cap && a->cap < ways)
+		ways = a->cap;
+	if (ways < r->min_cbm_bits)
+		ways = r->min_cbm_bits;
+	v = moat_rdt_ways_mask(r, ways, a->high);
+	if (!v)
+		WHY("%s:%u: %u ways, and it has %u", r->name, id, ways, have);
+	return v;
+}
+
+int moat_rdt_compose(const struct moat_rdt_info *in,
+		     const struct moat_schemata *dflt,
+		     const struct moat_rdt_alloc *a, struct moat_schemata *out,
+		     char *why, size_t len)
+{
+	size_t i, d, k;
 	int err;
 
+	for (k = 0; k < a->l3.n; k++) {
+		const struct moat_rdt_line *l = NULL;
+
+		for (i = 0; i < dflt->n && !l; i++)
+			if (!strncmp(dflt->line[i].name, "L3", 2))
+				l = &dflt->line[i];
+		for (d = 0; l && d < l->n && l->id[d] != a->l3.id[k]; d++)
+			;
+		if (!l || d == l->n) {
+			WHY("no L3 cache %u here", a->l3.id[k]);
+			return -EINVAL;
+		}
+	}
 	out->n = 0;
 	for (i = 0; i < dflt->n; i++) {
 		const struct moat_rdt_line *l = &dflt->line[i];
 		const struct moat_rdt_res *r = moat_rdt_res_find(in, l->name);
 		struct moat_rdt_line *o = &out->line[out->n];
 		unsigned int mb = 0;
-		bool keep = false;
-		__u64 v;
+		bool cache;
 
 		if (!r) {
 			WHY("%s: in the schemata, not in info/", l->name);
 			return -EINVAL;
 		}
-		if (r->kind == MOAT_RDT_CACHE) {
-			if (strncmp(r->name, "L3", 2))
-				continue;	/* L2: not moat's */
-			v = l3_ways ? moat_rdt_ways_mask(r, l3_ways, false) : r->cbm_mask;
-			if (!v) {
-				WHY("%s: %u ways, and it has %d", r->name, l3_ways,
-				    __builtin_popcountll(r->cbm_mask));
-				return -EINVAL;
-			}
-			err = moat_rdt_check_cbm(r, v, why, len);
-		} else {
-			if (strcmp(r->name, "MB"))
-				continue;	/* SMBA: not moat's */
-			/* all of it: what the default group has, per domain */
-			keep = mb_pct >= 100;
-			err = keep ? 0 : moat_rdt_mb_value(r, mb_pct, &mb, why, len);
-			v = mb;
+		cache = r->kind == MOAT_RDT_CACHE;
+		if (cache ? strncmp(r->name, "L3", 2) != 0 : strcmp(r->name, "MB") != 0)
+			continue;	/* L2, SMBA: not moat's */
+		/* all the bandwidth: what the default group has, per domain */
+		if (!cache && a->mb_pct < 100) {
+			err = moat_rdt_mb_value(r, a->mb_pct, &mb, why, len);
+			if (err)
+				return err;
 		}
-		if (err)
-			return err;
 		memcpy(o->name, l->name, sizeof(o->name));
 		o->n = l->n;
 		for (d = 0; d < l->n; d++) {
 			o->id[d] = l->id[d];
-			o->val[d] = keep ? l->val[d] : v;
+			if (!cache) {
+				o->val[d] = a->mb_pct < 100 ? mb : l->val[d];
+				continue;
+			}
+			o->val[d] = alloc_mask(r, a, l->id[d], why, len);
+			if (!o->val[d])
+				return -EINVAL;
+			err = moat_rdt_check_cbm(r, o->val[d], why, len);
+			if (err)
+				return err;
 		}
 		out->n++;
 	}

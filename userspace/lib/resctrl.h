@@ -89,6 +89,12 @@ struct moat_schemata {
 int moat_rdt_info_read(const char *root, bool amd, bool mbps,
 		       struct moat_rdt_info *out, char *why, size_t len);
 
+/**
+ * moat_rdt_read() - @dir/@file's content (any resctrl file), trailing
+ * newlines cut, into @buf.  Return: 0, or -errno.
+ */
+int moat_rdt_read(const char *dir, const char *file, char *buf, size_t size);
+
 /** moat_rdt_res_find() - the schema named @name, or NULL. */
 const struct moat_rdt_res *moat_rdt_res_find(const struct moat_rdt_info *in,
 					     const char *name);
@@ -164,17 +170,44 @@ int moat_rdt_groups(const char *root, char ***names);
 unsigned int moat_rdt_closids_left(const struct moat_rdt_info *in,
 				   unsigned int ngroups);
 
+/*
+ * How many L3 ways a group gets: @all (0: every way) in every cache but
+ * those named, e.g. "6" or "6;16=4;17=4" or "0=4;1=6".
+ */
+struct moat_rdt_ways {
+	unsigned int all;
+	size_t n;
+	unsigned int id[MOAT_RDT_MAX_DOMAINS], ways[MOAT_RDT_MAX_DOMAINS];
+};
+
 /**
- * moat_rdt_compose() - the schemata for a group that gets @l3_ways ways
- * (0: all) of each cache, from the lowest, and @mb_pct% of the bandwidth
- * (100: all), for every domain @dflt (the default group's schemata) has.
- * Under CDP code and data get the same ways.  Return: 0 or -errno with
- * *@why (nothing composed).
+ * moat_rdt_ways_parse() - parse "[N][;ID=N]..." into @out.  Each N is at
+ * most 64 ways; an id at most once.  Return: 0 or -EINVAL with *@why.
+ */
+int moat_rdt_ways_parse(const char *s, struct moat_rdt_ways *out, char *why,
+			size_t len);
+
+/** moat_rdt_ways_for() - the ways @w gives cache @id (0: every way). */
+unsigned int moat_rdt_ways_for(const struct moat_rdt_ways *w, unsigned int id);
+
+/** What one control group gets. */
+struct moat_rdt_alloc {
+	struct moat_rdt_ways l3;
+	unsigned int cap;	/* at most this many ways anywhere; 0: none */
+	bool high;		/* the highest ways, not the lowest */
+	unsigned int mb_pct;	/* % of the bandwidth (100: all) */
+};
+
+/**
+ * moat_rdt_compose() - the schemata for a group that gets @a, for every
+ * domain @dflt (the default group's schemata) has.  Under CDP code and
+ * data get the same ways.  A cache id @a names that @dflt lacks is an
+ * error.  Return: 0 or -errno with *@why (nothing composed).
  */
 int moat_rdt_compose(const struct moat_rdt_info *in,
-		     const struct moat_schemata *dflt, unsigned int l3_ways,
-		     unsigned int mb_pct, struct moat_schemata *out, char *why,
-		     size_t len);
+		     const struct moat_schemata *dflt,
+		     const struct moat_rdt_alloc *a, struct moat_schemata *out,
+		     char *why, size_t len);
 
 /**
  * moat_rdt_tids_to_move() - of @want (the tids that belong in a group),
