@@ -10,44 +10,141 @@
  * cpu controller) are not sent.  An event that does not fit in the ring
  * buffer is counted in events_dropped; userspace then walks the
  * hierarchy, since it cannot know what it missed.
+ *
+ * Tasks, for resctrl, which groups tasks and not cgroups: a task that
+ * enters the subtree of a cgroup userspace put in the tracked map is sent
+ * too, so that moatd moves it into its class's resctrl group at once
+ * rather than at the next reconcile.  It enters by cgroup_attach_task
+ * (a write to cgroup.procs, or tasks), or by being forked straight into
+ * it (clone3() with CLONE_INTO_CGROUP, as container runtimes and systemd
+ * start processes): then sched_process_fork sees a child whose cgroup is
+ * not its parent's.  A child forked in its parent's cgroup needs nothing:
+ * the kernel copies the parent's CLOSID and RMID to it.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "cgroup_events.h"
+#include "core_fixes.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, MOAT_CGROUP_EVENTS_RINGBUF);
 } events SEC(".maps");
 
-__u64 events_dropped;
+/* cgroup id -> 1: the cgroups whose new tasks userspace wants to hear of */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MOAT_CGROUP_TRACKED_MAX);
+	__type(key, __u64);
+	__type(value, __u8);
+} tracked SEC(".maps");
 
-static __always_inline int send(struct cgroup *cgrp, __u32 type, bool btf)
+__u64 events_dropped;
+bool tracking;		/* userspace: the tracked map is not empty */
+
+/* Whether @cgrp's hierarchy is the cpu controller's. */
+static __always_inline bool in_cpu_hierarchy(struct cgroup *cgrp, bool btf)
 {
-	struct moat_cgroup_event *e;
 	unsigned int mask;
 	int cpu_id;
 
 	if (!bpf_core_enum_value_exists(enum cgroup_subsys_id, cpu_cgrp_id))
-		return 0;
+		return false;
 	cpu_id = bpf_core_enum_value(enum cgroup_subsys_id, cpu_cgrp_id);
 	mask = btf ? cgrp->root->subsys_mask :
 		     BPF_CORE_READ(cgrp, root, subsys_mask);
-	if (!(mask & (1U << cpu_id)))
-		return 0;
+	return mask & (1U << cpu_id);
+}
+
+static __always_inline int emit(__u64 id, __u32 type, __u32 tid)
+{
+	struct moat_cgroup_event *e;
 
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		__sync_fetch_and_add(&events_dropped, 1);
 		return 0;
 	}
-	e->id = btf ? cgrp->kn->id : BPF_CORE_READ(cgrp, kn, id);
+	e->id = id;
 	e->type = type;
-	e->pad = 0;
+	e->tid = tid;
 	bpf_ringbuf_submit(e, 0);
 	return 0;
+}
+
+static __always_inline int send(struct cgroup *cgrp, __u32 type, bool btf)
+{
+	if (!in_cpu_hierarchy(cgrp, btf))
+		return 0;
+	return emit(btf ? cgrp->kn->id : BPF_CORE_READ(cgrp, kn, id), type, 0);
+}
+
+/* The tracked cgroup @cgrp is, or is under; 0: none. */
+static __always_inline __u64 tracked_above(struct cgroup *cgrp, bool btf)
+{
+	int i;
+
+	for (i = 0; i < MOAT_CGROUP_TRACK_DEPTH && cgrp; i++) {
+		__u64 id = btf ? cgrp->kn->id : BPF_CORE_READ(cgrp, kn, id);
+		struct cgroup_subsys_state *up;
+
+		if (bpf_map_lookup_elem(&tracked, &id))
+			return id;
+		up = btf ? cgrp->self.parent : BPF_CORE_READ(cgrp, self.parent);
+		if (!up)
+			return 0;
+		cgrp = btf ? up->cgroup : BPF_CORE_READ(up, cgroup);
+	}
+	return 0;
+}
+
+static __always_inline int task_entered(struct cgroup *cgrp,
+					struct task_struct *task, bool btf)
+{
+	__u64 unit;
+
+	if (!tracking || !cgrp || !in_cpu_hierarchy(cgrp, btf))
+		return 0;
+	unit = tracked_above(cgrp, btf);
+	return unit ? emit(unit, MOAT_CGROUP_TASK, moat_task_pid(task, btf)) : 0;
+}
+
+/* The cgroup of @t in the cpu controller's hierarchy, or NULL. */
+static __always_inline struct cgroup *task_cpu_cgroup(struct task_struct *t,
+						      bool btf)
+{
+	struct cgroup_subsys_state *css;
+	struct css_set *cset;
+	int cpu_id;
+
+	if (!bpf_core_enum_value_exists(enum cgroup_subsys_id, cpu_cgrp_id))
+		return NULL;
+	cpu_id = bpf_core_enum_value(enum cgroup_subsys_id, cpu_cgrp_id);
+	if (cpu_id < 0 || cpu_id >= CGROUP_SUBSYS_COUNT)
+		return NULL;
+	if (btf) {
+		css = t->cgroups->subsys[cpu_id];
+		return css ? css->cgroup : NULL;
+	}
+	cset = BPF_CORE_READ(t, cgroups);
+	if (!cset || bpf_core_read(&css, sizeof(css), &cset->subsys[cpu_id]) || !css)
+		return NULL;
+	return BPF_CORE_READ(css, cgroup);
+}
+
+static __always_inline int forked(struct task_struct *parent,
+				  struct task_struct *child, bool btf)
+{
+	struct cgroup *cgrp;
+
+	if (!tracking)
+		return 0;
+	cgrp = task_cpu_cgroup(child, btf);
+	if (!cgrp || cgrp == task_cpu_cgroup(parent, btf))
+		return 0;	/* its parent's group: the kernel copied it */
+	return task_entered(cgrp, child, btf);
 }
 
 SEC("tp_btf/cgroup_mkdir")
@@ -72,6 +169,34 @@ SEC("raw_tp/cgroup_rmdir")
 int BPF_PROG(cgroup_rmdir_raw, struct cgroup *cgrp, const char *path)
 {
 	return send(cgrp, MOAT_CGROUP_RMDIR, false);
+}
+
+SEC("tp_btf/cgroup_attach_task")
+int BPF_PROG(cgroup_attach_task_btf, struct cgroup *dst, const char *path,
+	     struct task_struct *task, bool threadgroup)
+{
+	return task_entered(dst, task, true);
+}
+
+SEC("raw_tp/cgroup_attach_task")
+int BPF_PROG(cgroup_attach_task_raw, struct cgroup *dst, const char *path,
+	     struct task_struct *task, bool threadgroup)
+{
+	return task_entered(dst, task, false);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(sched_process_fork_btf, struct task_struct *parent,
+	     struct task_struct *child)
+{
+	return forked(parent, child, true);
+}
+
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(sched_process_fork_raw, struct task_struct *parent,
+	     struct task_struct *child)
+{
+	return forked(parent, child, false);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -6,13 +6,19 @@
 enum moat_cgroup_event_type {
 	MOAT_CGROUP_MKDIR,
 	MOAT_CGROUP_RMDIR,
+	MOAT_CGROUP_TASK,	/* a task entered a tracked cgroup's subtree */
 };
 
 struct moat_cgroup_event {
-	__u64 id;		/* the cgroup's kernfs id */
+	__u64 id;		/* the cgroup's kernfs id; TASK: the tracked
+				   cgroup the task is now under */
 	__u32 type;		/* enum moat_cgroup_event_type */
-	__u32 pad;
+	__u32 tid;		/* TASK: the task; else 0 */
 };
+
+/* How far above a task's cgroup a tracked cgroup is looked for. */
+#define MOAT_CGROUP_TRACK_DEPTH		8
+#define MOAT_CGROUP_TRACKED_MAX		4096
 
 #define MOAT_CGROUP_EVENTS_RINGBUF	(64 * 1024)
 

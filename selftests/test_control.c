@@ -46,12 +46,16 @@ static struct moat_ctl_be be_using(double cpus)
 {
 	struct moat_ctl_be b = {
 		.usage = { [MOAT_RES_CPU_PRIO] = NAN, [MOAT_RES_CPU] = cpus,
-			   [MOAT_RES_MEMORY] = NAN },
+			   [MOAT_RES_MEMORY] = NAN, [MOAT_RES_L3] = NAN,
+			   [MOAT_RES_MB] = NAN },
 		.orig = { [MOAT_RES_CPU_PRIO] = INFINITY, [MOAT_RES_CPU] = INFINITY,
-			  [MOAT_RES_MEMORY] = INFINITY },
+			  [MOAT_RES_MEMORY] = INFINITY, [MOAT_RES_L3] = INFINITY,
+			  [MOAT_RES_MB] = INFINITY },
 		.lim = { [MOAT_RES_CPU_PRIO] = { .limit = INFINITY },
 			 [MOAT_RES_CPU] = { .limit = INFINITY },
-			 [MOAT_RES_MEMORY] = { .limit = INFINITY } },
+			 [MOAT_RES_MEMORY] = { .limit = INFINITY },
+			 [MOAT_RES_L3] = { .limit = INFINITY },
+			 [MOAT_RES_MB] = { .limit = INFINITY } },
 	};
 
 	return b;
@@ -503,10 +507,10 @@ Test(control, a_cpi_victim_caps_its_most_correlated_suspect_not_its_priority)
 	double blame[3] = { 0, 0, 0 }, suspect[3] = { 0.7, 0.9, 0 };
 
 	moat_control_step(&p, &st, &lc, 1, blame, suspect, be, 3);
-	cr_assert(st.violated[MOAT_RES_CPU]);
+	cr_assert(st.violated[MOAT_RES_L3]);
 	cr_assert_not(st.violated[MOAT_RES_CPU_PRIO]);
 	cr_assert_eq(be[1].action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
-	cr_assert_eq(be[1].chain[MOAT_RES_CPU], MOAT_RES_CPU);
+	cr_assert_eq(be[1].chain[MOAT_RES_CPU], MOAT_RES_L3);
 	cr_assert_eq(be[1].cause[MOAT_RES_CPU], 0);
 	cr_assert_float_eq(be[1].lim[MOAT_RES_CPU].limit, 1, 1e-9);
 	cr_assert_eq(be[1].action[MOAT_RES_CPU_PRIO], MOAT_CTL_NONE,
@@ -531,7 +535,7 @@ Test(control, a_cpi_victim_without_suspects_throttles_nothing)
 	double blame = 0, suspect = 0;
 
 	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
-	cr_assert(st.violated[MOAT_RES_CPU]);
+	cr_assert(st.violated[MOAT_RES_L3]);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE);
 	moat_control_step(&p, &st, &lc, 1, &blame, &suspect, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE);
@@ -587,7 +591,7 @@ Test(control, a_cpu_step_for_cpi_that_did_not_lower_it_is_undone)
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE, "in cooldown");
 	moat_control_step(&p, &st, &victim, 1, &blame, &suspect, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_UNDO);
-	cr_assert_eq(be.chain[MOAT_RES_CPU], MOAT_RES_CPU);
+	cr_assert_eq(be.chain[MOAT_RES_CPU], MOAT_RES_L3);
 	cr_assert(isinf(be.lim[MOAT_RES_CPU].limit));
 
 	/* where CPI fell enough, the step stays */
@@ -599,6 +603,56 @@ Test(control, a_cpu_step_for_cpi_that_did_not_lower_it_is_undone)
 	moat_control_step(&p, &st, &victim, 1, &blame, &suspect, &be, 1);
 	cr_assert_neq(be.action[MOAT_RES_CPU], MOAT_CTL_UNDO);
 	cr_assert_lt(be.lim[MOAT_RES_CPU].limit, 1.5);
+}
+
+/*
+ * With resctrl, a CPI victim's suspect loses cache ways first, then
+ * memory bandwidth, and its CPU time only when both are at their floors;
+ * with slack they come back in the reverse order.
+ */
+Test(control, a_cpi_victim_takes_ways_then_bandwidth_then_cpu)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc victim = cpi_victim(2.4, 1.6);
+	struct moat_ctl_lc gone = cpi_victim(NAN, 0);
+	struct moat_ctl_be be = be_using(2);
+	double blame = 0, suspect = 0.9;
+	int i, steps[MOAT_RES_NR] = { 0 };
+
+	p.step[MOAT_RES_L3] = (struct moat_ctl_step){ .decrease_pct = 50,
+						      .increase_pct = 50 };
+	p.step[MOAT_RES_MB] = (struct moat_ctl_step){ .decrease_pct = 50,
+						      .increase_pct = 50 };
+	p.floor_min[MOAT_RES_L3] = 2;
+	p.floor_min[MOAT_RES_MB] = 20;
+	be.orig[MOAT_RES_L3] = 11;	/* the BE group's ways */
+	be.orig[MOAT_RES_MB] = 100;
+	for (i = 0; i < 5; i++) {
+		enum moat_resource r;
+
+		moat_control_step(&p, &st, &victim, 1, &blame, &suspect, &be, 1);
+		for (r = 0; r < MOAT_RES_NR; r++)
+			if (be.action[r] == MOAT_CTL_THROTTLE)
+				steps[r] = steps[r] ? steps[r] : i + 1;
+	}
+	cr_expect_eq(steps[MOAT_RES_L3], 1, "ways first");
+	cr_expect_float_eq(be.lim[MOAT_RES_L3].limit, 2, 1e-9, "11 -> 5.5 -> 2.75 -> 2");
+	cr_expect_eq(steps[MOAT_RES_MB], 4, "bandwidth once the ways are at 2");
+	cr_expect_float_eq(be.lim[MOAT_RES_MB].limit, 25, 1e-9, "100 -> 50 -> 25");
+	cr_expect_eq(steps[MOAT_RES_CPU], 0, "CPU time last: not yet");
+	cr_expect_eq(steps[MOAT_RES_CPU_PRIO], 0);
+
+	/* slack: bandwidth back first, then the ways */
+	for (i = 0; i < 3; i++)
+		moat_control_step(&p, &st, &gone, 1, &blame, NULL, &be, 1);
+	cr_expect_eq(be.action[MOAT_RES_MB], MOAT_CTL_RELEASE);
+	cr_expect_eq(be.action[MOAT_RES_L3], MOAT_CTL_NONE);
+	for (i = 0; i < 4 && !isinf(be.lim[MOAT_RES_MB].limit); i++)
+		moat_control_step(&p, &st, &gone, 1, &blame, NULL, &be, 1);
+	cr_expect(isinf(be.lim[MOAT_RES_MB].limit), "bandwidth restored");
+	moat_control_step(&p, &st, &gone, 1, &blame, NULL, &be, 1);
+	cr_expect_eq(be.action[MOAT_RES_L3], MOAT_CTL_RELEASE);
 }
 
 /* Without blame (run-queue delay from taskstats): the largest CPU user. */

@@ -8,9 +8,14 @@
  * stops.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
-#include <sys/stat.h>
+#include <signal.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/sched.h>	/* clone3()'s struct clone_args */
 #include <criterion/criterion.h>
 #include "cgroup.h"
 #include "helpers.h"
@@ -282,16 +287,126 @@ Test(cgroup_real, mkdir_and_rmdir_are_reported)
 	if (tcg_skip_reason(true))
 		cr_skip_test("%s", tcg_skip_reason(true));
 	cr_assert_eq(moat_cgroup_events_open(&ev), 0);
-	moat_cgroup_events_consume(ev, NULL, NULL);		/* whatever came before */
-	cr_expect_not(moat_cgroup_events_consume(ev, NULL, NULL), "an event from nowhere");
+	moat_cgroup_events_consume(ev, NULL, NULL, NULL);		/* whatever came before */
+	cr_expect_not(moat_cgroup_events_consume(ev, NULL, NULL, NULL), "an event from nowhere");
 	cr_assert_eq(tcg_create("e", &e), 0);
-	cr_expect(moat_cgroup_events_consume(ev, NULL, NULL), "mkdir not reported");
-	cr_expect_not(moat_cgroup_events_consume(ev, NULL, NULL), "mkdir reported twice");
+	cr_expect(moat_cgroup_events_consume(ev, NULL, NULL, NULL), "mkdir not reported");
+	cr_expect_not(moat_cgroup_events_consume(ev, NULL, NULL, NULL), "mkdir reported twice");
 	/* rmdir: the cgroup may linger a moment while its css goes away */
 	cr_assert_eq(rmdir(e.dir), 0);
-	for (i = 0; i < 100 && !moat_cgroup_events_consume(ev, NULL, NULL); i++)
+	for (i = 0; i < 100 && !moat_cgroup_events_consume(ev, NULL, NULL, NULL); i++)
 		usleep(10000);
 	cr_expect_lt(i, 100, "rmdir not reported");
+	moat_cgroup_events_close(ev);
+}
+
+struct task_seen {
+	__u64 unit;
+	__u32 tid;
+	int n, other;
+};
+
+static void note_task(__u64 unit, __u32 tid, void *ctx)
+{
+	struct task_seen *t = ctx;
+
+	if (unit == t->unit && tid == t->tid)
+		t->n++;
+	else
+		t->other++;
+}
+
+static void work_sleep(void *unused)
+{
+	pause();
+}
+
+/* clone3() with CLONE_INTO_CGROUP: a child born in @dir's cgroup. */
+static pid_t spawn_into(const char *dir)
+{
+	struct clone_args args = { .flags = CLONE_INTO_CGROUP,
+				   .exit_signal = SIGCHLD };
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	pid_t pid;
+
+	if (fd < 0)
+		return -errno;
+	args.cgroup = fd;
+	pid = syscall(SYS_clone3, &args, sizeof(args));
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	close(fd);
+	return pid < 0 ? -errno : pid;
+}
+
+/*
+ * A task that enters a tracked cgroup's subtree reaches userspace with
+ * the tracked cgroup's id: written to a child cgroup's cgroup.procs, and,
+ * on cgroup v2, forked straight into it; one that enters an untracked
+ * cgroup does not.
+ */
+Test(cgroup_real, tasks_entering_tracked_cgroups_are_reported)
+{
+	struct moat_cgroup_events *ev;
+	struct task_seen seen = { 0 };
+	struct tcg unit, inner, other;
+	pid_t pid;
+	int i;
+
+	if (tcg_skip_reason(true))
+		cr_skip_test("%s", tcg_skip_reason(true));
+	cr_assert_eq(tcg_create("unit", &unit), 0);
+	cr_assert_eq(tcg_create("unit/inner", &inner), 0);
+	cr_assert_eq(tcg_create("other", &other), 0);
+	cr_assert_eq(moat_cgroup_events_open(&ev), 0);
+	cr_assert_eq(moat_cgroup_events_track(ev, &unit.id, 1), 0);
+	moat_cgroup_events_consume(ev, NULL, NULL, NULL);
+
+	seen.unit = unit.id;
+	pid = tcg_spawn(&other, 0, work_sleep, NULL);
+	cr_assert_gt(pid, 0);
+	usleep(100000);
+	moat_cgroup_events_consume(ev, NULL, note_task, &seen);
+	cr_expect_eq(seen.n + seen.other, 0, "a task in an untracked cgroup was reported");
+	tcg_kill(pid);
+
+	pid = tcg_spawn(&inner, 0, work_sleep, NULL);
+	cr_assert_gt(pid, 0);
+	seen.tid = pid;
+	for (i = 0; i < 100 && !seen.n; i++) {
+		usleep(10000);
+		moat_cgroup_events_consume(ev, NULL, note_task, &seen);
+	}
+	cr_expect_eq(seen.n, 1, "tid %d into %s: reported %d times", (int)pid,
+		     inner.path, seen.n);
+	tcg_kill(pid);
+
+	if (!tcg_hierarchy()->v2) {
+		cr_log_info("cgroup v1: no CLONE_INTO_CGROUP here (make vmtest runs it)");
+	} else {
+		pid = spawn_into(inner.dir);
+		cr_assert_gt(pid, 0, "clone3: %s", strerror(-pid));
+		seen.tid = pid;
+		seen.n = 0;
+		for (i = 0; i < 100 && !seen.n; i++) {
+			usleep(10000);
+			moat_cgroup_events_consume(ev, NULL, note_task, &seen);
+		}
+		cr_expect_eq(seen.n, 1, "tid %d born in %s: reported %d times",
+			     (int)pid, inner.path, seen.n);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+
+	cr_assert_eq(moat_cgroup_events_track(ev, NULL, 0), 0);
+	seen.n = seen.other = 0;
+	pid = tcg_spawn(&inner, 0, work_sleep, NULL);
+	usleep(100000);
+	moat_cgroup_events_consume(ev, NULL, note_task, &seen);
+	cr_expect_eq(seen.n + seen.other, 0, "reported after tracking stopped");
+	tcg_kill(pid);
 	moat_cgroup_events_close(ev);
 }
 
@@ -323,12 +438,12 @@ Test(rqlat_bpf, removed_cgroups_leave_the_maps)
 	read_blame(f.id, 0, &blame);
 	cr_assert_gt(blame.total_ns, 0, "no blame entry to forget");
 
-	moat_cgroup_events_consume(ev, NULL, NULL);
+	moat_cgroup_events_consume(ev, NULL, NULL, NULL);
 	cr_assert_eq(rmdir(f.dir), 0);
 	seen[0] = f.id;
 	seen[1] = 0;
 	for (i = 0; i < 100 && !seen[1]; i++) {
-		moat_cgroup_events_consume(ev, count_removed, seen);
+		moat_cgroup_events_consume(ev, count_removed, NULL, seen);
 		usleep(10000);
 	}
 	cr_assert_eq(seen[1], 1, "rmdir of %llu reported %llu times",

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "bpf_probe.h"
 #include "cgroup_events.h"	/* bpf/: the event type */
@@ -17,7 +18,8 @@ struct moat_cgroup_events {
 	__u64 dropped_seen;
 	bool changed;
 	moat_cgroup_removed_fn removed;	/* during consume() */
-	void *removed_ctx;
+	moat_cgroup_task_fn task;
+	void *cb_ctx;
 };
 
 static int on_event(void *ctx, void *data, size_t len)
@@ -27,10 +29,15 @@ static int on_event(void *ctx, void *data, size_t len)
 
 	if (len < sizeof(*e))
 		return 0;
+	if (e->type == MOAT_CGROUP_TASK) {
+		if (ev->task)
+			ev->task(e->id, e->tid, ev->cb_ctx);
+		return 0;
+	}
 	pr_debug("cgroup %s: id %llu", e->type == MOAT_CGROUP_MKDIR ?
 		 "made" : "removed", (unsigned long long)e->id);
 	if (e->type == MOAT_CGROUP_RMDIR && ev->removed)
-		ev->removed(e->id, ev->removed_ctx);
+		ev->removed(e->id, ev->cb_ctx);
 	ev->changed = true;
 	return 0;
 }
@@ -38,7 +45,7 @@ static int on_event(void *ctx, void *data, size_t len)
 int moat_cgroup_events_open(struct moat_cgroup_events **out)
 {
 	struct moat_cgroup_events *ev = calloc(1, sizeof(*ev));
-	bool btf;
+	bool btf, attach_btf, fork_btf;
 	int err;
 
 	if (!ev)
@@ -53,6 +60,12 @@ int moat_cgroup_events_open(struct moat_cgroup_events **out)
 	bpf_program__set_autoload(ev->skel->progs.cgroup_rmdir_btf, btf);
 	bpf_program__set_autoload(ev->skel->progs.cgroup_mkdir_raw, !btf);
 	bpf_program__set_autoload(ev->skel->progs.cgroup_rmdir_raw, !btf);
+	attach_btf = moat_probe_tp_btf("cgroup_attach_task");
+	fork_btf = moat_probe_tp_btf("sched_process_fork");
+	bpf_program__set_autoload(ev->skel->progs.cgroup_attach_task_btf, attach_btf);
+	bpf_program__set_autoload(ev->skel->progs.cgroup_attach_task_raw, !attach_btf);
+	bpf_program__set_autoload(ev->skel->progs.sched_process_fork_btf, fork_btf);
+	bpf_program__set_autoload(ev->skel->progs.sched_process_fork_raw, !fork_btf);
 	err = cgroup_events__load(ev->skel);
 	if (!err)
 		err = cgroup_events__attach(ev->skel);
@@ -64,7 +77,7 @@ int moat_cgroup_events_open(struct moat_cgroup_events **out)
 		err = -errno;
 		goto err_destroy;
 	}
-	pr_info("cgroup events: attached %s cgroup_mkdir and cgroup_rmdir: new and removed groups are found at once",
+	pr_info("cgroup events: attached %s cgroup_mkdir and cgroup_rmdir: new and removed groups are found at once; cgroup_attach_task and sched_process_fork for the tasks of tracked groups",
 		btf ? "tp_btf" : "raw_tp");
 	*out = ev;
 	return 0;
@@ -88,15 +101,18 @@ void moat_cgroup_events_close(struct moat_cgroup_events *ev)
 }
 
 bool moat_cgroup_events_consume(struct moat_cgroup_events *ev,
-				moat_cgroup_removed_fn removed, void *ctx)
+				moat_cgroup_removed_fn removed,
+				moat_cgroup_task_fn task, void *ctx)
 {
 	__u64 dropped = ev->skel->bss->events_dropped;
 	bool changed;
 
 	ev->removed = removed;
-	ev->removed_ctx = ctx;
+	ev->task = task;
+	ev->cb_ctx = ctx;
 	ring_buffer__consume(ev->rb);
 	ev->removed = NULL;
+	ev->task = NULL;
 	changed = ev->changed || dropped != ev->dropped_seen;
 	if (dropped != ev->dropped_seen)
 		pr_debug("cgroup events: %llu dropped: walking the hierarchy",
@@ -104,4 +120,33 @@ bool moat_cgroup_events_consume(struct moat_cgroup_events *ev,
 	ev->dropped_seen = dropped;
 	ev->changed = false;
 	return changed;
+}
+
+int moat_cgroup_events_fd(const struct moat_cgroup_events *ev)
+{
+	return ring_buffer__epoll_fd(ev->rb);
+}
+
+int moat_cgroup_events_track(struct moat_cgroup_events *ev, const __u64 *ids,
+			     size_t n)
+{
+	int fd = bpf_map__fd(ev->skel->maps.tracked);
+	__u64 key, next;
+	__u8 one = 1;
+	size_t i;
+
+	ev->skel->bss->tracking = false;
+	/* empty it: deleting the key just read, from the start each time */
+	while (!bpf_map_get_next_key(fd, NULL, &next)) {
+		key = next;
+		if (bpf_map_delete_elem(fd, &key))
+			return -errno;
+	}
+	if (n > MOAT_CGROUP_TRACKED_MAX)
+		return -E2BIG;
+	for (i = 0; i < n; i++)
+		if (bpf_map_update_elem(fd, &ids[i], &one, BPF_ANY))
+			return -errno;
+	ev->skel->bss->tracking = n > 0;
+	return 0;
 }

@@ -18,6 +18,8 @@ int moat_cgroup_events_open(struct moat_cgroup_events **out);
 void moat_cgroup_events_close(struct moat_cgroup_events *ev);
 
 typedef void (*moat_cgroup_removed_fn)(__u64 id, void *ctx);
+/* Task @tid entered the subtree of tracked cgroup @unit. */
+typedef void (*moat_cgroup_task_fn)(__u64 unit, __u32 tid, void *ctx);
 
 /**
  * moat_cgroup_events_consume() - take every waiting event, calling
@@ -28,6 +30,21 @@ typedef void (*moat_cgroup_removed_fn)(__u64 id, void *ctx);
  * hierarchy can tell what changed.
  */
 bool moat_cgroup_events_consume(struct moat_cgroup_events *ev,
-				moat_cgroup_removed_fn removed, void *ctx);
+				moat_cgroup_removed_fn removed,
+				moat_cgroup_task_fn task, void *ctx);
+
+/**
+ * moat_cgroup_events_fd() - an fd that polls readable when events wait:
+ * then consume them.
+ */
+int moat_cgroup_events_fd(const struct moat_cgroup_events *ev);
+
+/**
+ * moat_cgroup_events_track() - hear of the tasks that enter the subtree
+ * of each of the @n cgroups @ids (and of no other): it replaces the set.
+ * Return: 0, or -errno (-E2BIG: more than the map holds; none tracked).
+ */
+int moat_cgroup_events_track(struct moat_cgroup_events *ev, const __u64 *ids,
+			     size_t n);
 
 #endif /* MOAT_CGROUP_EVENTS_BPF_H */

@@ -10,13 +10,15 @@
 const enum moat_resource moat_signal_resource[MOAT_SIG_NR] = {
 	[MOAT_SIG_RQLAT_P99] = MOAT_RES_CPU_PRIO,
 	[MOAT_SIG_MEMORY_PRESSURE] = MOAT_RES_MEMORY,
-	[MOAT_SIG_CPI] = MOAT_RES_CPU,
+	[MOAT_SIG_CPI] = MOAT_RES_L3,
 };
 
 const enum moat_resource moat_resource_next[MOAT_RES_NR] = {
 	[MOAT_RES_CPU_PRIO] = MOAT_RES_CPU,
 	[MOAT_RES_CPU] = MOAT_RES_NR,
 	[MOAT_RES_MEMORY] = MOAT_RES_NR,
+	[MOAT_RES_L3] = MOAT_RES_MB,
+	[MOAT_RES_MB] = MOAT_RES_CPU,
 };
 
 const char *const moat_signal_names[MOAT_SIG_NR] = {
@@ -29,12 +31,14 @@ const char *const moat_resource_names[MOAT_RES_NR] = {
 	[MOAT_RES_CPU_PRIO] = "cpu_prio",
 	[MOAT_RES_CPU] = "cpu",
 	[MOAT_RES_MEMORY] = "memory",
+	[MOAT_RES_L3] = "l3",
+	[MOAT_RES_MB] = "mb",
 };
 
 const char *const moat_chain_names[MOAT_RES_NR] = {
 	[MOAT_RES_CPU_PRIO] = "rqlat",
-	[MOAT_RES_CPU] = "cpi",
 	[MOAT_RES_MEMORY] = "memory",
+	[MOAT_RES_L3] = "cpi",
 };
 
 /* A useless step's backoff doubles up to this many times. */
@@ -379,7 +383,7 @@ void moat_control_step(const struct moat_ctl_params *p,
 		}
 	for (r = 0; r < MOAT_RES_NR; r++) {
 		const double *key = r == MOAT_RES_CPU_PRIO ? blame :
-				    r == MOAT_RES_CPU ? suspect : NULL;
+				    r == MOAT_RES_L3 ? suspect : NULL;
 
 		if (!is_head(r))
 			continue;

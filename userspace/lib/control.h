@@ -13,15 +13,18 @@
  * Each LC group has signals, each with a target, and each signal belongs
  * to a chain of resources that BE groups contend for when it goes bad:
  * run-queue latency to CPU priority, then CPU time; memory pressure to
- * memory; CPI (a CPI² victim's, lib/cpi2.h) to CPU time.  A chain is
+ * memory; CPI (a CPI² victim's, lib/cpi2.h) to L3 ways, then memory
+ * bandwidth, then CPU time.  A chain is
  * tried in order: CPU priority (cpu.weight, then cpu.idle) costs BE
  * nothing while the LC groups sleep, a CPU quota costs it throughput
  * whatever they do.  A CPI victim's chain skips the priority: a cache or
  * memory-bandwidth antagonist hurts from another CPU, whatever its
- * weight; only less CPU time means fewer of its misses (CPI² caps the
+ * weight.  Fewer cache ways and less bandwidth (resctrl) take away what
+ * it thrashes and cost it less than CPU time; where there is no resctrl
+ * only less CPU time means fewer of its misses (CPI² caps the
  * antagonist's CPU).  More signals (LLC occupancy) are rows in the
- * signal table, and more resources (L3 ways, memory bandwidth) are more
- * limits per BE group and more chains.
+ * signal table, and more resources are more limits per BE group and
+ * more chains.
  *
  * Chains may share a resource (CPU time: run-queue latency's and CPI's).
  * A limit remembers which chain stepped it last, and is judged by that
@@ -69,6 +72,8 @@ enum moat_resource {
 	MOAT_RES_CPU_PRIO,	/* limit: a cgroup v2 weight, 0: SCHED_IDLE */
 	MOAT_RES_CPU,		/* limit in CPUs */
 	MOAT_RES_MEMORY,	/* limit in bytes */
+	MOAT_RES_L3,		/* limit in L3 ways (resctrl) */
+	MOAT_RES_MB,		/* limit in % of memory bandwidth (resctrl) */
 	MOAT_RES_NR,
 };
 

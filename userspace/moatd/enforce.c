@@ -42,12 +42,26 @@ struct blame_snap {
 	__u64 victim, culprit, wait_ns;
 };
 
-/* Each resource's actuator. */
+/*
+ * Each resource's actuator.  L3 ways and memory bandwidth have none per
+ * group: every BE group's tasks are in one resctrl group, which gets the
+ * least of the limits the controller set them (rdt.c writes it).
+ */
 static const struct moat_actuator *const actuator[MOAT_RES_NR] = {
 	[MOAT_RES_CPU_PRIO] = &moat_act_cpu_prio,
 	[MOAT_RES_CPU] = &moat_act_cpu_max,
 	[MOAT_RES_MEMORY] = &moat_act_memory_high,
 };
+
+static const char *const rdt_name[MOAT_RES_NR] = {
+	[MOAT_RES_L3] = "resctrl be l3 ways",
+	[MOAT_RES_MB] = "resctrl be memory bandwidth",
+};
+
+static const char *res_name(enum moat_resource r)
+{
+	return actuator[r] ? actuator[r]->name : rdt_name[r];
+}
 
 int enforce_open(struct moatd *d, const char *state_dir)
 {
@@ -105,6 +119,7 @@ int enforce_restore_all(struct moatd *d, const char *why)
 	d->blame_valid = false;
 	for (i = 0; i < d->nr_groups; i++)
 		forget_limits(d->groups[i]);
+	rdt_restore(d, why);
 	if (!d->journal || !d->journal->n)
 		return 0;
 	n = d->journal->n;
@@ -261,6 +276,8 @@ static struct moat_ctl_params params(const struct moatd *d)
 			[MOAT_RES_CPU_PRIO] = d->ek.cpu_idle ? 0 : least,
 			[MOAT_RES_CPU] = 0.01,		/* the kernel's 1 ms quota */
 			[MOAT_RES_MEMORY] = 16 << 20,
+			[MOAT_RES_L3] = rdt_be_floor(d, MOAT_RES_L3),
+			[MOAT_RES_MB] = rdt_be_floor(d, MOAT_RES_MB),
 		},
 		.snap_below = { [MOAT_RES_CPU_PRIO] = least },
 		.slack_pct = d->ek.slack_pct,
@@ -283,6 +300,8 @@ static void format_limit(char *buf, size_t len, enum moat_resource r, double v)
 		snprintf(buf, len, "%.3g", v);
 	else if (r == MOAT_RES_CPU)
 		snprintf(buf, len, "%.3f", v);
+	else if (r == MOAT_RES_L3 || r == MOAT_RES_MB)
+		snprintf(buf, len, "%.0f", floor(v));
 	else
 		snprintf(buf, len, "%.0f", v);
 }
@@ -305,7 +324,7 @@ static void format_cause(char *buf, size_t len, const struct moatd_group *lc,
 	if (head == MOAT_RES_CPU_PRIO && wait_ns > 0 && n < len)
 		snprintf(buf + n, len - n, ", %.0f%% of its wait behind this group",
 			 100 * blame_ns / wait_ns);
-	else if (head == MOAT_RES_CPU && corr > 0 && n < len)
+	else if (head == MOAT_RES_L3 && corr > 0 && n < len)
 		snprintf(buf + n, len - n, " (a CPI² victim), its CPI and this group's CPU usage correlate %.2f",
 			 corr);
 }
@@ -315,10 +334,14 @@ static void act(struct moatd *d, struct moatd_group *u, enum moat_resource r,
 		const struct moat_ctl_be *b, const char *cause)
 {
 	const struct moat_actuator *a = actuator[r];
+	const char *name = res_name(r), *unit = a ? a->unit : r == MOAT_RES_L3 ?
+						    "ways" : "%";
 	char from[32], to[32];
-	int err;
+	int err = 0;
 
-	if (isinf(b->lim[r].limit))
+	if (!a)
+		;	/* resctrl: the BE group gets the least, below */
+	else if (isinf(b->lim[r].limit))
 		err = moat_act_restore(a, d->journal, u->dir, d->cpu->v2);
 	else
 		err = a->apply(d->journal, u->dir, d->cpu->v2, b->lim[r].limit);
@@ -329,7 +352,7 @@ static void act(struct moatd *d, struct moatd_group *u, enum moat_resource r,
 	if (err) {
 		d->ec.write_errors++;
 		pr_warn("be group %s (%s): %s %s: %s", u->gid.id, u->path,
-			isinf(b->lim[r].limit) ? "restore" : "set", a->name,
+			isinf(b->lim[r].limit) ? "restore" : "set", name,
 			strerror(-err));
 		return;
 	}
@@ -343,23 +366,23 @@ static void act(struct moatd *d, struct moatd_group *u, enum moat_resource r,
 		u->throttles++;
 		d->ec.throttles++;
 		pr_info("throttle be group %s: %s %s -> %s %s for %s", u->gid.id,
-			a->name, from, to, a->unit, cause);
+			name, from, to, unit, cause);
 		break;
 	case MOAT_CTL_UNDO:
 		d->ec.undos++;
 		pr_info("undo be group %s: %s %s -> %s %s: the step did not help %s; left alone for %u periods",
-			u->gid.id, a->name, from, to, a->unit, cause,
+			u->gid.id, name, from, to, unit, cause,
 			b->lim[r].backoff);
 		break;
 	case MOAT_CTL_RELEASE:
 		d->ec.releases++;
 		pr_info("release be group %s: %s %s -> %s %s: lc groups have slack",
-			u->gid.id, a->name, from, to, a->unit);
+			u->gid.id, name, from, to, unit);
 		break;
 	default:
 		d->ec.restores++;
 		pr_info("release be group %s: %s back to its original", u->gid.id,
-			a->name);
+			name);
 		break;
 	}
 }
@@ -373,8 +396,9 @@ static void unthrottle(struct moatd *d, struct moatd_group *u)
 		if (isinf(u->lim[r].limit))
 			continue;
 		pr_info("group %s is no longer be: its %s goes back", u->gid.id,
-			actuator[r]->name);
-		moat_act_restore(actuator[r], d->journal, u->dir, d->cpu->v2);
+			res_name(r));
+		if (actuator[r])
+			moat_act_restore(actuator[r], d->journal, u->dir, d->cpu->v2);
 		d->ec.restores++;
 	}
 	forget_limits(u);
@@ -386,6 +410,8 @@ static double original(struct moatd *d, struct moatd_group *u,
 {
 	double v;
 
+	if (!actuator[r])	/* resctrl: what the BE group has */
+		return u->class == MOAT_CLASS_BE ? rdt_be_original(d, r) : NAN;
 	/* Not on kubelet's cgroups (the comment at the top), or when off. */
 	if (r == MOAT_RES_CPU_PRIO &&
 	    (u->gid.kind != MOAT_GROUP_RULE || !d->ek.cpu_priority))
@@ -455,6 +481,8 @@ static void fill_be(struct moatd *d, struct moatd_group *u, struct moat_ctl_be *
 		b->usage[MOAT_RES_CPU] = sysconf(_SC_NPROCESSORS_ONLN);
 	b->usage[MOAT_RES_MEMORY] = u->win.memory_bytes;
 	b->usage[MOAT_RES_CPU_PRIO] = NAN;	/* a weight is not used up */
+	b->usage[MOAT_RES_L3] = NAN;		/* nor are ways, nor bandwidth */
+	b->usage[MOAT_RES_MB] = NAN;
 	for (r = 0; r < MOAT_RES_NR; r++) {
 		b->lim[r] = u->lim[r];
 		b->orig[r] = INFINITY;
@@ -567,6 +595,16 @@ void enforce_cycle(struct moatd *d)
 			act(d, beu[i], r, &be[i], cause);
 		}
 	}
+	/* the BE resctrl group: the least ways and bandwidth of its groups */
+	{
+		double ways = INFINITY, mb = INFINITY;
+
+		for (i = 0; i < nbe; i++) {
+			ways = fmin(ways, beu[i]->lim[MOAT_RES_L3].limit);
+			mb = fmin(mb, beu[i]->lim[MOAT_RES_MB].limit);
+		}
+		rdt_be_cap(d, ways, mb);
+	}
 out:
 	free(by_cgid);
 	free(lcu);
@@ -598,6 +636,8 @@ int enforce_add_knobs(struct moatd *d)
 	struct moat_ctl_step *prio = &ek->step[MOAT_RES_CPU_PRIO];
 	struct moat_ctl_step *cpu = &ek->step[MOAT_RES_CPU];
 	struct moat_ctl_step *mem = &ek->step[MOAT_RES_MEMORY];
+	struct moat_ctl_step *l3 = &ek->step[MOAT_RES_L3];
+	struct moat_ctl_step *mb = &ek->step[MOAT_RES_MB];
 #define U32(p, lo, hi, v) { .path = p, .type = MOAT_KNOB_U32, .writable = true, \
 			    .min = lo, .max = hi, .data = v }
 	const struct moat_knob knobs[] = {
@@ -626,6 +666,14 @@ int enforce_add_knobs(struct moatd *d)
 		U32("enforce/memory_increase_pct", 1, 100, &mem->increase_pct),
 		U32("enforce/memory_cooldown_periods", 0, 100, &mem->cooldown),
 		U32("enforce/memory_backoff_periods", 0, 10000, &mem->backoff),
+		U32("enforce/l3_decrease_pct", 1, 90, &l3->decrease_pct),
+		U32("enforce/l3_increase_pct", 1, 100, &l3->increase_pct),
+		U32("enforce/l3_cooldown_periods", 0, 100, &l3->cooldown),
+		U32("enforce/l3_backoff_periods", 0, 10000, &l3->backoff),
+		U32("enforce/mb_decrease_pct", 1, 90, &mb->decrease_pct),
+		U32("enforce/mb_increase_pct", 1, 100, &mb->increase_pct),
+		U32("enforce/mb_cooldown_periods", 0, 100, &mb->cooldown),
+		U32("enforce/mb_backoff_periods", 0, 10000, &mb->backoff),
 		{ .path = "enforce/journal_entries", .type = MOAT_KNOB_SHOW,
 		  .show = show_journal },
 	};
@@ -656,6 +704,13 @@ int enforce_add_knobs(struct moatd *d)
 					   .backoff = 20 },
 			[MOAT_RES_MEMORY] = { .decrease_pct = 10, .increase_pct = 10,
 					      .min_pct = 50, .cooldown = 2 },
+			/* floors: resctrl/be/l3_ways_min, mb_min_percent */
+			[MOAT_RES_L3] = { .decrease_pct = 40, .increase_pct = 20,
+					  .min_pct = 0, .cooldown = 1,
+					  .backoff = 20 },
+			[MOAT_RES_MB] = { .decrease_pct = 40, .increase_pct = 20,
+					  .min_pct = 0, .cooldown = 1,
+					  .backoff = 20 },
 		},
 	};
 	err = moat_knob_add_all(d->tree, "", knobs,
@@ -671,8 +726,8 @@ int enforce_add_knobs(struct moatd *d)
 }
 
 /*
- * "cpu_prio=<weight|idle> cpu=<CPUs> memory=<bytes>", "max" where moat
- * sets nothing.
+ * "cpu_prio=<weight|idle> cpu=<CPUs> memory=<bytes> l3=<ways> mb=<%>",
+ * "max" where moat sets nothing.
  */
 static int show_throttle(const struct moat_knob *k, char *buf, size_t len)
 {
@@ -682,9 +737,10 @@ static int show_throttle(const struct moat_knob *k, char *buf, size_t len)
 
 	for (r = 0; r < MOAT_RES_NR; r++)
 		format_limit(v[r], sizeof(v[r]), r, g->lim[r].limit);
-	return snprintf(buf, len, "cpu_prio=%s cpu=%s memory=%s",
+	return snprintf(buf, len, "cpu_prio=%s cpu=%s memory=%s l3=%s mb=%s",
 			v[MOAT_RES_CPU_PRIO], v[MOAT_RES_CPU],
-			v[MOAT_RES_MEMORY]) >= (int)len ? -EOVERFLOW : 0;
+			v[MOAT_RES_MEMORY], v[MOAT_RES_L3],
+			v[MOAT_RES_MB]) >= (int)len ? -EOVERFLOW : 0;
 }
 
 int enforce_add_group_knobs(struct moatd *d, struct moatd_group *g)

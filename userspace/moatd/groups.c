@@ -129,6 +129,8 @@ static int add_knobs(struct moatd *d, struct moatd_group *g)
 		err = enforce_add_group_knobs(d, g);
 	if (!err)
 		err = cpi_add_group_knobs(d, g);
+	if (!err)
+		err = rdt_add_group_knobs(d, g);
 	return err ? err : observe_add_knobs(d, g);
 }
 

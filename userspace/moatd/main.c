@@ -308,44 +308,53 @@ static double ms_since(const struct timespec *t)
 	return (now.tv_sec - t->tv_sec) * 1e3 + (now.tv_nsec - t->tv_nsec) / 1e6;
 }
 
+static void note_removed(__u64 id, void *ctx)
+{
+	struct moatd *d = ctx;
+
+	if (d->gone.n < sizeof(d->gone.ids) / sizeof(d->gone.ids[0]))
+		d->gone.ids[d->gone.n++] = id;
+	else
+		d->gone.overflow = true;
+}
+
+static void note_task(__u64 unit, __u32 tid, void *ctx)
+{
+	rdt_task_event(ctx, unit, tid);
+}
+
+/* Take the cgroup events in; the tasks among them go to resctrl at once. */
+static void take_events(struct moatd *d)
+{
+	if (d->events && moat_cgroup_events_consume(d->events, note_removed,
+						    note_task, d))
+		d->cgroups_changed = true;
+	rdt_flush(d);
+}
+
 /*
  * Walking the hierarchy is most of a period's work, so it is done when a
  * cgroup event says something changed, and every rescan_ms in case an
  * event was missed; without the events, every period.
  */
-struct removed {
-	__u64 ids[256];
-	size_t n;
-	bool overflow;
-};
-
-static void note_removed(__u64 id, void *ctx)
-{
-	struct removed *r = ctx;
-
-	if (r->n < sizeof(r->ids) / sizeof(r->ids[0]))
-		r->ids[r->n++] = id;
-	else
-		r->overflow = true;
-}
-
 static void cycle(struct moatd *d)
 {
 	double start = now_us();
-	struct removed gone = { .n = 0 };
-	bool changed = !d->events ||
-		       moat_cgroup_events_consume(d->events, note_removed, &gone);
 	int err;
 
+	take_events(d);
 	/* Removed cgroups leave the rqlat maps at once, not when they fill. */
-	if (gone.n && d->rqlat)
-		moat_rqlat_forget(d->rqlat, gone.ids, gone.n);
-	if (gone.overflow)
+	if (d->gone.n && d->rqlat)
+		moat_rqlat_forget(d->rqlat, d->gone.ids, d->gone.n);
+	if (d->gone.overflow)
 		pr_debug("more than %zu cgroups removed in a period: some stay in the rqlat maps",
-			 sizeof(gone.ids) / sizeof(gone.ids[0]));
+			 sizeof(d->gone.ids) / sizeof(d->gone.ids[0]));
+	d->gone.n = 0;
+	d->gone.overflow = false;
 
-	if (changed || !d->last_rescan.tv_sec ||
+	if (!d->events || d->cgroups_changed || !d->last_rescan.tv_sec ||
 	    ms_since(&d->last_rescan) >= d->rescan_ms) {
+		d->cgroups_changed = false;
 		clock_gettime(CLOCK_MONOTONIC, &d->last_rescan);
 		err = groups_rescan(d);
 		if (err)
@@ -357,6 +366,7 @@ static void cycle(struct moatd *d)
 		pr_warn("out of memory: the groups' units are as they were");
 	cpi_cycle(d);
 	enforce_cycle(d);
+	rdt_cycle(d);
 	kube_cycle(d);
 	d->cycle_us = now_us() - start;
 	clock_gettime(CLOCK_MONOTONIC, &d->last_cycle);
@@ -409,6 +419,10 @@ static int run(struct moatd *d, struct server *srv)
 
 		pfd[0] = (struct pollfd){ .fd = tfd, .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+		if (d->events)
+			pfd[n++] = (struct pollfd){
+				.fd = moat_cgroup_events_fd(d->events),
+				.events = POLLIN };
 		server_poll_fds(srv, pfd, &n, MAX_POLL);
 		server_work(srv, d, &timeout);
 		if (d->listen_changed)
@@ -428,6 +442,8 @@ static int run(struct moatd *d, struct server *srv)
 		}
 		if (read(tfd, &ticks, sizeof(ticks)) == sizeof(ticks))
 			cycle(d);
+		else if (d->events && pfd[2].revents & POLLIN)
+			take_events(d);	/* a task to follow, promptly */
 		http_work(d->http);
 		if (d->period_changed) {
 			d->period_changed = false;
@@ -520,7 +536,7 @@ int main(int argc, char **argv)
 		goto out;
 	moat_cgroup_events_open(&d->events);	/* optional: says why not */
 	cpi_open(d);				/* optional: says which events */
-	rdt_open(d);				/* optional: says what there is */
+	rdt_open(d, o.state_dir);		/* optional: says what there is */
 	err = server_open(&srv, o.socket, o.socket_group);
 	if (!err && o.listen)
 		snprintf(d->listen, sizeof(d->listen), "%s", o.listen);
@@ -545,6 +561,7 @@ out:
 	http_close(d->http);
 	server_close(srv);
 	enforce_restore_all(d, "moatd stops");
+	rdt_close(d);
 	groups_free(d);
 	enforce_close(d);
 	cpi_close(d);

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -285,6 +286,68 @@ static double g_cpi(const struct moatd_group *g)
 	return g->win.cpi;
 }
 
+/* resctrl monitoring: not known is no sample */
+static double known(double v)
+{
+	return v < 0 ? NAN : v;
+}
+
+static double g_llc_bytes(const struct moatd_group *g)
+{
+	return g->rdt_mon ? known(g->mon.llc_bytes) : NAN;
+}
+
+static double g_mbm_total(const struct moatd_group *g)
+{
+	return g->rdt_mon ? g->mon.total_bps : NAN;
+}
+
+static double g_mbm_local(const struct moatd_group *g)
+{
+	return g->rdt_mon ? g->mon.local_bps : NAN;
+}
+
+static double g_l3_ways(const struct moatd_group *g)
+{
+	return isinf(g->lim[MOAT_RES_L3].limit) ? NAN :
+	       floor(g->lim[MOAT_RES_L3].limit);
+}
+
+/* moat_lc's and moat_be's monitoring, by class. */
+static void rdt_classes(FILE *f, struct moatd *d)
+{
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} fam[] = {
+		{ "moat_resctrl_llc_occupancy_bytes",
+		  "L3 occupancy of the class's resctrl group (llc_occupancy, summed over caches).",
+		  offsetof(struct rdt_mon, llc_bytes) },
+		{ "moat_resctrl_mbm_total_bytes_per_second",
+		  "Memory bandwidth of the class's resctrl group over the last period (mbm_total_bytes).",
+		  offsetof(struct rdt_mon, total_bps) },
+		{ "moat_resctrl_mbm_local_bytes_per_second",
+		  "Its local-NUMA-node part (mbm_local_bytes).",
+		  offsetof(struct rdt_mon, local_bps) },
+	};
+	size_t i;
+	int lc;
+
+	for (i = 0; i < sizeof(fam) / sizeof(fam[0]); i++) {
+		family(f, fam[i].name, "gauge", fam[i].help);
+		for (lc = 1; lc >= 0; lc--) {
+			const struct rdt_mon *m = rdt_class_mon(d, lc);
+			double v = m ? known(*(const double *)((const char *)m +
+								fam[i].off)) : NAN;
+
+			if (isnan(v))
+				continue;
+			fprintf(f, "%s{class=\"%s\"}", fam[i].name, lc ? "lc" : "be");
+			value(f, v);
+		}
+	}
+}
+
 static double g_victim(const struct moatd_group *g)
 {
 	return g->cpi2_lc ? g->cpi2_lc->victim : NAN;
@@ -520,6 +583,17 @@ int metrics_write(struct moatd *d, FILE *f)
 	per_group(f, d, "moat_group_cpi2_victim", "gauge",
 		  "1 while CPI² finds the LC group a victim of interference.",
 		  g_victim);
+	per_group(f, d, "moat_group_l3_ways_limit", "gauge",
+		  "The L3 ways moat holds the BE group to (its resctrl group gets the least of them).  Absent: none.",
+		  g_l3_ways);
+	per_group(f, d, "moat_group_llc_occupancy_bytes", "gauge",
+		  "L3 occupancy of the group's resctrl monitoring group.", g_llc_bytes);
+	per_group(f, d, "moat_group_mbm_total_bytes_per_second", "gauge",
+		  "Memory bandwidth of the group's resctrl monitoring group over the last period.",
+		  g_mbm_total);
+	per_group(f, d, "moat_group_mbm_local_bytes_per_second", "gauge",
+		  "Its local-NUMA-node part.", g_mbm_local);
+	rdt_classes(f, d);
 	family(f, "moat_cpi2_victims_total", "counter",
 	       "Times an LC group became a CPI² victim.");
 	fprintf(f, "moat_cpi2_victims_total %llu\n", d->cpi2_victims);

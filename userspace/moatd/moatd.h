@@ -61,6 +61,14 @@ struct group_counters {
 	bool valid;		/* false before the first read */
 };
 
+/* resctrl monitoring of one group (rdt.c); NAN or < 0: not known. */
+struct rdt_mon {
+	double total, local;		/* mbm_*_bytes at the last read */
+	struct timespec at;
+	bool valid;
+	double llc_bytes, total_bps, local_bps;
+};
+
 struct moatd;
 
 struct moatd_group {
@@ -101,6 +109,9 @@ struct moatd_group {
 						   outlier threshold */
 	unsigned int nr_cpi2_sus;		/* 0 unless a victim */
 	struct { __u64 cgid; double corr; } cpi2_sus[4];
+	/* rdt.c: a unit's monitoring group */
+	bool rdt_mon;
+	struct rdt_mon mon;
 };
 
 /* The controller's knobs (Documentation/enforce.rst). */
@@ -162,7 +173,14 @@ struct moatd {
 	unsigned int rqlat_source;	/* delay.c: auto, bpf, taskstats */
 	char rdt_root[PATH_MAX];	/* rdt.c: "": no resctrl */
 	struct moat_rdt_info rdt;
+	struct rdt *rdtc;		/* rdt.c's state */
 	struct moat_cgroup_events *events;	/* NULL: walk every period */
+	struct {			/* removed cgroups, not yet forgotten */
+		__u64 ids[256];
+		size_t n;
+		bool overflow;
+	} gone;
+	bool cgroups_changed;		/* an event since the last rescan */
 	unsigned int rescan_ms;		/* walk at least this often anyway */
 	struct timespec last_rescan;
 
@@ -326,9 +344,30 @@ void delay_close(struct moatd *d);
 void delay_read_group(struct moatd *d, struct moatd_group *g,
 		      struct moat_rqlat_hist *cum);
 
-/* rdt.c: resctrl; say once what there is, or that there is none */
-void rdt_open(struct moatd *d);
+/*
+ * rdt.c: resctrl; say once what there is, or that there is none; in
+ * enforce mode, moat_lc and moat_be and their members.
+ */
 int rdt_add_knobs(struct moatd *d);
+/* Find (or mount) resctrl; remove what a crashed moatd made. */
+void rdt_open(struct moatd *d, const char *state_dir);
+void rdt_close(struct moatd *d);
+int rdt_add_group_knobs(struct moatd *d, struct moatd_group *g);
+/* Once a period, after enforce_cycle(): groups, schemata, members. */
+void rdt_cycle(struct moatd *d);
+/* Remove every group moatd made; @why goes to the log. */
+void rdt_restore(struct moatd *d, const char *why);
+/* A task entered tracked unit @unit (BPF): queued for rdt_flush(). */
+void rdt_task_event(struct moatd *d, __u64 unit, __u32 tid);
+void rdt_flush(struct moatd *d);
+/* BE's ways or % of bandwidth before the controller; NAN: no such. */
+double rdt_be_original(const struct moatd *d, enum moat_resource r);
+/* The least the controller may leave BE (resctrl/be/..._min). */
+double rdt_be_floor(const struct moatd *d, enum moat_resource r);
+/* The controller's limits of BE's ways and bandwidth; INFINITY: none. */
+void rdt_be_cap(struct moatd *d, double ways, double mb_pct);
+/* The class group's monitoring, or NULL when moat has none. */
+const struct rdt_mon *rdt_class_mon(const struct moatd *d, int lc);
 
 /* cpi.c */
 int cpi_add_knobs(struct moatd *d);
