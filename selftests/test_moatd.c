@@ -309,9 +309,15 @@ Test(moatd, without_bpf_delay_accounting_sees_a_throttled_groups_wait)
 	hog = tcg_spawn(&web, 0, work_hog, NULL);
 	cr_assert_gt(hog, 0);
 	wait_get("groups/web.web-ts/path", 0, 30);
+	/* alone, a hog may not wait at all in a window: its p99 is then
+	   nan ("no waits"), the least wait there is */
 	for (i = 0; i < 30 && !(alone >= 0); i++) {
 		sleep_ms(100);
 		alone = get_number("groups/web.web-ts/rqlat_p99_us");
+	}
+	if (isnan(alone)) {
+		cr_log_info("taskstats: no wait at all alone, in 3 s");
+		alone = 0;
 	}
 	if (tcg_hierarchy()->v2)
 		cr_assert_eq(tcg_write(&web, "cpu.max", "10000 100000"), 0);
@@ -324,7 +330,6 @@ Test(moatd, without_bpf_delay_accounting_sees_a_throttled_groups_wait)
 	tcg_kill(hog);
 	cr_log_info("taskstats: p99 wait %.0f us alone, %.0f us capped at 10%%",
 		    alone, p99);
-	cr_expect(alone >= 0, "no wait measured alone: %.0f", alone);
 	cr_expect_gt(p99, 10000, "p99 %.0f us: throttling not seen as waiting", p99);
 	cr_expect_gt(p99, 5 * alone, "p99 %.0f us, %.0f alone", p99, alone);
 
