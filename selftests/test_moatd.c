@@ -489,6 +489,7 @@ Test(moatd, resctrl_allocates_follows_tasks_monitors_and_puts_back)
 	cr_expect(strstr(out, "observe"), "%s", out);
 	cr_expect(wait_file(mnt, "moat_be", NULL, 100), "made in observe mode");
 	set_runtime("resctrl/reconcile_ms", "600000");
+	set_runtime("resctrl/monitor_ms", "100");
 	set_runtime("resctrl/lc/l3_ways", "7");
 	set_runtime("resctrl/be/l3_ways", "4");
 	set_runtime("resctrl/be/mb_percent", "50");
@@ -570,6 +571,8 @@ Test(moatd, resctrl_after_sigkill_the_next_start_removes_what_moatd_made)
 	be = tcg_spawn(&batch, 0, work_pause, NULL);
 	cr_assert_gt(be, 0);
 	wait_get("groups/batch.batch-1/path", 0, 30);
+	cr_expect_eq(ctl(out, err, "set", "resctrl/be/l3_ways", "4;8=2"), 1,
+		     "AMD's caches here are 0-7 and 16-23: no 8");
 	set_runtime("resctrl/be/l3_ways", "4;16=2");
 	set_runtime("mode", "enforce");
 	cr_expect(wait_file(mnt, "moat_be/schemata",

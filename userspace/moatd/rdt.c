@@ -78,7 +78,8 @@ struct rdt {
 	unsigned int be_cap_ways, be_cap_mb;	/* the controller's; 0: none */
 	char *made[MAX_MADE];		/* groups moatd made, oldest first */
 	size_t nmade;
-	struct timespec last_reconcile;
+	struct timespec last_reconcile, last_monitor;
+	unsigned int monitor_ms;
 	bool reconcile_now;
 	struct { __u64 unit; __u32 tid; } pending[256];
 	size_t npending;
@@ -943,6 +944,13 @@ void rdt_cycle(struct moatd *d)
 		reconcile(d);
 	for (c = 0; c < NCLASS; c++)
 		mon_read(d, class_dir[c], &r->c[c].mon);
+	/*
+	 * Each mon_data read is a cross-CPU call in the kernel to read the
+	 * counter's MSR: per group, every resctrl/monitor_ms only.
+	 */
+	if (ms_since(&r->last_monitor) < r->monitor_ms)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &r->last_monitor);
 	for (i = 0; i < d->nr_groups; i++) {
 		struct moatd_group *u = d->groups[i];
 		char rel[PATH_MAX];
@@ -1170,26 +1178,25 @@ static int show_local_bps(const struct moat_knob *k, char *buf, size_t len)
 }
 
 /* resctrl/<class>/l3_ways: the syntax, and the ways and caches there are. */
+/*
+ * resctrl/<class>/l3_ways: the syntax; and where there is resctrl, the
+ * ways each cache has and the cache ids it has, as composing would see
+ * them.
+ */
 static int check_ways(const struct moat_knob *k, const char *val)
 {
 	const struct moatd *d = k->owner;
-	struct moat_rdt_ways w;
-	unsigned int total = *d->rdt_root ? l3_ways_total(d) : 0;
-	char why[256];
-	size_t i;
+	struct moat_rdt_alloc a = { .mb_pct = 100 };
+	struct moat_schemata dflt, out;
+	char why[256], text[4096];
 
-	if (moat_rdt_ways_parse(val, &w, why, sizeof(why))) {
-		pr_warn("%s: %s", k->path, why);
+	if (moat_rdt_ways_parse(val, &a.l3, why, sizeof(why)) ||
+	    (*d->rdt_root &&
+	     !moat_rdt_read(d->rdt_root, "schemata", text, sizeof(text)) &&
+	     !moat_schemata_parse(text, &dflt, why, sizeof(why)) &&
+	     moat_rdt_compose(&d->rdt, &dflt, &a, &out, why, sizeof(why)))) {
+		pr_warn("%s: '%s': %s", k->path, val, why);
 		return -EINVAL;
-	}
-	for (i = 0; total && i <= w.n; i++) {
-		unsigned int n = i < w.n ? w.ways[i] : w.all;
-
-		if (n > total) {
-			pr_warn("%s: %u ways, and the L3 here has %u", k->path, n,
-				total);
-			return -EINVAL;
-		}
 	}
 	return 0;
 }
@@ -1222,6 +1229,7 @@ int rdt_add_knobs(struct moatd *d)
 		return -ENOMEM;
 	d->rdtc = r;
 	*r = (struct rdt){ .mount = 0, .allocate = 1, .reconcile_ms = 5000,
+			   .monitor_ms = 2000,
 			   .be_ways_min = 1, .be_mb_min = 10 };
 	snprintf(r->state, sizeof(r->state), "absent");
 	for (c = 0; c < NCLASS; c++) {
@@ -1249,6 +1257,7 @@ int rdt_add_knobs(struct moatd *d)
 			U32("resctrl/mount", 0, 1, &r->mount),
 			U32("resctrl/allocate", 0, 1, &r->allocate),
 			U32("resctrl/reconcile_ms", 100, 600000, &r->reconcile_ms),
+			U32("resctrl/monitor_ms", 100, 600000, &r->monitor_ms),
 			WAYS("resctrl/lc/l3_ways", LC),
 			WAYS("resctrl/be/l3_ways", BE),
 			MB("resctrl/lc/mb_percent", LC),
