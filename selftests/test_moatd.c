@@ -508,6 +508,7 @@ Test(moatd, resctrl_allocates_follows_tasks_monitors_and_puts_back)
 	cr_expect_str_eq(out, "allocating\n");
 	cr_assert_eq(ctl(out, err, "get", "resctrl/be/schemata", NULL), 0);
 	cr_expect_str_eq(out, "L3:0=f;1=f MB:0=50;1=50\n");
+	cr_expect_eq(get_number("resctrl/lc/tasks"), 1, "web-1's one task");
 
 	/* a task that comes later: the BPF hook, not the reconcile */
 	be2 = tcg_spawn(&batch, 0, work_pause, NULL);

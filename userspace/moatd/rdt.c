@@ -447,6 +447,7 @@ static void mon_rel(const struct moatd_group *u, int c, char *buf, size_t len)
 static void reconcile(struct moatd *d)
 {
 	struct tids foreign = { 0 }, mine[NCLASS] = { { 0 } }, keep = { 0 };
+	size_t placed[NCLASS] = { 0 };
 	char path[PATH_MAX * 3], rel[PATH_MAX];
 	__u32 *to = NULL;
 	size_t i, j, n;
@@ -490,8 +491,10 @@ static void reconcile(struct moatd *d)
 			free(mon.v);
 		}
 		for (j = 0; j < want.n; j++)
-			if (!tids_has(&foreign, want.v[j]))
+			if (!tids_has(&foreign, want.v[j])) {
 				tids_add(&keep, &want.v[j], 1);
+				placed[c]++;
+			}
 		free(want.v);
 	}
 	tids_sort(&keep);
@@ -504,7 +507,7 @@ static void reconcile(struct moatd *d)
 			if (!tids_has(&keep, mine[c].v[i]))
 				to[n++] = mine[c].v[i];
 		move(d, "", to, n);	/* no unit's: back to the default */
-		d->rdtc->c[c].ntasks = mine[c].n - n;
+		d->rdtc->c[c].ntasks = placed[c];
 	}
 out:
 	free(to);
