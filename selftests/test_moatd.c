@@ -621,6 +621,41 @@ Test(moatd, resctrl_under_cdp_code_and_data_get_the_same_ways)
 	cr_expect_str_eq(out, "L3CODE L3DATA MB\n");
 }
 
+/*
+ * RMIDs for one monitoring group only (the default group, moat_lc and
+ * moat_be hold three): one group gets it, the other is monitored with its
+ * class only, and moatd says so once.
+ */
+Test(moatd, resctrl_monitoring_groups_while_rmids_last)
+{
+	char mnt[PATH_MAX], log[PATH_MAX], *text;
+	const char *why = on_fake_resctrl("--layout intel --rmids 4", mnt,
+					  sizeof(mnt));
+	struct tcg web, batch;
+	int i, n = 0;
+
+	if (why)
+		cr_skip_test("%s", why);
+	cr_assert_eq(tcg_create("web-1", &web), 0);
+	cr_assert_eq(tcg_create("batch-1", &batch), 0);
+	wait_get("groups/batch.batch-1/path", 0, 30);
+	wait_get("groups/web.web-1/path", 0, 30);
+	set_runtime("mode", "enforce");
+	for (i = 0; i < 50 && n < 1; i++) {
+		sleep_ms(100);
+		n = !wait_file(mnt, "moat_lc/mon_groups/web.web-1", NULL, 50) +
+		    !wait_file(mnt, "moat_be/mon_groups/batch.batch-1", NULL, 50);
+	}
+	sleep_ms(300);
+	n = !wait_file(mnt, "moat_lc/mon_groups/web.web-1", NULL, 50) +
+	    !wait_file(mnt, "moat_be/mon_groups/batch.batch-1", NULL, 50);
+	cr_expect_eq(n, 1, "%d monitoring groups with one RMID left", n);
+	snprintf(log, sizeof(log), "%s/moatd.log", dir);
+	text = slurp(log);
+	cr_expect_eq(count_of(text, "Out of RMIDs"), 1, "said once: %s", text);
+	free(text);
+}
+
 /* Too few CLOSIDs for both groups: neither is made, and moatd says why. */
 Test(moatd, resctrl_with_too_few_closids_makes_nothing)
 {

@@ -87,7 +87,7 @@ struct rdt {
 	__u64 *tracked;			/* the units whose tasks BPF follows,
 					   each id * 2 + its class */
 	size_t ntracked;
-	bool rmids_out;			/* said once a cycle of groups */
+	bool rmids_out;			/* until a monitoring group goes */
 	unsigned long long moved, gone, write_errors, events;
 };
 
@@ -707,6 +707,7 @@ static void mon_groups(struct moatd *d)
 		if (!keep) {
 			snprintf(rel, sizeof(rel), "%s", r->made[j]);
 			remove_group(d, rel);
+			r->rmids_out = false;	/* an RMID may be free again */
 		}
 	}
 	for (i = 0; i < d->nr_groups; i++) {
