@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Feature probes for choosing between tp_btf and raw_tp programs. */
+#include <errno.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -25,4 +27,38 @@ bool moat_probe_tp_btf(const char *tp)
 		return false;
 	close(fd);
 	return true;
+}
+
+#define BATCH	128
+
+int moat_percpu_for_each(int fd, size_t vsize, int ncpus, moat_percpu_fn fn,
+			 void *ctx)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	__u64 keys[BATCH], cursor;
+	bool first = true, done = false;
+	char *vals;
+	__u32 n, i;
+	int err = 0;
+
+	vals = malloc(vsize * ncpus * BATCH);
+	if (!vals)
+		return -ENOMEM;
+	while (!done && !err) {
+		n = BATCH;
+		err = bpf_map_lookup_batch(fd, first ? NULL : &cursor, &cursor,
+					   keys, vals, &n, &opts);
+		first = false;
+		if (err == -ENOENT || (err && errno == ENOENT)) {
+			done = true;	/* the last batch, maybe not empty */
+			err = 0;
+		} else if (err) {
+			err = -errno;
+			break;
+		}
+		for (i = 0; i < n && !err; i++)
+			err = fn(keys[i], vals + i * ncpus * vsize, ctx);
+	}
+	free(vals);
+	return err;
 }

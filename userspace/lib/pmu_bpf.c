@@ -269,47 +269,35 @@ __u64 moat_pmu_drops(const struct moat_pmu *p)
 	return p->skel->bss->pmu_drops;
 }
 
-#define BATCH	256
+struct sum_walk {
+	int ncpus;
+	moat_pmu_fn fn;
+	void *ctx;
+};
+
+static int sum_cpus(__u64 key, const void *vals, void *ctx)
+{
+	const struct moat_pmu_sum *v = vals;
+	struct sum_walk *w = ctx;
+	struct moat_pmu_sum s;
+	int cpu, e;
+
+	memset(&s, 0, sizeof(s));
+	for (cpu = 0; cpu < w->ncpus; cpu++) {
+		for (e = 0; e < MOAT_PMU_EVENTS; e++) {
+			s.count[e] += v[cpu].count[e];
+			s.scaled[e] += v[cpu].scaled[e];
+		}
+		s.charges += v[cpu].charges;
+	}
+	return w->fn(key, &s, w->ctx);
+}
 
 int moat_pmu_for_each(struct moat_pmu *p, moat_pmu_fn fn, void *ctx)
 {
-	LIBBPF_OPTS(bpf_map_batch_opts, opts);
-	int fd = bpf_map__fd(p->skel->maps.sums);
-	struct moat_pmu_sum *vals, s;
-	__u64 keys[BATCH], cursor;
-	bool first = true, done = false;
-	__u32 n, i;
-	int cpu, e, err = 0;
+	struct sum_walk w = { p->ncpus, fn, ctx };
 
-	vals = malloc(sizeof(*vals) * p->ncpus * BATCH);
-	if (!vals)
-		return -ENOMEM;
-	while (!done && !err) {
-		n = BATCH;
-		err = bpf_map_lookup_batch(fd, first ? NULL : &cursor, &cursor,
-					   keys, vals, &n, &opts);
-		first = false;
-		if (err == -ENOENT || (err && errno == ENOENT)) {
-			done = true;	/* the last batch, maybe not empty */
-			err = 0;
-		} else if (err) {
-			err = -errno;
-			break;
-		}
-		for (i = 0; i < n && !err; i++) {
-			memset(&s, 0, sizeof(s));
-			for (cpu = 0; cpu < p->ncpus; cpu++) {
-				const struct moat_pmu_sum *v = &vals[i * p->ncpus + cpu];
-
-				for (e = 0; e < MOAT_PMU_EVENTS; e++) {
-					s.count[e] += v->count[e];
-					s.scaled[e] += v->scaled[e];
-				}
-				s.charges += v->charges;
-			}
-			err = fn(keys[i], &s, ctx);
-		}
-	}
-	free(vals);
-	return err;
+	return moat_percpu_for_each(bpf_map__fd(p->skel->maps.sums),
+				    sizeof(struct moat_pmu_sum), p->ncpus,
+				    sum_cpus, &w);
 }

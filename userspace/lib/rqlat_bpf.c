@@ -171,48 +171,34 @@ int moat_rqlat_read_hist(struct moat_rqlat *r, __u64 cgid,
 	return read_percpu_hist(r, bpf_map__fd(r->skel->maps.hists), cgid, out);
 }
 
-#define BATCH 128
+struct hist_walk {
+	int ncpus;
+	moat_rqlat_hist_fn fn;
+	void *ctx;
+};
 
-/*
- * All histograms in a few syscalls: BPF_MAP_LOOKUP_BATCH (v5.6) returns
- * up to BATCH keys with every CPU's value each time.
- */
+static int sum_hist(__u64 key, const void *vals, void *ctx)
+{
+	const struct moat_rqlat_cg *v = vals;
+	struct hist_walk *w = ctx;
+	struct moat_rqlat_hist h;
+	int cpu;
+
+	memset(&h, 0, sizeof(h));
+	for (cpu = 0; cpu < w->ncpus; cpu++)
+		moat_hist_add(&h, &v[cpu].hist);
+	return w->fn(key, &h, w->ctx);
+}
+
+/* All histograms in a few syscalls (moat_percpu_for_each()). */
 int moat_rqlat_for_each_hist(struct moat_rqlat *r, moat_rqlat_hist_fn fn,
 			     void *ctx)
 {
-	LIBBPF_OPTS(bpf_map_batch_opts, opts);
-	int fd = bpf_map__fd(r->skel->maps.hists);
-	struct moat_rqlat_cg *vals;
-	struct moat_rqlat_hist h;
-	__u64 keys[BATCH], cursor;
-	bool first = true, done = false;
-	__u32 n, i;
-	int cpu, err = 0;
+	struct hist_walk w = { r->ncpus, fn, ctx };
 
-	vals = malloc(sizeof(*vals) * r->ncpus * BATCH);
-	if (!vals)
-		return -ENOMEM;
-	while (!done && !err) {
-		n = BATCH;
-		err = bpf_map_lookup_batch(fd, first ? NULL : &cursor, &cursor,
-					   keys, vals, &n, &opts);
-		first = false;
-		if (err == -ENOENT || (err && errno == ENOENT)) {
-			done = true;	/* the last batch, maybe not empty */
-			err = 0;
-		} else if (err) {
-			err = -errno;
-			break;
-		}
-		for (i = 0; i < n && !err; i++) {
-			memset(&h, 0, sizeof(h));
-			for (cpu = 0; cpu < r->ncpus; cpu++)
-				moat_hist_add(&h, &vals[i * r->ncpus + cpu].hist);
-			err = fn(keys[i], &h, ctx);
-		}
-	}
-	free(vals);
-	return err;
+	return moat_percpu_for_each(bpf_map__fd(r->skel->maps.hists),
+				    sizeof(struct moat_rqlat_cg), r->ncpus,
+				    sum_hist, &w);
 }
 
 int moat_rqlat_for_each_blame(struct moat_rqlat *r, moat_rqlat_blame_fn fn,
