@@ -38,6 +38,21 @@ else
 	echo "vmtest: skipped: qemu-system-x86_64 not found (tools/deps.sh installs it)"
 fi
 
+# The failed tests again, with their assertions, where a log's tail
+# (all that CI keeps) shows them.
+failures() {
+	sed 's/\x1b\[[0-9;]*m//g' "$2" |
+		awk -v where="$1" '/^\[RUN \]/ { n = 0; on = 0 }
+		     /^\[----\] .*:[0-9]+: / { on = 1 }
+		     on && /^\[----\]/ && !/^\[----\] *$/ && n < 8 { a[++n] = $0 }
+		     /^\[(FAIL|CRASH)\]/ {
+			print where ": " $0
+			for (i = 1; i <= n; i++) print "    " a[i]
+			n = 0; on = 0 }'
+}
+failures host "$host_log"
+[ -s "$vm_log" ] && failures "cgroup v2 VM" "$vm_log"
+
 [ "$host_rc" -ne 0 ] && [ "$host_fail" -eq 0 ] && host_fail=1
 echo "host $host_pass passed, $host_fail failed, $host_skip skipped; cgroup v2 VM $vm_pass passed, $vm_fail failed, $vm_skip skipped"
 echo "check: $((host_pass + vm_pass)) passed, $((host_fail + vm_fail)) failed, $((host_skip + vm_skip)) skipped (each with its reason above)"
