@@ -63,7 +63,7 @@ struct group_counters {
 
 /* resctrl monitoring of one group (rdt.c); NAN or < 0: not known. */
 struct rdt_mon {
-	double total, local;		/* mbm_*_bytes at the last read */
+	double total, local;		/* mbm_*_bytes at the window's start */
 	struct timespec at;
 	bool valid;
 	double llc_bytes, total_bps, local_bps;

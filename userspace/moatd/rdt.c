@@ -857,7 +857,13 @@ static double mon_sum(const struct moatd *d, const char *rel, const char *event)
 	return sum;
 }
 
-static void mon_read(const struct moatd *d, const char *rel, struct rdt_mon *m)
+/*
+ * Occupancy now; bandwidth as a rate over a window of at least @min_ms,
+ * so that when the counters are read (a cross-CPU call, behind the
+ * scheduler's delays) weighs little against the window.
+ */
+static void mon_read(const struct moatd *d, const char *rel, struct rdt_mon *m,
+		     unsigned int min_ms)
 {
 	double total = mon_sum(d, rel, "mbm_total_bytes");
 	double local = mon_sum(d, rel, "mbm_local_bytes");
@@ -868,6 +874,9 @@ static void mon_read(const struct moatd *d, const char *rel, struct rdt_mon *m)
 	m->llc_bytes = d->rdt.llc_occupancy ? mon_sum(d, rel, "llc_occupancy") : -1;
 	s = now.tv_sec - m->at.tv_sec + (now.tv_nsec - m->at.tv_nsec) / 1e9;
 	/* a counter that went back (an RMID reused) restarts the rate */
+	if (m->valid && total >= m->total && local >= m->local &&
+	    s * 1000 < min_ms)
+		return;		/* the window goes on */
 	m->total_bps = m->valid && total >= m->total && s > 0 ?
 		       (total - m->total) / s : NAN;
 	m->local_bps = m->valid && local >= m->local && s > 0 ?
@@ -947,10 +956,11 @@ void rdt_cycle(struct moatd *d)
 	    ms_since(&r->last_reconcile) >= r->reconcile_ms)
 		reconcile(d);
 	for (c = 0; c < NCLASS; c++)
-		mon_read(d, class_dir[c], &r->c[c].mon);
+		mon_read(d, class_dir[c], &r->c[c].mon, r->monitor_ms);
 	/*
 	 * Each mon_data read is a cross-CPU call in the kernel to read the
-	 * counter's MSR: per group, every resctrl/monitor_ms only.
+	 * counter's MSR: per group, every resctrl/monitor_ms only (the
+	 * rates' window; less often, were the cycle late, never more).
 	 */
 	if (ms_since(&r->last_monitor) < r->monitor_ms)
 		return;
@@ -962,7 +972,7 @@ void rdt_cycle(struct moatd *d)
 		if (!u->rdt_mon)
 			continue;
 		mon_rel(u, unit_class(u), rel, sizeof(rel));
-		mon_read(d, rel, &u->mon);
+		mon_read(d, rel, &u->mon, 0);	/* the gate above */
 	}
 }
 
