@@ -15,9 +15,14 @@ static int show_answer(const struct moat_knob *k, char *buf, size_t len)
 	return snprintf(buf, len, "42") >= (int)len ? -EOVERFLOW : 0;
 }
 
-static int no_spaces(const struct moat_knob *k, const char *val)
+static int no_spaces(const struct moat_knob *k, const char *val, char *why,
+		     size_t len)
 {
-	return strchr(val, ' ') ? -EINVAL : 0;
+	const char *sp = strchr(val, ' ');
+
+	if (sp)
+		snprintf(why, len, "a space at %td", sp - val);
+	return sp ? -EINVAL : 0;
 }
 
 static struct moat_knob_tree *t;
@@ -102,6 +107,21 @@ Test(knob, bad_writes_change_nothing)
 	cr_expect_eq(moat_knob_set(t, "mode", ""), -EINVAL);
 	cr_expect_eq(mode, 0);
 	cr_expect_eq(moat_knob_set(t, "groups/pod-a/label", "two words"), -EINVAL);
+	/* the knob's own check says why; type, length and range say nothing */
+	{
+		char why[64] = "stale";
+
+		cr_expect_eq(moat_knob_check_why(t, "groups/pod-a/label",
+						 "two words", why, sizeof(why)),
+			     -EINVAL);
+		cr_expect_str_eq(why, "a space at 3");
+		cr_expect_eq(moat_knob_check_why(t, "period_ms", "9", why,
+						 sizeof(why)), -EINVAL);
+		cr_expect_str_eq(why, "");
+		cr_expect_eq(moat_knob_check_why(t, "groups/pod-a/label",
+						 "one", why, sizeof(why)), 0);
+		cr_expect_str_eq(why, "");
+	}
 	cr_expect_eq(moat_knob_set(t, "groups/pod-a/label",
 				   "0123456789012345678901234567890123456789"),
 		     -EINVAL);

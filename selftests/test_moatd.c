@@ -545,7 +545,8 @@ Test(moatd, resctrl_allocates_follows_tasks_monitors_and_puts_back)
 
 	/* bad values name what is wrong, and change nothing */
 	cr_expect_eq(ctl(out, err, "set", "resctrl/be/l3_ways", "12"), 1);
-	cr_expect(strstr(err, "resctrl/be/l3_ways"), "%s", err);
+	cr_expect(strstr(err, "resctrl/be/l3_ways") &&
+		  strstr(err, "12 ways, and it has 11"), "%s", err);
 	cr_expect_eq(ctl(out, err, "set", "resctrl/be/l3_ways", "4;x=1"), 1);
 	cr_expect_eq(ctl(out, err, "set", "resctrl/be/mb_percent", "0"), 1);
 	cr_assert_eq(ctl(out, err, "get", "resctrl/be/l3_ways", NULL), 0);
@@ -579,6 +580,7 @@ Test(moatd, resctrl_after_sigkill_the_next_start_removes_what_moatd_made)
 	wait_get("groups/batch.batch-1/path", 0, 30);
 	cr_expect_eq(ctl(out, err, "set", "resctrl/be/l3_ways", "4;8=2"), 1,
 		     "AMD's caches here are 0-7 and 16-23: no 8");
+	cr_expect(strstr(err, "no L3 cache 8 here"), "%s", err);
 	set_runtime("resctrl/be/l3_ways", "4;16=2");
 	set_runtime("mode", "enforce");
 	cr_expect(wait_file(mnt, "moat_be/schemata",
@@ -1793,7 +1795,9 @@ Test(moatd, listen_knob_rejects_bad_addresses_and_moves_the_server)
 	getsockname(busy, (struct sockaddr *)&sa, &len);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", ntohs(sa.sin_port));
 	cr_assert_eq(ctl(out, err, "set", "http/listen", addr), 1);
-	cr_expect(strstr(err, "free to bind"), "%s", err);
+	cr_expect(strstr(err, "free to bind") &&
+		  strstr(err, "cannot listen there: Address already in use"),
+		  "%s", err);
 	close(busy);
 	cr_assert_eq(http_get(port, "/healthz", page, sizeof(page), &body), 200);
 

@@ -114,14 +114,14 @@ int moat_config_parse(FILE *f, const char *name, struct moat_config *out,
 int moat_config_apply(struct moat_knob_tree *t, const struct moat_config *c,
 		      const char *name, char *err, size_t errlen)
 {
-	char expects[256];
+	char expects[256], bad[256];
 	size_t i;
 	int ret;
 
 	for (i = 0; i < c->nr; i++) {
 		const struct moat_config_entry *e = &c->v[i];
 
-		ret = moat_knob_check(t, e->path, e->value);
+		ret = moat_knob_check_why(t, e->path, e->value, bad, sizeof(bad));
 		if (!ret)
 			continue;
 		if (ret == -ENOENT) {
@@ -133,8 +133,9 @@ int moat_config_apply(struct moat_knob_tree *t, const struct moat_config *c,
 		} else {
 			moat_knob_expects(moat_knob_find(t, e->path), expects,
 					  sizeof(expects));
-			snprintf(err, errlen, "%s:%u: %s: invalid value '%s': expected %s",
-				 name, e->line, e->path, e->value, expects);
+			snprintf(err, errlen, "%s:%u: %s: invalid value '%s': expected %s%s%s",
+				 name, e->line, e->path, e->value, expects,
+				 *bad ? ": " : "", bad);
 		}
 		return ret;
 	}

@@ -219,8 +219,12 @@ int moat_knob_get(const struct moat_knob_tree *t, const char *path,
 	return n < 0 || (size_t)n >= len ? -EOVERFLOW : 0;
 }
 
-/* Parse @val for @k into *@u (U32, CHOICE) without storing it. */
-static int parse(const struct moat_knob *k, const char *val, unsigned int *u)
+/*
+ * Parse @val for @k into *@u (U32, CHOICE) without storing it; a string
+ * knob's check says why it refuses in @why.
+ */
+static int parse(const struct moat_knob *k, const char *val, unsigned int *u,
+		 char *why, size_t len)
 {
 	unsigned long n;
 	char *end;
@@ -247,39 +251,49 @@ static int parse(const struct moat_knob *k, const char *val, unsigned int *u)
 	case MOAT_KNOB_STRING:
 		if (strlen(val) >= k->str_max)
 			return -EINVAL;
-		return k->check ? k->check(k, val) : 0;
+		return k->check ? k->check(k, val, why, len) : 0;
 	case MOAT_KNOB_SHOW:
 		break;
 	}
 	return -EPERM;
 }
 
-int moat_knob_check(const struct moat_knob_tree *t, const char *path,
-		    const char *val)
+int moat_knob_check_why(const struct moat_knob_tree *t, const char *path,
+			const char *val, char *why, size_t len)
 {
 	const struct moat_knob *k = moat_knob_find(t, path);
 	unsigned int u;
 
+	why[0] = '\0';
 	if (!k)
 		return -ENOENT;
 	if (!k->writable)
 		return -EPERM;
 	if (!moat_value_valid(val))
 		return -EINVAL;
-	return parse(k, val, &u);
+	return parse(k, val, &u, why, len);
+}
+
+int moat_knob_check(const struct moat_knob_tree *t, const char *path,
+		    const char *val)
+{
+	char why[256];
+
+	return moat_knob_check_why(t, path, val, why, sizeof(why));
 }
 
 int moat_knob_set(struct moat_knob_tree *t, const char *path, const char *val)
 {
 	const struct moat_knob *k;
 	unsigned int u = 0;
+	char why[256];
 	int err;
 
 	err = moat_knob_check(t, path, val);
 	if (err)
 		return err;
 	k = moat_knob_find(t, path);
-	parse(k, val, &u);
+	parse(k, val, &u, why, sizeof(why));
 	if (k->store)
 		k->store(k, u, val);
 	else if (k->type == MOAT_KNOB_STRING)

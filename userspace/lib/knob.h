@@ -30,8 +30,13 @@ enum moat_knob_type {
 
 struct moat_knob;
 
-/* Extra validation of a string value; return 0 or -EINVAL. */
-typedef int (*moat_knob_check_fn)(const struct moat_knob *k, const char *val);
+/*
+ * Extra validation of a string value; return 0 or -EINVAL, and then say
+ * what was wrong in @why (@len > 0; left empty where "expected ..." says
+ * it all).
+ */
+typedef int (*moat_knob_check_fn)(const struct moat_knob *k, const char *val,
+				  char *why, size_t len);
 /* Format a computed value into buf. */
 typedef int (*moat_knob_show_fn)(const struct moat_knob *k, char *buf,
 				 size_t len);
@@ -97,6 +102,14 @@ int moat_knob_get(const struct moat_knob_tree *t, const char *path,
  */
 int moat_knob_check(const struct moat_knob_tree *t, const char *path,
 		    const char *val);
+
+/**
+ * moat_knob_check_why() - moat_knob_check(), and on -EINVAL what the
+ * knob's own check found wrong in @why ("" when it is only type, length
+ * or range: moat_knob_expects() says that).
+ */
+int moat_knob_check_why(const struct moat_knob_tree *t, const char *path,
+			const char *val, char *why, size_t len);
 
 /** moat_knob_set() - check, then store @val at @path. */
 int moat_knob_set(struct moat_knob_tree *t, const char *path, const char *val);

@@ -293,22 +293,25 @@ void http_work(struct http *h)
 		MHD_run(h->mhd);
 }
 
-static int listen_check(const struct moat_knob *k, const char *val)
+static int listen_check(const struct moat_knob *k, const char *val,
+			char *why, size_t whylen)
 {
 	struct moatd *d = k->owner;
 	struct sockaddr_storage ss;
-	const char *why;
+	const char *bad;
 	socklen_t len;
 	int err;
 
 	if (!*val || !strcmp(val, d->listen))
 		return 0;
-	if (http_parse_listen(val, &ss, &len, &why))
+	if (http_parse_listen(val, &ss, &len, &bad)) {
+		snprintf(why, whylen, "%s", bad);
 		return -EINVAL;
+	}
 	/* Running: the new address must be free now (the old one is ours). */
 	err = d->http ? http_try_bind(val) : 0;
 	if (err)
-		pr_warn("http/listen %s: %s", val, strerror(-err));
+		snprintf(why, whylen, "cannot listen there: %s", strerror(-err));
 	return err ? -EINVAL : 0;
 }
 

@@ -1197,21 +1197,21 @@ static int show_local_bps(const struct moat_knob *k, char *buf, size_t len)
  * ways each cache has and the cache ids it has, as composing would see
  * them.
  */
-static int check_ways(const struct moat_knob *k, const char *val)
+static int check_ways(const struct moat_knob *k, const char *val, char *why,
+		      size_t len)
 {
 	const struct moatd *d = k->owner;
 	struct moat_rdt_alloc a = { .mb_pct = 100 };
 	struct moat_schemata dflt, out;
-	char why[256], text[4096];
+	char text[4096];
 
-	if (moat_rdt_ways_parse(val, &a.l3, why, sizeof(why)) ||
+	if (moat_rdt_ways_parse(val, &a.l3, why, len) ||
 	    (*d->rdt_root &&
 	     !moat_rdt_read(d->rdt_root, "schemata", text, sizeof(text)) &&
-	     !moat_schemata_parse(text, &dflt, why, sizeof(why)) &&
-	     moat_rdt_compose(&d->rdt, &dflt, &a, &out, why, sizeof(why)))) {
-		pr_warn("%s: '%s': %s", k->path, val, why);
+	     !moat_schemata_parse(text, &dflt, why, len) &&
+	     moat_rdt_compose(&d->rdt, &dflt, &a, &out, why, len)))
 		return -EINVAL;
-	}
+	why[0] = '\0';
 	return 0;
 }
 

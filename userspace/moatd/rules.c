@@ -10,7 +10,8 @@
 #include "log.h"
 #include "moatd.h"
 
-static int rule_check(const struct moat_knob *k, const char *val)
+static int rule_check(const struct moat_knob *k, const char *val, char *why,
+		      size_t len)
 {
 	struct rule_slot *slot = k->owner;
 	struct moat_rule r;

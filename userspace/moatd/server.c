@@ -342,12 +342,14 @@ void server_handle(struct moatd *d, const char *line, bool may_write,
 		respond_error(out, err, path, "cannot write the state file: not set");
 	} else if (err == -EINVAL && !strcmp(verb, "set") &&
 		   moat_knob_find(d->tree, path)) {
-		char why[MOAT_KNOB_VALUE_MAX + 128], expects[256];
+		char why[MOAT_KNOB_VALUE_MAX + 640], expects[256], bad[256];
 
 		moat_knob_expects(moat_knob_find(d->tree, path), expects,
 				  sizeof(expects));
-		snprintf(why, sizeof(why), "invalid value '%s': expected %s",
-			 rest, expects);
+		/* the check again, pure, for what it found wrong */
+		moat_knob_check_why(d->tree, path, rest, bad, sizeof(bad));
+		snprintf(why, sizeof(why), "invalid value '%s': expected %s%s%s",
+			 rest, expects, *bad ? ": " : "", bad);
 		respond_error(out, err, path, why);
 	} else if (err) {
 		respond_error(out, err, path, knob_error(err));
