@@ -913,8 +913,14 @@ void rdt_restore(struct moatd *d, const char *why)
 		if (r->nmade == before)
 			break;		/* could not: it stays in the journal */
 	}
-	for (i = 0; i < d->nr_groups; i++)
-		d->groups[i]->rdt_mon = false;
+	/* Without moat_be, the ways and bandwidth the controller took are gone. */
+	for (i = 0; i < d->nr_groups; i++) {
+		struct moatd_group *g = d->groups[i];
+
+		g->rdt_mon = false;
+		g->lim[MOAT_RES_L3] = (struct moat_ctl_limit){ .limit = INFINITY };
+		g->lim[MOAT_RES_MB] = (struct moat_ctl_limit){ .limit = INFINITY };
+	}
 	for (i = 0; i < NCLASS; i++) {
 		r->c[i].schemata[0] = '\0';
 		r->c[i].ntasks = 0;
