@@ -258,20 +258,29 @@ static int parse(const struct moat_knob *k, const char *val, unsigned int *u,
 	return -EPERM;
 }
 
-int moat_knob_check_why(const struct moat_knob_tree *t, const char *path,
-			const char *val, char *why, size_t len)
+/* Find @path's knob and parse @val for it: all that a write checks. */
+static int validate(const struct moat_knob_tree *t, const char *path,
+		    const char *val, const struct moat_knob **k, unsigned int *u,
+		    char *why, size_t len)
 {
-	const struct moat_knob *k = moat_knob_find(t, path);
-	unsigned int u;
-
 	why[0] = '\0';
-	if (!k)
+	*k = moat_knob_find(t, path);
+	if (!*k)
 		return -ENOENT;
-	if (!k->writable)
+	if (!(*k)->writable)
 		return -EPERM;
 	if (!moat_value_valid(val))
 		return -EINVAL;
-	return parse(k, val, &u, why, len);
+	return parse(*k, val, u, why, len);
+}
+
+int moat_knob_check_why(const struct moat_knob_tree *t, const char *path,
+			const char *val, char *why, size_t len)
+{
+	const struct moat_knob *k;
+	unsigned int u;
+
+	return validate(t, path, val, &k, &u, why, len);
 }
 
 int moat_knob_check(const struct moat_knob_tree *t, const char *path,
@@ -289,11 +298,10 @@ int moat_knob_set(struct moat_knob_tree *t, const char *path, const char *val)
 	char why[256];
 	int err;
 
-	err = moat_knob_check(t, path, val);
+	/* once: a check may read the kernel (resctrl ways) or bind a port */
+	err = validate(t, path, val, &k, &u, why, sizeof(why));
 	if (err)
 		return err;
-	k = moat_knob_find(t, path);
-	parse(k, val, &u, why, sizeof(why));
 	if (k->store)
 		k->store(k, u, val);
 	else if (k->type == MOAT_KNOB_STRING)
