@@ -324,7 +324,7 @@ static void rdt_classes(FILE *f, struct moatd *d)
 		  "L3 occupancy of the class's resctrl group (llc_occupancy, summed over caches).",
 		  offsetof(struct rdt_mon, llc_bytes) },
 		{ "moat_resctrl_mbm_total_bytes_per_second",
-		  "Memory bandwidth of the class's resctrl group over the last period (mbm_total_bytes).",
+		  "Memory bandwidth of the class's resctrl group over the last resctrl/monitor_ms window (mbm_total_bytes).",
 		  offsetof(struct rdt_mon, total_bps) },
 		{ "moat_resctrl_mbm_local_bytes_per_second",
 		  "Its local-NUMA-node part (mbm_local_bytes).",
@@ -589,7 +589,7 @@ int metrics_write(struct moatd *d, FILE *f)
 	per_group(f, d, "moat_group_llc_occupancy_bytes", "gauge",
 		  "L3 occupancy of the group's resctrl monitoring group.", g_llc_bytes);
 	per_group(f, d, "moat_group_mbm_total_bytes_per_second", "gauge",
-		  "Memory bandwidth of the group's resctrl monitoring group over the last period.",
+		  "Memory bandwidth of the group's resctrl monitoring group over the last resctrl/monitor_ms window.",
 		  g_mbm_total);
 	per_group(f, d, "moat_group_mbm_local_bytes_per_second", "gauge",
 		  "Its local-NUMA-node part.", g_mbm_local);
