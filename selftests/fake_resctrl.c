@@ -78,7 +78,8 @@ static void cmd_clear(void)
 	status[0] = '\0';
 }
 
-static void cmd_printf(const char *fmt, ...)
+static __attribute__((format(printf, 1, 2)))
+void cmd_printf(const char *fmt, ...)
 {
 	size_t n = strlen(status);
 	va_list ap;

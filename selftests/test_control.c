@@ -372,7 +372,7 @@ Test(control, slack_releases_the_quota_before_the_priority)
 	for (i = 0; i < 20 && be.action[MOAT_RES_CPU_PRIO] == MOAT_CTL_RELEASE; i++)
 		moat_control_step(&p, &st, &calm, 1, &blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_RESTORE);
-	cr_assert_eq(i, 10, "10% of the reference a period: 1 -> 91, then 100");
+	cr_assert_eq(i, 10, "10%% of the reference a period: 1 -> 91, then 100");
 	cr_assert(isinf(be.lim[MOAT_RES_CPU_PRIO].limit));
 }
 

@@ -29,8 +29,8 @@ static void keep_line(const char *start, size_t len)
 	line[len] = '\0';
 }
 
-static int libbpf_print(enum libbpf_print_level level, const char *fmt,
-			va_list ap)
+static __attribute__((format(printf, 2, 0)))
+int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	/* The verifier log arrives as one long message: keep its last lines. */
 	static char msg[1 << 16];

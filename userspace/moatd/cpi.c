@@ -277,7 +277,8 @@ void cpi_cycle(struct moatd *d)
 		free(a.v);
 		return;
 	}
-	qsort(a.v, a.n, sizeof(*a.v), cmp_snap);
+	if (a.n)	/* (qsort() of NULL is undefined, even of nothing) */
+		qsort(a.v, a.n, sizeof(*a.v), cmp_snap);
 	for (i = 0; i < d->nr_groups; i++)
 		read_group(d, d->groups[i], &a);
 	free(a.v);

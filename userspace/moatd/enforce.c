@@ -243,7 +243,8 @@ static void blame_matrix(struct moatd *d, struct moatd_group **by_cgid,
 		free(now.v);
 		return;
 	}
-	qsort(now.v, now.n, sizeof(*now.v), cmp_blame);
+	if (now.n)	/* (qsort() of NULL is undefined, even of nothing) */
+		qsort(now.v, now.n, sizeof(*now.v), cmp_blame);
 	for (i = 0; d->blame_valid && i < now.n; i++) {
 		const struct blame_snap *b = &now.v[i], *was;
 		struct moatd_group *v, *c;

@@ -281,7 +281,8 @@ void groups_observe(struct moatd *d)
 	err = d->rqlat ? moat_rqlat_for_each_hist(d->rqlat, snap_add, NULL) : 0;
 	if (err)
 		pr_warn("read rqlat histograms: %s", strerror(-err));
-	qsort(snap, snap_nr, sizeof(*snap), cmp_snap);
+	if (snap_nr)	/* (qsort() of NULL is undefined, even of nothing) */
+		qsort(snap, snap_nr, sizeof(*snap), cmp_snap);
 	for (i = 0; i < d->nr_groups; i++)
 		observe_group(d, d->groups[i], secs);
 }

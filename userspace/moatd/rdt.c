@@ -308,6 +308,8 @@ static int cmp_u32(const void *a, const void *b)
 
 static int tids_add(struct tids *t, const __u32 *v, size_t n)
 {
+	if (!n)
+		return 0;
 	if (t->n + n > t->cap) {
 		size_t cap = t->cap ? t->cap : 256;
 		__u32 *p;

@@ -25,13 +25,16 @@ static void rule_store(const struct moat_knob *k, unsigned int u,
 		       const char *val)
 {
 	struct rule_slot *slot = k->owner;
+	struct moat_rule r;
 
 	if (!*val) {
 		/* Only the slot: the knob goes with rules_remove(). */
 		slot->text[0] = '\0';
 		return;
 	}
-	moat_rule_parse(slot->rule.name, val, &slot->rule);
+	/* (not into slot->rule: its name is the name parsed from) */
+	moat_rule_parse(slot->rule.name, val, &r);
+	slot->rule = r;
 	strcpy(slot->text, val);
 }
 
