@@ -39,6 +39,69 @@ int moat_ctl_errno(const char *name)
 	return EIO;
 }
 
+static const struct {
+	const char *name;
+	enum moat_ctl_verb verb;
+	int path;		/* 1: needed, 0: optional, -1: none */
+} verbs[] = {
+	{ "get", MOAT_REQ_GET, 1 }, { "set", MOAT_REQ_SET, 1 },
+	{ "rset", MOAT_REQ_RSET, 1 }, { "ls", MOAT_REQ_LS, 0 },
+	{ "tree", MOAT_REQ_TREE, 0 }, { "config", MOAT_REQ_CONFIG, 0 },
+	{ "restore", MOAT_REQ_RESTORE, -1 },
+};
+
+int moat_ctl_parse(const char *line, struct moat_ctl_req *req,
+		   const char **why)
+{
+	size_t n = strcspn(line, " "), i;
+	const char *rest;
+
+	memset(req, 0, sizeof(*req));
+	for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (strlen(verbs[i].name) == n && !strncmp(line, verbs[i].name, n))
+			break;
+	if (i == sizeof(verbs) / sizeof(verbs[0])) {
+		*why = "unknown request";
+		return -EINVAL;
+	}
+	req->verb = verbs[i].verb;
+	rest = line + n + (line[n] == ' ');
+	n = strcspn(rest, " ");
+	if (n >= sizeof(req->path)) {
+		*why = "path too long";
+		return -EINVAL;
+	}
+	memcpy(req->path, rest, n);
+	req->path[n] = '\0';
+	rest += n;
+	if (verbs[i].path > 0 && !n) {
+		*why = req->verb == MOAT_REQ_GET ? "get takes a PATH" :
+						  "set takes a PATH and a VALUE";
+		return -EINVAL;
+	}
+	if (verbs[i].path < 0 && n) {
+		*why = "restore takes no arguments";
+		return -EINVAL;
+	}
+	if (n && !moat_knob_path_valid(req->path)) {
+		*why = "invalid path";
+		return -EINVAL;
+	}
+	if (req->verb == MOAT_REQ_SET || req->verb == MOAT_REQ_RSET) {
+		if (*rest != ' ') {
+			*why = "set takes a PATH and a VALUE ('' for none)";
+			return -EINVAL;
+		}
+		req->value = rest + 1;
+	} else if (*rest) {
+		*why = req->verb == MOAT_REQ_RESTORE ? "restore takes no arguments" :
+		       req->verb == MOAT_REQ_GET ? "get takes one PATH a request" :
+		       "ls, tree and config take at most one PATH";
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int send_all(int fd, const char *buf, size_t len)
 {
 	while (len) {

@@ -3,6 +3,7 @@
 #define MOAT_CTL_H
 
 #include <stdio.h>
+#include "knob.h"
 
 /*
  * The control protocol between moatd and moatctl, on a Unix stream
@@ -25,6 +26,33 @@
 
 #define MOAT_CTL_SOCKET		"/run/moat/moatd.sock"
 #define MOAT_CTL_REQUEST_MAX	4096
+
+enum moat_ctl_verb {
+	MOAT_REQ_GET,
+	MOAT_REQ_SET,		/* and keep it in the state file */
+	MOAT_REQ_RSET,		/* for this run only */
+	MOAT_REQ_LS,
+	MOAT_REQ_TREE,
+	MOAT_REQ_CONFIG,
+	MOAT_REQ_RESTORE,
+};
+
+/* A request line, parsed; it points into the line it came from. */
+struct moat_ctl_req {
+	enum moat_ctl_verb verb;
+	char path[MOAT_KNOB_PATH_MAX];	/* "" where the verb allows none */
+	const char *value;		/* set, rset: the rest of the line */
+};
+
+/**
+ * moat_ctl_parse() - parse the request @line (its '\n' cut) into @req:
+ * a known verb, a valid path where it takes one, and nothing more than
+ * its arguments ("get a b" is refused, not read as "get a").
+ *
+ * Return: 0, or -EINVAL with what was wrong in *@why.
+ */
+int moat_ctl_parse(const char *line, struct moat_ctl_req *req,
+		   const char **why);
 
 /**
  * moat_ctl_request() - send @request (without '\n') to the moatd at

@@ -20,6 +20,7 @@
 #include <arpa/inet.h>
 #include <sys/socket.h>
 #include <microhttpd.h>
+#include "endpoint.h"
 #include "log.h"
 #include "moatd.h"
 
@@ -33,59 +34,6 @@ struct http {
 	int epoll_fd;
 };
 
-/*
- * Parse "ADDR:PORT" ("[ADDR]:PORT" for IPv6) into @ss.  Return: 0, or
- * -EINVAL with the reason in @why.
- */
-int http_parse_listen(const char *s, struct sockaddr_storage *ss,
-		      socklen_t *len, const char **why)
-{
-	char host[INET6_ADDRSTRLEN + 2], *end;
-	const char *colon;
-	unsigned long port;
-	size_t n;
-
-	*why = "expected ADDR:PORT, e.g. 127.0.0.1:9590 or [::1]:9590";
-	if (*s == '[') {
-		colon = strstr(s, "]:");
-		if (!colon)
-			return -EINVAL;
-		n = colon - s - 1;
-		s++;
-		colon++;
-	} else {
-		colon = strrchr(s, ':');
-		if (!colon)
-			return -EINVAL;
-		n = colon - s;
-	}
-	if (!n || n >= sizeof(host))
-		return -EINVAL;
-	memcpy(host, s, n);
-	host[n] = '\0';
-	errno = 0;
-	port = strtoul(colon + 1, &end, 10);
-	if (!colon[1] || *end || errno || port > 65535) {
-		*why = "the port must be a number from 0 to 65535";
-		return -EINVAL;
-	}
-	memset(ss, 0, sizeof(*ss));
-	if (inet_pton(AF_INET, host, &((struct sockaddr_in *)ss)->sin_addr) == 1) {
-		((struct sockaddr_in *)ss)->sin_family = AF_INET;
-		((struct sockaddr_in *)ss)->sin_port = htons(port);
-		*len = sizeof(struct sockaddr_in);
-		return 0;
-	}
-	if (inet_pton(AF_INET6, host, &((struct sockaddr_in6 *)ss)->sin6_addr) == 1) {
-		((struct sockaddr_in6 *)ss)->sin6_family = AF_INET6;
-		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
-		*len = sizeof(struct sockaddr_in6);
-		return 0;
-	}
-	*why = "the address must be a numeric IPv4 or IPv6 address";
-	return -EINVAL;
-}
-
 /* Whether @addr can be bound now (for a knob's check): 0 or -errno. */
 int http_try_bind(const char *addr)
 {
@@ -96,7 +44,7 @@ int http_try_bind(const char *addr)
 
 	if (!*addr)
 		return 0;
-	err = http_parse_listen(addr, &ss, &len, &why);
+	err = moat_listen_parse(addr, &ss, &len, &why);
 	if (err)
 		return err;
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -172,10 +120,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 	const char *type = "text/plain; charset=utf-8";
 	int (*fn)(struct moatd *, FILE *);
 	unsigned int status = MHD_HTTP_OK;
+	enum moat_endpoint route;
 	size_t len;
 	char *body;
 
-	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
+	route = moat_endpoint_route(method, url);
+	if (route == MOAT_EP_BAD_METHOD)
 		return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED,
 				  "moatd serves GET and HEAD only: no endpoint changes state\n");
 	if (!*state) {		/* headers only: wait for the end */
@@ -184,19 +134,23 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 	}
 	if (*upload_len)
 		return reply_text(c, MHD_HTTP_BAD_REQUEST, "a GET takes no body\n");
-	if (!strcmp(url, "/metrics")) {
+	switch (route) {
+	case MOAT_EP_METRICS:
 		fn = metrics_write;
 		type = "text/plain; version=0.0.4; charset=utf-8";
-	} else if (!strcmp(url, "/hints")) {
+		break;
+	case MOAT_EP_HINTS:
 		fn = hints_write_json;
 		type = "application/json";
-	} else if (!strcmp(url, "/healthz")) {
+		break;
+	case MOAT_EP_HEALTHZ:
 		fn = healthz;
 		if (moatd_since_cycle_us(d) > 3000.0 * d->period_ms) {
 			return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE,
 					  "stalled: no cycle for 3 periods\n");
 		}
-	} else {
+		break;
+	default:
 		return reply_text(c, MHD_HTTP_NOT_FOUND,
 				  "not found: try /metrics, /hints or /healthz\n");
 	}
@@ -207,7 +161,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 	return reply(c, status, type, body, len);
 }
 
-static void mhd_log(void *cls, const char *fmt, va_list ap)
+static __attribute__((format(printf, 2, 0)))
+void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char buf[256];
 
@@ -228,7 +183,7 @@ int http_open(struct http **out, struct moatd *d, const char *addr)
 	*out = NULL;
 	if (!*addr)
 		return 0;
-	err = http_parse_listen(addr, &ss, &len, &why);
+	err = moat_listen_parse(addr, &ss, &len, &why);
 	if (err) {
 		pr_err("listen %s: %s", addr, why);
 		return err;
@@ -304,7 +259,7 @@ static int listen_check(const struct moat_knob *k, const char *val,
 
 	if (!*val || !strcmp(val, d->listen))
 		return 0;
-	if (http_parse_listen(val, &ss, &len, &bad)) {
+	if (moat_listen_parse(val, &ss, &len, &bad)) {
 		snprintf(why, whylen, "%s", bad);
 		return -EINVAL;
 	}

@@ -308,8 +308,6 @@ void server_handle(struct moatd *d, const char *line, bool may_write,
 
 /* http.c */
 struct http;
-int http_parse_listen(const char *s, struct sockaddr_storage *ss,
-		      socklen_t *len, const char **why);
 int http_try_bind(const char *addr);
 int http_open(struct http **out, struct moatd *d, const char *addr);
 void http_close(struct http *h);

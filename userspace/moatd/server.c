@@ -270,31 +270,25 @@ static int set_and_keep(struct moatd *d, const char *path, const char *val,
 void server_handle(struct moatd *d, const char *line, bool may_write,
 		   FILE *out)
 {
-	char verb[8] = "", path[MOAT_KNOB_PATH_MAX] = "", val[MOAT_KNOB_VALUE_MAX];
-	const char *rest = line;
-	size_t n = strcspn(rest, " ");
+	char val[MOAT_KNOB_VALUE_MAX];
+	struct moat_ctl_req req;
+	const char *why, *path;
 	struct ls_ctx ls;
 	char *body = NULL;
 	size_t bodylen = 0;
 	FILE *mem;
 	int err;
 
-	if (n >= sizeof(verb)) {
-		respond_error(out, -EINVAL, "", "unknown request");
+	err = moat_ctl_parse(line, &req, &why);
+	if (err) {
+		respond_error(out, err, req.path, why);
 		return;
 	}
-	memcpy(verb, rest, n);
-	rest += n + (rest[n] == ' ');
-	n = strcspn(rest, " ");
-	if (n >= sizeof(path)) {
-		respond_error(out, -EINVAL, "", "path too long");
-		return;
-	}
-	memcpy(path, rest, n);
-	path[n] = '\0';
-	rest += n + (rest[n] == ' ');
-	if (*path && !moat_knob_path_valid(path)) {
-		respond_error(out, -EINVAL, path, "invalid path");
+	path = req.path;
+	if ((req.verb == MOAT_REQ_SET || req.verb == MOAT_REQ_RSET ||
+	     req.verb == MOAT_REQ_RESTORE) && !may_write) {
+		respond_error(out, -EACCES, path,
+			      "permission denied: only root may change moatd");
 		return;
 	}
 
@@ -304,58 +298,58 @@ void server_handle(struct moatd *d, const char *line, bool may_write,
 		respond_error(out, -ENOMEM, path, "out of memory");
 		return;
 	}
-	if (!strcmp(verb, "get") && *path) {
+	switch (req.verb) {
+	case MOAT_REQ_GET:
 		err = moat_knob_get(d->tree, path, val, sizeof(val));
 		if (!err)
 			fprintf(mem, "%s\n", val);
-	} else if ((!strcmp(verb, "set") || !strcmp(verb, "rset")) && *path) {
-		err = may_write ? set_and_keep(d, path, rest, !strcmp(verb, "set")) :
-				  -EACCES;
-	} else if (!strcmp(verb, "ls")) {
+		break;
+	case MOAT_REQ_SET:
+	case MOAT_REQ_RSET:
+		err = set_and_keep(d, path, req.value, req.verb == MOAT_REQ_SET);
+		break;
+	case MOAT_REQ_LS:
 		ls.out = mem;
 		err = moat_knob_ls(d->tree, path, ls_one, &ls);
-	} else if (!strcmp(verb, "tree") || !strcmp(verb, "config")) {
-		err = moat_config_print(mem, d->tree, path, !strcmp(verb, "config"));
-	} else if (!strcmp(verb, "restore") && !*path) {
+		break;
+	case MOAT_REQ_TREE:
+	case MOAT_REQ_CONFIG:
+		err = moat_config_print(mem, d->tree, path,
+					req.verb == MOAT_REQ_CONFIG);
+		break;
+	case MOAT_REQ_RESTORE: {
 		size_t before = d->journal ? d->journal->n : 0;
 
-		err = may_write ? enforce_restore_all(d, "moatctl restore") : -EACCES;
-		if (err != -EACCES)
-			fprintf(mem, "restored = %zu\nleft = %zu\n",
-				before - d->journal->n, d->journal->n);
-		if (err && err != -EACCES) {
+		err = enforce_restore_all(d, "moatctl restore");
+		fprintf(mem, "restored = %zu\nleft = %zu\n",
+			before - d->journal->n, d->journal->n);
+		if (err) {
 			fclose(mem);
 			free(body);
 			respond_error(out, err, "", "some values could not be put back: moatd's log says which");
 			return;
 		}
-	} else {
-		fclose(mem);
-		free(body);
-		respond_error(out, -EINVAL, "", "unknown request");
-		return;
+		break;
+	}
 	}
 	fclose(mem);
-	if (err == -EACCES) {
-		respond_error(out, err, path, "permission denied: only root may change moatd");
-	} else if (err == -EIO) {
+	if (err == -EIO) {
 		respond_error(out, err, path, "cannot write the state file: not set");
-	} else if (err == -EINVAL && !strcmp(verb, "set") &&
-		   moat_knob_find(d->tree, path)) {
-		char why[MOAT_KNOB_VALUE_MAX + 640], expects[256], bad[256];
+	} else if (err == -EINVAL && req.value && moat_knob_find(d->tree, path)) {
+		char msg[MOAT_KNOB_VALUE_MAX + 640], expects[256], bad[256];
 
 		moat_knob_expects(moat_knob_find(d->tree, path), expects,
 				  sizeof(expects));
 		/* the check again, pure, for what it found wrong */
-		moat_knob_check_why(d->tree, path, rest, bad, sizeof(bad));
-		snprintf(why, sizeof(why), "invalid value '%s': expected %s%s%s",
-			 rest, expects, *bad ? ": " : "", bad);
-		respond_error(out, err, path, why);
+		moat_knob_check_why(d->tree, path, req.value, bad, sizeof(bad));
+		snprintf(msg, sizeof(msg), "invalid value '%s': expected %s%s%s",
+			 req.value, expects, *bad ? ": " : "", bad);
+		respond_error(out, err, path, msg);
 	} else if (err) {
 		respond_error(out, err, path, knob_error(err));
-	}
-	else
+	} else {
 		fprintf(out, "ok\n%.*s", (int)bodylen, body);
+	}
 	free(body);
 }
 
