@@ -50,6 +50,16 @@ USER_CFLAGS	= -std=gnu11 -O2 -g $(WARNINGS) -D_GNU_SOURCE \
 		  -MMD -MP $(CFLAGS)
 USER_LDFLAGS	= $(LDFLAGS)
 
+# SANITIZE=1: AddressSanitizer and UndefinedBehaviorSanitizer, any report
+# fatal, and libFuzzer's coverage (clang: make san builds so in
+# $(O)/san, for make check's sanitizer and fuzzing stages).
+ifeq ($(SANITIZE),1)
+SAN_FLAGS	:= -fsanitize=address,undefined -fno-sanitize-recover=all \
+		   -fno-omit-frame-pointer -fsanitize=fuzzer-no-link
+USER_CFLAGS	+= $(SAN_FLAGS)
+USER_LDFLAGS	+= $(SAN_FLAGS)
+endif
+
 BPF_CFLAGS	:= -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 		   -I $(O)/bpf -I bpf
 
@@ -64,13 +74,14 @@ BENCH		:= $(addprefix $(O)/,$(bench-y))
 SELFTESTS	:= $(O)/selftests/moat-selftests
 TESTPROGS	:= $(addprefix $(O)/selftests/,$(testprogs-y))
 SELFTEST_OBJS	:= $(addprefix $(O)/,$(selftests-y))
+FUZZERS		:= $(addprefix $(O)/fuzz/,$(fuzz-y))
 USER_OBJS	:= $(LIBMOAT_OBJS) $(SELFTEST_OBJS) \
-		   $(foreach p,$(progs-y) $(bench-y) $(testprogs-y),$(addprefix $(O)/,$($(p)-y)))
+		   $(foreach p,$(progs-y) $(bench-y) $(testprogs-y) $(fuzz-y),$(addprefix $(O)/,$($(p)-y)))
 
 .DELETE_ON_ERROR:
 # Keep the BPF objects and skeletons: they are outputs, not intermediates.
 .SECONDARY: $(BPF_OBJS) $(SKELS)
-.PHONY: all run check vmtest install clean deps
+.PHONY: all run check vmtest install clean deps san fuzzers fuzz
 
 all: $(PROGS) $(BENCH) $(SELFTESTS) $(TESTPROGS)
 
@@ -127,6 +138,23 @@ $(SELFTESTS): $(SELFTEST_OBJS) $(LIBMOAT)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(USER_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcriterion
 
+define fuzz_rule
+$(O)/fuzz/$(1): $(addprefix $(O)/,$($(1)-y)) $(LIBMOAT)
+	$$(call msg,LINK,$$@)
+	$$(Q)mkdir -p $$(@D)
+	$$(Q)$$(CC) $$(USER_LDFLAGS) -fsanitize=fuzzer -o $$@ $$^ $$(PKG_LIBS)
+endef
+$(foreach p,$(fuzz-y),$(eval $(call fuzz_rule,$(p))))
+fuzzers: $(FUZZERS)
+
+# Everything again with the sanitizers, and the fuzzers, in $(O)/san.
+san: | $(DEPS_STAMP)
+	$(Q)$(MAKE) --no-print-directory O=$(O)/san SANITIZE=1 CC=$(CLANG) all fuzzers
+
+# Each fuzzer for FUZZ_SECONDS (default 60) from its seed corpus.
+fuzz: san
+	O=$(abspath $(O)) selftests/fuzz.sh
+
 # The main job on this machine: moatd, observing, until Ctrl-C.
 RUN_ARGS ?= --foreground --mode observe
 run: $(PROGS)
@@ -138,7 +166,7 @@ run: $(PROGS)
 
 # The suite here, then on cgroup v2 under QEMU, then one line adding up.
 # -j1 inside: the BPF tests measure scheduling and must not compete.
-check: all
+check: all san
 	O=$(abspath $(O)) selftests/check.sh
 
 # The suite on a real cgroup v2 kernel only (VMTEST_KERNEL=bzImage).

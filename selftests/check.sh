@@ -1,47 +1,34 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# make check: the whole suite on this machine, then the same suite on a
-# real cgroup v2 kernel under QEMU (selftests/vmtest.sh), then one line
-# that adds them up.  Exits non-zero when anything failed.
+# make check: the whole suite on this machine; again built with
+# AddressSanitizer and UndefinedBehaviorSanitizer ($O/san, make san);
+# every fuzzer for FUZZ_SECONDS (30); the suite on real cgroup v2
+# kernels under QEMU (selftests/vmtest.sh: Debian's 6.1 and 6.12, or
+# VMTEST_KERNELS); then a line for each, and one that adds them up.
+# Exits non-zero when anything failed.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 O=${O:-$top/build}
-host_log=$(mktemp)
-vm_log=$(mktemp)
-trap 'rm -f "$host_log" "$vm_log"' EXIT
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+strip() { sed 's/\x1b\[[0-9;]*m//g' "$@"; }
 
 # "Synthesis: Tested: 61 | Passing: 61 | Failing: 0 | Crashing: 0", and
 # the tests that skipped themselves, each with its reason ("[SKIP] name:
 # reason"; "Test is disabled" is a --filter's, not a skip).
 counts() {
-	sed 's/\x1b\[[0-9;]*m//g' "$1" |
+	strip "$1" |
 		awk '/Synthesis: Tested:/ { t = $4; p = $7 }
 		     /^\[SKIP\]/ && !/Test is disabled/ { s++ }
 		     END { printf "%d %d %d\n", p, t - p, s }'
 }
 
-MOAT_FIXTURES="$top/selftests/fixtures" MOAT_BUILD="$O" \
-	"$O/selftests/moat-selftests" --jobs 1 --verbose 2>&1 | tee "$host_log"
-host_rc=${PIPESTATUS[0]}
-read -r host_pass host_fail host_skip < <(counts "$host_log")
-
-vm_rc=0 vm_pass=0 vm_fail=0 vm_skip=0
-if command -v qemu-system-x86_64 >/dev/null; then
-	echo "== the same suite on cgroup v2, under QEMU =="
-	O="$O" "$top/selftests/vmtest.sh" 2>&1 | tee "$vm_log"
-	vm_rc=${PIPESTATUS[0]}
-	read -r vm_pass vm_fail vm_skip < <(counts "$vm_log")
-	[ "$vm_rc" -ne 0 ] && [ "$vm_fail" -eq 0 ] && vm_fail=1
-else
-	echo "vmtest: skipped: qemu-system-x86_64 not found (tools/deps.sh installs it)"
-fi
-
 # The failed tests again, with their assertions, where a log's tail
 # (all that CI keeps) shows them.
 failures() {
-	sed 's/\x1b\[[0-9;]*m//g' "$2" |
+	strip "$2" |
 		awk -v where="$1" '/^\[RUN \]/ { n = 0; on = 0 }
 		     /^\[----\] .*:[0-9]+: / { on = 1 }
 		     on && /^\[----\]/ && !/^\[----\] *$/ && n < 8 { a[++n] = $0 }
@@ -50,10 +37,86 @@ failures() {
 			for (i = 1; i <= n; i++) print "    " a[i]
 			n = 0; on = 0 }'
 }
-failures host "$host_log"
-[ -s "$vm_log" ] && failures "cgroup v2 VM" "$vm_log"
 
-[ "$host_rc" -ne 0 ] && [ "$host_fail" -eq 0 ] && host_fail=1
-echo "host $host_pass passed, $host_fail failed, $host_skip skipped; cgroup v2 VM $vm_pass passed, $vm_fail failed, $vm_skip skipped"
-echo "check: $((host_pass + vm_pass)) passed, $((host_fail + vm_fail)) failed, $((host_skip + vm_skip)) skipped (each with its reason above)"
-[ "$host_rc" -eq 0 ] && [ "$vm_rc" -eq 0 ]
+summary=() total_pass=0 total_fail=0 total_skip=0 rc=0
+
+# Add up a suite's log: its line for the summary, its failures.
+suite_done() {
+	local name=$1 log=$2 status=$3 extra=${4:-} pass fail skip
+
+	read -r pass fail skip < <(counts "$log")
+	[ "$status" -ne 0 ] && [ "$fail" -eq 0 ] && fail=1
+	[ "$status" -ne 0 ] && rc=1
+	total_pass=$((total_pass + pass)) total_fail=$((total_fail + fail))
+	total_skip=$((total_skip + skip))
+	summary+=("$name: $pass passed, $fail failed, $skip skipped$extra")
+	failures "$name" "$log" >>"$logs/failures"
+}
+
+suite() {
+	MOAT_FIXTURES="$top/selftests/fixtures" MOAT_BUILD="$1" \
+		"$1/selftests/moat-selftests" --jobs 1 --verbose 2>&1
+}
+
+echo "== the suite on this machine =="
+suite "$O" | tee "$logs/host"
+suite_done host "$logs/host" "${PIPESTATUS[0]}"
+
+# Every process the suite starts (moatd, moatctl, the tests) writes its
+# sanitizer reports to files here: any is a failure, even where the test
+# that started the process passed.
+echo "== the suite built with AddressSanitizer and UndefinedBehaviorSanitizer =="
+reports="$O/san/reports"
+rm -rf "$reports" && mkdir -p "$reports"
+ASAN_OPTIONS="log_path=$reports/asan:detect_leaks=1" \
+UBSAN_OPTIONS="log_path=$reports/ubsan:print_stacktrace=1" \
+	suite "$O/san" | tee "$logs/san"
+status=${PIPESTATUS[0]}
+nreports=$(find "$reports" -type f | wc -l)
+if [ "$nreports" -ne 0 ]; then
+	status=1
+	for f in "$reports"/*; do
+		echo "sanitizer report $f:"
+		grep -m 12 -v '^$' "$f" | sed 's/^/    /'
+	done | tee -a "$logs/failures"
+fi
+suite_done "host, sanitized" "$logs/san" "$status" "; $nreports sanitizer reports"
+
+echo "== the fuzzers, ${FUZZ_SECONDS:=30} s each =="
+FUZZ_SECONDS=$FUZZ_SECONDS O="$O" "$top/selftests/fuzz.sh" | tee "$logs/fuzz"
+if [ "${PIPESTATUS[0]}" -ne 0 ]; then
+	rc=1
+	grep -A 60 "FOUND" "$logs/fuzz" >>"$logs/failures"
+fi
+summary+=("$(tail -n 1 "$logs/fuzz")")
+
+if command -v qemu-system-x86_64 >/dev/null; then
+	echo "== the suite on cgroup v2 kernels, under QEMU =="
+	O="$O" "$top/selftests/vmtest.sh" 2>&1 | tee "$logs/vm"
+	vm_rc=${PIPESTATUS[0]}
+	# One log per kernel, from its "== vmtest: NAME ==" line on.
+	strip "$logs/vm" | awk -v dir="$logs" '
+		/^== vmtest: .* ==$/ { name = $3; next }
+		name { print > (dir "/vm-" name) }'
+	grep -a '^vmtest: accelerator' "$logs/vm" >>"$logs/accel"
+	for k in $(strip "$logs/vm" | sed -n 's/^== vmtest: \(.*\) ==$/\1/p'); do
+		result=$(sed -n "s/^vmtest: $k: result //p" "$logs/vm-$k")
+		st=0
+		[ "$result" = 0 ] || st=1
+		extra=
+		[ "$result" = none ] && extra="; the guest gave no result"
+		suite_done "cgroup v2 VM $k" "$logs/vm-$k" "$st" "$extra"
+	done
+	[ "$vm_rc" -ne 0 ] && rc=1
+	[ "$vm_rc" -eq 2 ] && summary+=("cgroup v2 VM: vmtest.sh could not run (above)")
+else
+	summary+=("cgroup v2 VM: skipped: qemu-system-x86_64 not found (tools/deps.sh installs it)")
+	total_skip=$((total_skip + 1))
+fi
+
+echo "== summary =="
+cat "$logs/failures" 2>/dev/null
+cat "$logs/accel" 2>/dev/null
+printf '%s\n' "${summary[@]}"
+echo "check: $total_pass passed, $total_fail failed, $total_skip skipped (each with its reason above)"
+exit $rc
