@@ -11,6 +11,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include "cgroup.h"
@@ -144,11 +145,17 @@ void tcg_lock_cpu(void)
 		flock(fd, LOCK_EX);	/* released when the test process exits */
 }
 
+void die_with_parent(pid_t parent, int sig)
+{
+	if (prctl(PR_SET_PDEATHSIG, sig) || getppid() != parent)
+		_exit(99);
+}
+
 pid_t tcg_spawn(const struct tcg *cg, int cpu, void (*fn)(void *), void *arg)
 {
+	pid_t child, parent = getpid();
 	char pid[32];
 	cpu_set_t set;
-	pid_t child;
 
 	if (nr_children == MAX_CHILDREN)
 		return -E2BIG;
@@ -159,6 +166,7 @@ pid_t tcg_spawn(const struct tcg *cg, int cpu, void (*fn)(void *), void *arg)
 		children[nr_children++] = child;
 		return child;
 	}
+	die_with_parent(parent, SIGKILL);
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
 	if (write_file(cg->dir, "cgroup.procs", pid))
 		_exit(100);
@@ -280,6 +288,7 @@ const char *fake_resctrl_start(const char *args, char *mnt, size_t len)
 	static char why[PATH_MAX * 4];
 	const char *b = getenv("MOAT_BUILD");
 	char cmd[PATH_MAX], probe[PATH_MAX + 32];
+	pid_t parent;
 	int i;
 
 	if (access("/dev/fuse", R_OK | W_OK))
@@ -290,12 +299,14 @@ const char *fake_resctrl_start(const char *args, char *mnt, size_t len)
 		return "mkdtemp failed";
 	snprintf(cmd, sizeof(cmd), "%.*s/selftests/moat-fake-resctrl",
 		 PATH_MAX - 64, b ? b : "build");
+	parent = getpid();
 	fake_pid = fork();
 	if (fake_pid < 0)
 		return "fork failed";
 	if (!fake_pid) {
 		char line[PATH_MAX * 4];
 
+		die_with_parent(parent, SIGTERM);
 		snprintf(line, sizeof(line), "exec %s %.*s %s", cmd, PATH_MAX, args,
 			 fake_mnt);
 		execl("/bin/sh", "sh", "-c", line, NULL);

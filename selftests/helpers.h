@@ -71,6 +71,14 @@ const char *fake_resctrl_start(const char *args, char *mnt, size_t len);
 /* Unmount it and stop it; fake_resctrl_start() again is fine after. */
 void fake_resctrl_stop(void);
 
+/*
+ * In a child just forked from @parent: die with @sig when the parent
+ * dies.  Criterion kills a test that times out without running its
+ * .fini, and a hog or a moatd it had started would otherwise run on
+ * into the next tests, and fail them too (seen in the guest).
+ */
+void die_with_parent(pid_t parent, int sig);
+
 /* Workloads for tcg_spawn(). */
 void work_hog(void *unused);		/* spin until killed */
 

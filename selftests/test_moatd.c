@@ -58,8 +58,8 @@ static int run(const char *prog, const char *const args[], char *out,
 	int ofd = memfd_create("out", 0), efd = memfd_create("err", 0);
 	char path[PATH_MAX];
 	const char *argv[32];
+	pid_t pid, parent = getpid();
 	int status, i;
-	pid_t pid;
 
 	snprintf(path, sizeof(path), "%s/%s", build_dir(), prog);
 	argv[0] = path;
@@ -69,6 +69,7 @@ static int run(const char *prog, const char *const args[], char *out,
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (!pid) {
+		die_with_parent(parent, SIGKILL);
 		dup2(ofd, 1);
 		dup2(efd, 2);
 		execv(path, (char *const *)argv);
@@ -113,8 +114,8 @@ static pid_t start_moatd(const char *socket_path, const char *config,
 			 const char *log)
 {
 	char path[PATH_MAX], root[PATH_MAX];
+	pid_t pid, parent = getpid();
 	struct stat st;
-	pid_t pid;
 	int i;
 
 	snprintf(path, sizeof(path), "%s/moatd", build_dir());
@@ -124,6 +125,8 @@ static pid_t start_moatd(const char *socket_path, const char *config,
 	if (!pid) {
 		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
+		/* SIGTERM: a moatd whose test timed out puts back what it set */
+		die_with_parent(parent, SIGTERM);
 		dup2(fd, 2);
 		for (i = 0; moatd_env[i]; i++)
 			putenv((char *)moatd_env[i]);
@@ -1200,10 +1203,24 @@ Test(moatd, enforce_throttles_the_culprit_and_sigterm_puts_it_back)
 	periods = wait_throttled(50);
 	cr_assert_geq(periods, 0, "the hog's group was never throttled");
 	cr_log_info("first throttle after ~%d x 100 ms", periods);
-	/* A rule's cgroup: its CPU priority first, the quota untouched. */
-	cr_assert_eq(ctl(out, err, "get", "groups/batch.batch-hog/throttle", NULL), 0);
-	cr_expect(strncmp(out, "cpu_prio=max", 12) && strstr(out, " cpu=max "),
-		  "throttle: %s", out);
+	/*
+	 * A rule's cgroup: its CPU priority first, the quota untouched.  The
+	 * log says what came first; a snapshot of throttle does not: under
+	 * emulation one moatctl takes long enough for a lasting violation
+	 * to walk the priority down and reach the quota (periods of 100 ms,
+	 * no backoff) before the snapshot is taken.
+	 */
+	{
+		char log[PATH_MAX], *text, *first;
+
+		snprintf(log, sizeof(log), "%s/moatd.log", dir);
+		text = slurp(log);
+		first = strstr(text, "throttle be group batch.batch-hog: ");
+		cr_expect(first && !strncmp(first + 35, "cpu_prio ", 9),
+			  "the first step is not the CPU priority's: %s",
+			  first ? first : text);
+		free(text);
+	}
 	cr_assert_eq(ctl(out, err, "get", "groups/web.web-lc/throttles", NULL), 0);
 	cr_expect_str_eq(out, "0\n", "the LC group itself was throttled");
 	expect_throttled();
@@ -1519,6 +1536,14 @@ Test(moatd, slack_releases_the_group_stepwise_to_its_original)
 	contend("enforce");
 	cr_assert_geq(wait_throttled(50), 0, "the hog's group was never throttled");
 	tcg_kill(hog_pid);
+	/*
+	 * Slack for sure: a probe alone still waits behind moatd, moatctl
+	 * and the kernel's threads on its CPU, and under emulation (the
+	 * 6.12 guest) its time-weighted p99 stayed above half the 1 ms
+	 * target, so it never had slack to release on.  The release is
+	 * what is tested here; when slack is slack, test_control.c.
+	 */
+	set_runtime("lc/rqlat_p99_target_us", "10000000");
 	/* 6 periods of slack, then +10% of the reference a period: some 25
 	   periods, long under software emulation */
 	for (i = 0; i < 200; i++) {
@@ -1847,7 +1872,7 @@ Test(moatd, prometheus_scrapes_moatd)
 	     web[64], query[256], *body;
 	int moat_port = http_port(), prom_port = free_port(), status = -1, i;
 	struct tcg lc;
-	pid_t prom;
+	pid_t prom, parent = getpid();
 	FILE *f;
 
 	if (access("/usr/bin/prometheus", X_OK)) {
@@ -1871,6 +1896,8 @@ Test(moatd, prometheus_scrapes_moatd)
 	cr_assert_geq(prom, 0);
 	if (!prom) {
 		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		die_with_parent(parent, SIGTERM);
 		char cf[PATH_MAX + 32];
 
 		snprintf(cf, sizeof(cf), "--config.file=%s", conf);
