@@ -423,8 +423,13 @@ static int run(struct moatd *d, struct server *srv)
 			pfd[n++] = (struct pollfd){
 				.fd = moat_cgroup_events_fd(d->events),
 				.events = POLLIN };
-		server_poll_fds(srv, pfd, &n, MAX_POLL);
+		/*
+		 * The socket's work before its fds: a connection accepted
+		 * now is polled now, and its request answered when it
+		 * arrives, not at the next period.
+		 */
 		server_work(srv, d, &timeout);
+		server_poll_fds(srv, pfd, &n, MAX_POLL);
 		if (d->listen_changed)
 			relisten(d);
 		http_poll_fd(d->http, pfd, &n, MAX_POLL, &timeout);

@@ -409,22 +409,23 @@ static bool conn_write(struct conn *c)
 	return c->outoff < c->outlen;
 }
 
+/*
+ * Each connection's I/O first, and only then its deadline: a client is
+ * dropped for its own slowness (its request not in CONN_TIMEOUT_MS after
+ * it connected, or no byte of the response taken for as long), never
+ * because moatd's cycle kept it from looking.
+ */
 void server_work(struct server *s, struct moatd *d, int *timeout_ms)
 {
-	long long now;
 	unsigned int i;
 
 	accept_all(s);
-	now = now_ms();
 	for (i = s->nr; i-- > 0;) {
 		struct conn *c = &s->conns[i];
+		size_t sent = c->outoff;
+		long long now, left;
 		bool open;
 
-		if (now >= c->deadline_ms) {
-			pr_debug("control socket: a client too slow, dropped");
-			conn_close(s, i);
-			continue;
-		}
 		open = c->out ? conn_write(c) : conn_read(d, c);
 		if (open && c->out && !c->outoff)
 			open = conn_write(c);
@@ -432,7 +433,16 @@ void server_work(struct server *s, struct moatd *d, int *timeout_ms)
 			conn_close(s, i);
 			continue;
 		}
-		if (c->deadline_ms - now < *timeout_ms)
-			*timeout_ms = c->deadline_ms - now;
+		now = now_ms();
+		if (c->outoff != sent)
+			c->deadline_ms = now + CONN_TIMEOUT_MS;
+		left = c->deadline_ms - now;
+		if (left <= 0) {
+			pr_debug("control socket: a client too slow, dropped");
+			conn_close(s, i);
+			continue;
+		}
+		if (*timeout_ms < 0 || left < *timeout_ms)
+			*timeout_ms = left;
 	}
 }
