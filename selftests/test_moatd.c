@@ -414,6 +414,22 @@ static const char *on_fake_resctrl(const char *args, char *mnt, size_t len)
 	return NULL;
 }
 
+/*
+ * Poll moatctl get @path, every 100 ms up to @tries times, until its
+ * value has @want in it; its last value stays in out.
+ */
+static bool wait_knob(const char *path, const char *want, int tries)
+{
+	int i;
+
+	for (i = 0; i < tries; i++) {
+		if (!ctl(out, err, "get", path, NULL) && strstr(out, want))
+			return true;
+		sleep_ms(100);
+	}
+	return false;
+}
+
 /* Wait up to @ms for @mnt/@rel to read @want (NULL: to be gone). */
 static bool wait_file(const char *mnt, const char *rel, const char *want, int ms)
 {
@@ -691,6 +707,29 @@ Test(moatd, resctrl_with_too_few_closids_makes_nothing)
 	text = slurp(log);
 	cr_expect_eq(count_of(text, "CLOSIDs left"), 1, "said once: %s", text);
 	free(text);
+}
+
+/*
+ * A refusal that passes: the CLOSID another tool held is freed, and
+ * moatd makes its groups then, not only after a knob changes (a start
+ * refused once, for any reason, was never tried again).
+ */
+Test(moatd, resctrl_a_refusal_that_passes_is_tried_again)
+{
+	char mnt[PATH_MAX], other[PATH_MAX + 8];
+	const char *why = on_fake_resctrl("--layout intel --closids 3", mnt,
+					  sizeof(mnt));
+
+	if (why)
+		cr_skip_test("%s", why);
+	snprintf(other, sizeof(other), "%s/other", mnt);
+	cr_assert_eq(mkdir(other, 0755), 0, "%s", strerror(errno));
+	set_runtime("mode", "enforce");
+	cr_expect(wait_knob("resctrl/state", "refused: 1 CLOSIDs left", 50),
+		  "%s", out);
+	cr_assert_eq(rmdir(other), 0, "%s", strerror(errno));
+	cr_expect(wait_knob("resctrl/state", "allocating", 100), "%s", out);
+	cr_expect(!wait_file(mnt, "moat_be", NULL, 50), "moat_be not made");
 }
 
 /*

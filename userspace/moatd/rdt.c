@@ -50,6 +50,9 @@ static double ms_since(const struct timespec *t)
 
 enum { LC, BE, NCLASS };
 
+/* How often making moat_lc and moat_be is tried again after a refusal. */
+#define START_RETRY_MS	1000
+
 static const char *const class_dir[NCLASS] = { "moat_lc", "moat_be" };
 static const char *const class_name[NCLASS] = { "lc", "be" };
 
@@ -73,6 +76,8 @@ struct rdt {
 	unsigned int be_ways_min, be_mb_min;
 	bool mounted;			/* moatd mounted resctrl */
 	bool refused;			/* said why; again on a change */
+	struct timespec refused_at;	/* start() refused: when */
+	char said[PATH_MAX + 640];	/* the refusal last logged */
 	char state[PATH_MAX + 640];
 	struct rdt_class c[NCLASS];
 	unsigned int be_cap_ways, be_cap_mb;	/* the controller's; 0: none */
@@ -676,9 +681,15 @@ static bool start(struct moatd *d)
 		for (c = NCLASS; c-- > 0;)	/* nothing half made */
 			if (made(r, class_dir[c]))
 				remove_group(d, class_dir[c]);
-		pr_warn("resctrl: %s: no cache or bandwidth allocation", r->state);
+		/* tried again each START_RETRY_MS: said once per reason */
+		if (strcmp(r->said, r->state))
+			pr_warn("resctrl: %s: no cache or bandwidth allocation; trying again every %u ms",
+				r->state, START_RETRY_MS);
+		snprintf(r->said, sizeof(r->said), "%s", r->state);
+		clock_gettime(CLOCK_MONOTONIC, &r->refused_at);
 		return false;
 	}
+	r->said[0] = '\0';
 	pr_info("resctrl: made %s/moat_lc and moat_be", d->rdt_root);
 	r->reconcile_now = true;
 	return true;
@@ -949,7 +960,12 @@ void rdt_cycle(struct moatd *d)
 		return;
 	}
 	if (!allocating(d)) {
-		if (r->refused)
+		/*
+		 * A refusal may pass (CLOSIDs freed, a group removed, a
+		 * mkdir that failed once): start() is tried again, not
+		 * only when a knob changes.
+		 */
+		if (r->refused && ms_since(&r->refused_at) < START_RETRY_MS)
 			return;
 		r->refused = !start(d);
 		if (r->refused)
