@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <criterion/criterion.h>
+#include <zlib.h>
 #include "journal.h"
 #include "helpers.h"
 
@@ -24,6 +26,7 @@ static void add(struct moat_journal *j, const char *path, const char *orig)
 {
 	j->e = realloc(j->e, (j->n + 1) * sizeof(*j->e));
 	j->cap = j->n + 1;
+	memset(&j->e[j->n], 0, sizeof(j->e[j->n]));
 	snprintf(j->e[j->n].path, sizeof(j->e[j->n].path), "%s", path);
 	snprintf(j->e[j->n].orig, sizeof(j->e[j->n].orig), "%s", orig);
 	j->n++;
@@ -46,6 +49,9 @@ Test(journal, round_trip_keeps_every_byte)
 	add(j, "/sys/fs/cgroup/kubepods/pod a/cpu.max", "max 100000");
 	add(j, "/sys/fs/cgroup/x%y/memory.high", "12%34\nline two\t");
 	add(j, "/sys/fs/cgroup/e/cpu.idle", "");
+	strcpy(j->e[0].last, "50000 100000");
+	strcpy(j->e[0].pending, "25000 100000");
+	j->e[1].side = true;
 	buf = encode(j, &len);
 	cr_assert_eq(moat_journal_decode(k, buf, len, why, sizeof(why)), 0, "%s", why);
 	cr_assert_eq(k->n, 3);
@@ -54,7 +60,13 @@ Test(journal, round_trip_keeps_every_byte)
 	cr_assert_str_eq(k->e[1].path, "/sys/fs/cgroup/x%y/memory.high");
 	cr_assert_str_eq(k->e[1].orig, "12%34\nline two\t");
 	cr_assert_str_eq(k->e[2].orig, "");
-	cr_assert(strstr(buf, "pod%20a/cpu.max max%20100000\n"), "%s", buf);
+	cr_assert_str_eq(k->e[0].last, "50000 100000");
+	cr_assert_str_eq(k->e[0].pending, "25000 100000");
+	cr_assert_str_eq(k->e[1].last, "");
+	cr_assert(k->e[1].side && !k->e[0].side);
+	cr_assert(strstr(buf, "\nside /sys/fs/cgroup/x%25y/memory.high "), "%s", buf);
+	cr_assert(strstr(buf, "pod%20a/cpu.max max%20100000 50000%20100000 25000%20100000\n"),
+		  "%s", buf);
 	free(buf);
 	moat_journal_free(j);
 	moat_journal_free(k);
@@ -89,7 +101,7 @@ Test(journal, damage_is_reported_never_ignored)
 	buf = encode(j, &len);
 
 	bad("", 0, "not a moat journal");
-	bad_text("moat-journal 2\nend 0 0\n", "not a moat journal");
+	bad_text("moat-journal 3\nend 0 0\n", "not a moat journal");
 	/* Cut anywhere: inside an entry, before the end line, inside it. */
 	bad(buf, len - 1, "truncated");
 	bad(buf, strchr(buf + 15, '\n') + 1 - buf, "no end line");
@@ -115,6 +127,26 @@ Test(journal, damage_is_reported_never_ignored)
 	bad_text("moat-journal 1\nfile /a/../etc/passwd 1\nend 1 0\n", "not absolute");
 	bad_text("moat-journal 1\nfile /a/cpu.max %4\nend 1 0\n", "bad entry");
 	bad_text("moat-journal 1\nfile /a/cpu.max\nend 1 0\n", "bad entry");
+	bad_text("moat-journal 2\nfile /a/cpu.max 1\nend 1 0\n", "bad entry");
+	bad_text("moat-journal 2\nfile /a/cpu.max 1 1 1 1\nend 1 0\n", "bad entry");
+	bad_text("moat-journal 2\nfile /a/cpu.max 1  1\nend 1 0\n", "bad entry");
+	moat_journal_free(j);
+}
+
+/* A journal of version 1, as moatd wrote it before <last> and <pending>. */
+Test(journal, version_1_is_still_read)
+{
+	static const char v1[] = "moat-journal 1\nfile /sys/fs/cgroup/a/cpu.max max%20100000\n";
+	struct moat_journal *j = mem_journal();
+	char why[256], text[256];
+
+	snprintf(text, sizeof(text), "%send 1 %08lx\n", v1,
+		 crc32(0, (const unsigned char *)v1, strlen(v1)));
+	cr_assert_eq(moat_journal_decode(j, text, strlen(text), why, sizeof(why)), 0,
+		     "%s", why);
+	cr_assert_eq(j->n, 1);
+	cr_expect_str_eq(j->e[0].orig, "max 100000");
+	cr_expect_str_eq(j->e[0].last, "", "not known in version 1");
 	moat_journal_free(j);
 }
 
@@ -186,12 +218,16 @@ Test(journal, kfile_write_records_first_and_restores_exactly, .fini = fini_tmp)
 	cr_assert_eq(again->n, 1);
 	cr_assert_str_eq(again->e[0].orig, j->e[0].orig);
 
+	cr_assert_str_eq(again->e[0].pending, "20", "what is written, saved first");
+	moat_journal_free(again);
+
 	/* A second write keeps the first original. */
 	cr_assert_eq(moat_kfile_write(j, quota, "30"), 0);
 	cr_assert_eq(j->n, 1);
 	cr_assert_str_eq(j->e[0].orig, tcg_hierarchy()->v2 ? "77" : "777");
 
 	/* Restored from the reopened journal, as after a crash. */
+	cr_assert_eq(moat_journal_open(file, &again), 0);
 	cr_assert_eq(moat_journal_restore(again, ""), 0);
 	read_file(quota, buf, sizeof(buf));
 	cr_assert_str_eq(buf, tcg_hierarchy()->v2 ? "77" : "777");
@@ -225,6 +261,81 @@ Test(journal, someone_elses_change_becomes_the_original, .fini = fini_tmp)
 	cr_assert_eq(moat_journal_restore(j, cg.dir), 0);
 	read_file(path, buf, sizeof(buf));
 	cr_assert_str_eq(buf, "300");
+	moat_journal_free(j);
+}
+
+/*
+ * After a crash, a value someone changed since moat's last write is
+ * theirs: the next start leaves it (an admin's 700 is not undone by the
+ * 512 moat once wrote, nor put back to the 1024 before it).
+ */
+Test(journal, after_a_crash_a_value_changed_since_is_left, .fini = fini_tmp)
+{
+	const char *skip = tcg_skip_reason(false);
+	const char *name;
+	char file[PATH_MAX], path[PATH_MAX + 16], buf[64];
+	struct moat_journal *j, *again;
+	struct tcg cg, other;
+
+	if (skip)
+		cr_skip_test("%s", skip);
+	cr_assert_eq(tcg_setup(), 0);
+	cr_assert_eq(tcg_create("journal", &cg), 0);
+	cr_assert_eq(tcg_create("journal-2", &other), 0);
+	cr_assert_not_null(mkdtemp(tmp_dir));
+	snprintf(file, sizeof(file), "%s/journal", tmp_dir);
+	name = tcg_hierarchy()->v2 ? "cpu.weight" : "cpu.shares";
+	cr_assert_eq(moat_journal_open(file, &j), 0);
+	snprintf(path, sizeof(path), "%s/%s", cg.dir, name);
+	cr_assert_eq(moat_kfile_write(j, path, "512"), 0);
+	snprintf(path, sizeof(path), "%s/%s", other.dir, name);
+	cr_assert_eq(moat_kfile_write(j, path, "512"), 0);
+	/* the crash: j is lost; then an admin sets one of them */
+	cr_assert_eq(tcg_write(&cg, name, "700"), 0);
+
+	cr_assert_eq(moat_journal_open(file, &again), 0);
+	cr_assert_eq(moat_journal_restore(again, ""), 0);
+	snprintf(path, sizeof(path), "%s/%s", cg.dir, name);
+	read_file(path, buf, sizeof(buf));
+	cr_expect_str_eq(buf, "700", "the admin's value was undone");
+	snprintf(path, sizeof(path), "%s/%s", other.dir, name);
+	read_file(path, buf, sizeof(buf));
+	cr_expect_str_eq(buf, tcg_hierarchy()->v2 ? "100" : "1024",
+			 "moat's value was not put back");
+	cr_expect_eq(again->n, 0);
+	moat_journal_free(again);
+	moat_journal_free(j);
+}
+
+/*
+ * A journal that cannot be saved: no write is made, the failure counted
+ * and the journal marked stale until a save succeeds.
+ */
+Test(journal, no_write_without_a_saved_record, .fini = fini_tmp)
+{
+	const char *skip = tcg_skip_reason(false);
+	char file[PATH_MAX], path[PATH_MAX + 16], buf[64];
+	struct moat_journal *j;
+	struct tcg cg;
+
+	if (skip)
+		cr_skip_test("%s", skip);
+	cr_assert_eq(tcg_setup(), 0);
+	cr_assert_eq(tcg_create("journal", &cg), 0);
+	cr_assert_not_null(mkdtemp(tmp_dir));
+	snprintf(file, sizeof(file), "%s/no-such-dir/journal", tmp_dir);
+	cr_assert_eq(moat_journal_open(file, &j), 0);
+	snprintf(path, sizeof(path), "%s/%s", cg.dir,
+		 tcg_hierarchy()->v2 ? "cpu.weight" : "cpu.shares");
+	cr_assert_eq(moat_kfile_write(j, path, "512"), -ENOENT);
+	cr_expect(j->stale && j->save_errors == 1 && j->n == 0);
+	read_file(path, buf, sizeof(buf));
+	cr_expect_str_eq(buf, tcg_hierarchy()->v2 ? "100" : "1024", "written unrecorded");
+	snprintf(file, sizeof(file), "%s/no-such-dir", tmp_dir);
+	cr_assert_eq(mkdir(file, 0700), 0);
+	cr_assert_eq(moat_kfile_write(j, path, "512"), 0);
+	cr_expect(!j->stale, "saved again: no longer stale");
+	cr_assert_eq(moat_journal_restore(j, ""), 0);
 	moat_journal_free(j);
 }
 

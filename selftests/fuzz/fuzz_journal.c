@@ -24,6 +24,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (i = 0; i < j.n; i++) {
 		fuzz_check(!strcmp(j.e[i].path, back.e[i].path));
 		fuzz_check(!strcmp(j.e[i].orig, back.e[i].orig));
+		fuzz_check(!strcmp(j.e[i].last, back.e[i].last));
+		fuzz_check(!strcmp(j.e[i].pending, back.e[i].pending));
+		fuzz_check(j.e[i].side == back.e[i].side);
 	}
 	free(text);
 	free(j.e);

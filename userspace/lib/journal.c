@@ -17,7 +17,8 @@
 #include "journal.h"
 #include "log.h"
 
-#define HEADER "moat-journal 1\n"
+#define HEADER "moat-journal 2\n"
+#define HEADER_V1 "moat-journal 1\n"
 
 /* Append @s to @out (of @len) with bytes outside '!'..'~' and '%' as %XX. */
 static int escape(char *out, size_t len, const char *s)
@@ -77,11 +78,13 @@ static int unescape(char *out, size_t len, const char *s, size_t n)
 	return 0;
 }
 
-static int add_entry(struct moat_journal *j, const char *path, const char *orig)
+static int add_entry(struct moat_journal *j, const char *path, const char *orig,
+		     const char *last, const char *pending)
 {
 	struct moat_journal_entry *e;
 
-	if (strlen(path) >= sizeof(e->path) || strlen(orig) >= sizeof(e->orig))
+	if (strlen(path) >= sizeof(e->path) || strlen(orig) >= sizeof(e->orig) ||
+	    strlen(last) >= sizeof(e->last) || strlen(pending) >= sizeof(e->pending))
 		return -ENAMETOOLONG;
 	if (j->n == j->cap) {
 		size_t cap = j->cap ? j->cap * 2 : 16;
@@ -93,9 +96,11 @@ static int add_entry(struct moat_journal *j, const char *path, const char *orig)
 		j->cap = cap;
 	}
 	e = &j->e[j->n++];
+	e->side = false;
 	strcpy(e->path, path);
 	strcpy(e->orig, orig);
-	e->last[0] = '\0';
+	strcpy(e->last, last);
+	strcpy(e->pending, pending);
 	return 0;
 }
 
@@ -106,20 +111,24 @@ static void drop_entry(struct moat_journal *j, size_t i)
 
 int moat_journal_encode(const struct moat_journal *j, char **buf, size_t *len)
 {
-	char path[PATH_MAX * 3], orig[MOAT_JOURNAL_VALUE_MAX * 3];
+	char path[PATH_MAX * 3], v[3][MOAT_JOURNAL_VALUE_MAX * 3];
 	FILE *f = open_memstream(buf, len);
 	size_t i;
-	int err = 0;
+	int err = 0, k;
 
 	if (!f)
 		return -ENOMEM;
 	fputs(HEADER, f);
 	for (i = 0; i < j->n && !err; i++) {
+		const char *val[3] = { j->e[i].orig, j->e[i].last, j->e[i].pending };
+
 		err = escape(path, sizeof(path), j->e[i].path);
+		for (k = 0; k < 3 && !err; k++)
+			err = escape(v[k], sizeof(v[k]), val[k]);
 		if (!err)
-			err = escape(orig, sizeof(orig), j->e[i].orig);
-		if (!err)
-			fprintf(f, "file %s %s\n", path, *orig ? orig : "%00");
+			fprintf(f, "%s %s %s %s %s\n", j->e[i].side ? "side" : "file",
+				path, *v[0] ? v[0] : "%00", *v[1] ? v[1] : "%00",
+				*v[2] ? v[2] : "%00");
 	}
 	if (!err) {
 		fflush(f);
@@ -149,25 +158,41 @@ static void clear(struct moat_journal *j)
 	j->n = 0;
 }
 
+/* One field of @n bytes at @s: "%00" is empty, else escaped text. */
+static int field(char *out, size_t len, const char *s, size_t n)
+{
+	if (n == 3 && !memcmp(s, "%00", 3)) {
+		out[0] = '\0';
+		return 0;
+	}
+	return unescape(out, len, s, n);
+}
+
 int moat_journal_decode(struct moat_journal *j, const char *buf, size_t len,
 			char *why, size_t whylen)
 {
 	const char *p = buf, *end = buf + len;
-	unsigned int line = 1;
+	unsigned int line = 1, fields;
 	int err = 0;
 
 	clear(j);
-	if (len < strlen(HEADER) || memcmp(buf, HEADER, strlen(HEADER))) {
+	if (len >= strlen(HEADER) && !memcmp(buf, HEADER, strlen(HEADER))) {
+		fields = 4;
+	} else if (len >= strlen(HEADER_V1) &&
+		   !memcmp(buf, HEADER_V1, strlen(HEADER_V1))) {
+		fields = 2;
+	} else {
 		snprintf(why, whylen, "line 1: not a moat journal (expected '%.*s')",
 			 (int)strlen(HEADER) - 1, HEADER);
 		return -EBADMSG;
 	}
 	p += strlen(HEADER);
 	for (line = 2; p < end; line++) {
-		const char *nl = memchr(p, '\n', end - p);
-		const char *sp;
-		char path[PATH_MAX], orig[MOAT_JOURNAL_VALUE_MAX];
+		const char *nl = memchr(p, '\n', end - p), *f[6];
+		char path[PATH_MAX], v[3][MOAT_JOURNAL_VALUE_MAX];
 		unsigned long crc, count;
+		unsigned int k, n;
+		bool side;
 		char tail;
 
 		if (!nl) {
@@ -197,25 +222,41 @@ int moat_journal_decode(struct moat_journal *j, const char *buf, size_t len,
 			}
 			return 0;
 		}
-		sp = strncmp(p, "file ", 5) ? NULL : memchr(p + 5, ' ', nl - p - 5);
-		if (!sp || unescape(path, sizeof(path), p + 5, sp - p - 5) ||
-		    (strncmp(sp, " %00\n", 5) &&	/* an empty original */
-		     unescape(orig, sizeof(orig), sp + 1, nl - sp - 1))) {
+		/* "file" and its fields: f[k] starts field k, ends at f[k+1]-1 */
+		n = 0;
+		side = fields == 4 && !strncmp(p, "side ", 5);
+		if (!strncmp(p, "file ", 5) || side) {
+			const char *q = p + 5;
+
+			for (n = 0; n <= fields && q <= nl; n++) {
+				f[n] = q;
+				q = memchr(q, ' ', nl - q);
+				q = q ? q + 1 : nl + 1;
+			}
+			f[n] = nl + 1;
+		}
+		memset(v, 0, sizeof(v));
+		if (n != fields || field(path, sizeof(path), f[0], f[1] - f[0] - 1)) {
 			snprintf(why, whylen, "line %u: bad entry", line);
 			goto bad;
 		}
-		if (!strncmp(sp, " %00\n", 5))
-			orig[0] = '\0';
+		for (k = 1; k < n; k++)
+			if (f[k + 1] - f[k] < 2 ||
+			    field(v[k - 1], sizeof(v[k - 1]), f[k], f[k + 1] - f[k] - 1)) {
+				snprintf(why, whylen, "line %u: bad entry", line);
+				goto bad;
+			}
 		if (!path_normal(path)) {
 			snprintf(why, whylen, "line %u: path '%s' is not absolute and normal",
 				 line, path);
 			goto bad;
 		}
-		err = add_entry(j, path, orig);
+		err = add_entry(j, path, v[0], v[1], v[2]);
 		if (err) {
 			snprintf(why, whylen, "line %u: %s", line, strerror(-err));
 			goto bad;
 		}
+		j->e[j->n - 1].side = side;
 		p = nl + 1;
 	}
 	snprintf(why, whylen, "line %u: no end line: truncated", line);
@@ -260,6 +301,11 @@ int moat_file_replace(const char *file, const char *buf, size_t len)
 	return 0;
 }
 
+/*
+ * Replace the file with what @j holds.  A failure is said once per
+ * error (each write would say it again), counted, and leaves @j stale
+ * until a save succeeds.
+ */
 static int save(struct moat_journal *j)
 {
 	char *buf = NULL;
@@ -271,9 +317,20 @@ static int save(struct moat_journal *j)
 	err = moat_journal_encode(j, &buf, &len);
 	if (!err)
 		err = moat_file_replace(j->file, buf, len);
-	if (err)
-		pr_err("journal %s: save: %s", j->file, strerror(-err));
 	free(buf);
+	if (!err) {
+		if (j->stale)
+			pr_info("journal %s: saved again", j->file);
+		j->stale = false;
+		j->save_err = 0;
+		return 0;
+	}
+	j->save_errors++;
+	if (!j->stale || j->save_err != err)
+		pr_err("journal %s: save: %s: moatd changes nothing it could not put back after a crash until it can save again",
+		       j->file, strerror(-err));
+	j->stale = true;
+	j->save_err = err;
 	return err;
 }
 
@@ -423,11 +480,13 @@ int moat_kfile_write(struct moat_journal *j, const char *path,
 	char cur[MOAT_JOURNAL_VALUE_MAX];
 	int err;
 
+	if (strlen(value) >= sizeof(e->pending))
+		return -ENAMETOOLONG;
 	err = moat_kfile_read(path, cur, sizeof(cur));
 	if (err)
 		goto fail;
 	if (!e) {
-		err = add_entry(j, path, cur);
+		err = add_entry(j, path, cur, cur, "");
 		if (!err)
 			err = save(j);
 		if (err) {
@@ -436,10 +495,13 @@ int moat_kfile_write(struct moat_journal *j, const char *path,
 			return err;	/* no record, no write */
 		}
 		e = &j->e[j->n - 1];
-	} else if (strcmp(cur, e->orig) && e->last[0] && strcmp(cur, e->last)) {
+	} else if (strcmp(cur, e->orig) && strcmp(cur, e->last) &&
+		   strcmp(cur, e->pending)) {
 		pr_info("%s: changed by someone else to '%s': that is now the value to restore",
 			path, cur);
 		strcpy(e->orig, cur);
+		strcpy(e->last, cur);
+		e->pending[0] = '\0';
 		err = save(j);
 		if (err)
 			return err;
@@ -448,11 +510,24 @@ int moat_kfile_write(struct moat_journal *j, const char *path,
 		strcpy(e->last, cur);
 		return 0;
 	}
+	/* What is about to be written, on disk before it is written. */
+	strcpy(e->last, cur);
+	strcpy(e->pending, value);
+	err = save(j);
+	if (err) {
+		e->pending[0] = '\0';
+		return err;
+	}
 	err = put(path, value);
 	if (!err)
 		err = moat_kfile_read(path, e->last, sizeof(e->last));
-	if (!err)
+	if (!err) {
+		/* read back as written: the saved <pending> names it */
+		if (strcmp(e->last, e->pending))
+			save(j);
 		return 0;
+	}
+	e->pending[0] = '\0';
 fail:
 	if (vanished(err) && e) {
 		drop_entry(j, e - j->e);
@@ -471,12 +546,19 @@ int moat_kfile_write_with(struct moat_journal *j, const char *path,
 	err = moat_kfile_read(side, cur, sizeof(cur));
 	if (!err)
 		err = moat_kfile_write(j, side, cur);	/* records, no write */
+	e = err ? NULL : moat_journal_find(j, side);
+	if (e)
+		e->side = true;		/* saved with @path's write */
 	if (!err)
 		err = moat_kfile_write(j, path, value);
 	if (err)
 		return err;
+	/* the kernel's change to @side is moat's doing: its last value */
 	e = moat_journal_find(j, side);
-	return e ? moat_kfile_read(side, e->last, sizeof(e->last)) : 0;
+	if (!e)
+		return 0;
+	err = moat_kfile_read(side, e->last, sizeof(e->last));
+	return err ? err : save(j);
 }
 
 static bool under(const char *path, const char *prefix)
@@ -485,6 +567,15 @@ static bool under(const char *path, const char *prefix)
 
 	return !n || (!strncmp(path, prefix, n) &&
 		      (prefix[n - 1] == '/' || path[n] == '/' || !path[n]));
+}
+
+/* Whether @cur is a value moat put in @e's file, or its original. */
+static bool moats(const struct moat_journal_entry *e, const char *cur)
+{
+	return !e->last[0] ||	/* version 1: not known */
+	       e->side ||	/* the kernel changes it too */
+	       !strcmp(cur, e->orig) || !strcmp(cur, e->last) ||
+	       (e->pending[0] && !strcmp(cur, e->pending));
 }
 
 int moat_journal_restore(struct moat_journal *j, const char *prefix)
@@ -499,26 +590,28 @@ int moat_journal_restore(struct moat_journal *j, const char *prefix)
 		if (!under(e->path, prefix))
 			continue;
 		err = moat_kfile_read(e->path, cur, sizeof(cur));
-		if (!err && strcmp(cur, e->orig))
-			err = put(e->path, e->orig);
-		if (!err) {
-			pr_info("%s: restored '%s'", e->path, e->orig);
-		} else if (vanished(err)) {
+		if (!err && !moats(e, cur)) {
+			pr_info("%s: changed since moatd last wrote it ('%s'), to '%s': left as it is",
+				e->path, e->last, cur);
+		} else if (!err) {
+			if (strcmp(cur, e->orig))
+				err = put(e->path, e->orig);
+			if (!err)
+				pr_info("%s: restored '%s'", e->path, e->orig);
+		}
+		if (vanished(err)) {
 			pr_debug("%s: gone, ignoring", e->path);
-		} else {
+		} else if (err) {
 			pr_err("%s: restore '%s': %s", e->path, e->orig,
-			       strerror(-err));
+			       moat_kfile_strerror(err));
 			if (!first)
 				first = err;
 			continue;
 		}
 		drop_entry(j, i);
 	}
-	if (j->n != before) {
-		err = save(j);
-		if (!first)
-			first = err;
-	}
+	if (j->n != before)
+		save(j);
 	return first;
 }
 
@@ -530,4 +623,11 @@ int moat_journal_forget(struct moat_journal *j, const char *prefix)
 		if (under(j->e[i].path, prefix))
 			drop_entry(j, i);
 	return j->n != before ? save(j) : 0;
+}
+
+const char *moat_kfile_strerror(int err)
+{
+	if (err == -EXDEV)
+		return "not a file on a cgroup file system (nor a sysctl moat may set)";
+	return strerror(-err);
 }

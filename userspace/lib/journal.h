@@ -17,15 +17,29 @@
  * fsync the directory): after a crash or power loss it holds either the
  * old or the new set of entries, never a mix.  Its format, one entry per
  * line, fields separated by one space, bytes outside '!'..'~' and '%'
- * itself written as %XX:
+ * itself written as %XX, an empty field as %00:
  *
- *   moat-journal 1
- *   file <path> <original content>
+ *   moat-journal 2
+ *   file <path> <original> <last> <pending>
+ *   side <path> <original> <last> <pending>
  *   ...
  *   end <entries> <crc32 of every line above, newlines included, in hex>
  *
+ * <last> is what the file held after moat's last write (the original
+ * until moat writes), <pending> what moat is about to write: the journal
+ * is saved before every write, so after a crash the file holds one of
+ * the three unless someone else changed it since.  Then a restore leaves
+ * it as it is: putting back the original would undo their change.  A
+ * "side" file is one the kernel changes when moat writes another (the
+ * weight, when cpu.idle changes, even as a restore puts cpu.idle back):
+ * its original is put back whatever it holds.
+ * Version 1 (no <last>, no <pending>) is still read; its entries are put
+ * back whatever the file holds.
+ *
  * A journal that does not decode is an error the caller must report: its
- * entries are originals that only it remembers.
+ * entries are originals that only it remembers.  One that cannot be
+ * saved is said (with the file and the reason), counted, and marked
+ * stale; no write is made that it could not record first.
  */
 
 #define MOAT_JOURNAL_VALUE_MAX	256
@@ -33,14 +47,20 @@
 struct moat_journal_entry {
 	char path[PATH_MAX];
 	char orig[MOAT_JOURNAL_VALUE_MAX];	/* as read, trailing newline cut */
-	char last[MOAT_JOURNAL_VALUE_MAX];	/* what moat's last write read
-						   back as; not in the file */
+	char last[MOAT_JOURNAL_VALUE_MAX];	/* after moat's last write; ""
+						   in a version 1 journal */
+	char pending[MOAT_JOURNAL_VALUE_MAX];	/* being written; "" if none */
+	bool side;			/* the kernel changes it too */
 };
 
 struct moat_journal {
 	char file[PATH_MAX];		/* "" : in memory only (tests) */
 	struct moat_journal_entry *e;
 	size_t n, cap;
+	/* saves that failed, and whether the file lags what is here */
+	unsigned long long save_errors;
+	int save_err;			/* the last failed save's -errno */
+	bool stale;
 };
 
 /**
@@ -95,7 +115,8 @@ struct moat_journal_entry *moat_journal_find(struct moat_journal *j,
  *
  * Return: 0; -ENOENT or -ENODEV when the file or its cgroup vanished
  * (its entry is dropped); -EXDEV when @path is not on a cgroup file
- * system; the write's -errno otherwise.
+ * system; the save's -errno, nothing written, when the journal could
+ * not be saved (@j->stale says which); the write's -errno otherwise.
  */
 int moat_kfile_write(struct moat_journal *j, const char *path,
 		     const char *value);
@@ -120,11 +141,13 @@ int moat_kfile_read(const char *path, char *buf, size_t len);
 /**
  * moat_journal_restore() - put back the original of every entry whose
  * path starts with @prefix ("" for all), and drop it from the journal.
- * Files that vanished are dropped quietly; a file whose write fails stays
- * in the journal and is logged.
+ * Files that vanished are dropped quietly; a file someone changed since
+ * moat's last write is left as it is (logged); a file whose write fails
+ * stays in the journal and is logged.
  *
- * Return: 0 when every matching entry was restored or had vanished, else
- * the first error.
+ * Return: 0 when every matching entry was restored, left or had vanished
+ * (even when the journal could not then be saved: @j->stale says so),
+ * else the first error.
  */
 int moat_journal_restore(struct moat_journal *j, const char *prefix);
 
@@ -133,5 +156,11 @@ int moat_journal_restore(struct moat_journal *j, const char *prefix);
  * for a cgroup that is gone.
  */
 int moat_journal_forget(struct moat_journal *j, const char *prefix);
+
+/**
+ * moat_kfile_strerror() - @err of a moat_kfile_*() call in words: -EXDEV
+ * is "not a file on a cgroup file system", not a cross-device link.
+ */
+const char *moat_kfile_strerror(int err);
 
 #endif /* MOAT_JOURNAL_H */
