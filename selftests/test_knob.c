@@ -127,7 +127,19 @@ Test(knob, bad_writes_change_nothing)
 		     -EINVAL);
 	cr_expect_eq(moat_knob_set(t, "groups/pod-a/label", "line\nbreak"),
 		     -EINVAL);
+	/* bytes above ASCII only as well-formed UTF-8 */
+	cr_expect_eq(moat_knob_set(t, "groups/pod-a/label", "a\xff"), -EINVAL);
+	cr_expect_eq(moat_knob_set(t, "groups/pod-a/label", "\xc0\xaf"), -EINVAL,
+		     "an overlong '/'");
+	cr_expect_eq(moat_knob_set(t, "groups/pod-a/label", "\xed\xa0\x80"), -EINVAL,
+		     "a surrogate");
+	cr_expect_eq(moat_knob_set(t, "groups/pod-a/label", "\xc2\x85"), -EINVAL,
+		     "a C1 control");
+	cr_expect_eq(moat_knob_set(t, "groups/pod-a/label", "\xe2\x82"), -EINVAL,
+		     "cut short");
 	cr_expect_str_eq(label, "web");
+	cr_expect_eq(moat_knob_set(t, "groups/pod-a/label", "caf\xc3\xa9-\xe2\x82\xac"), 0);
+	cr_expect_str_eq(label, "caf\xc3\xa9-\xe2\x82\xac");
 }
 
 Test(knob, sysfs_errors)
@@ -212,6 +224,17 @@ Test(knob, ls_walk_remove)
 	cr_expect_str_eq(n.buf, "pod-a/ pod-b/ ");
 	cr_expect_eq(moat_knob_ls(t, "nosuch", collect, &n), -ENOENT);
 	cr_expect_eq(moat_knob_ls(t, "mode", collect, &n), -ENOTDIR);
+	/* a directory made to be there, empty or not */
+	cr_assert_eq(moat_knob_add_dir(t, "rules"), 0);
+	cr_assert_eq(moat_knob_add_dir(t, "groups"), 0);
+	memset(&n, 0, sizeof(n));
+	cr_assert_eq(moat_knob_ls(t, "rules", collect, &n), 0);
+	cr_expect_str_eq(n.buf, "");
+	cr_assert_eq(moat_knob_ls(t, "", collect, &n), 0);
+	cr_expect_str_eq(n.buf, "groups/ mode period_ms rules/ version ");
+	memset(&n, 0, sizeof(n));
+	cr_assert_eq(moat_knob_ls(t, "groups", collect, &n), 0);
+	cr_expect_str_eq(n.buf, "pod-a/ pod-b/ ");
 
 	cr_assert_eq(moat_knob_walk(t, "groups/pod-a", count, &c), 0);
 	cr_expect_eq(c, 2);

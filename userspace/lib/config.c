@@ -105,6 +105,11 @@ int moat_config_parse(FILE *f, const char *name, struct moat_config *out,
 		}
 		ret = parse_line(text, name, line, out, err, errlen);
 	}
+	/* an error is not the end of the file (a directory: EISDIR) */
+	if (!ret && ferror(f)) {
+		ret = errno ? -errno : -EIO;
+		snprintf(err, errlen, "%s: %s", name, strerror(-ret));
+	}
 	free(text);
 	if (ret)
 		moat_config_free(out);

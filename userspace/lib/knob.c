@@ -12,10 +12,15 @@
 #include <string.h>
 #include "knob.h"
 
-/* Sorted by path; each knob allocated to its path's length. */
+/*
+ * Sorted by path; each knob allocated to its path's length.  @dirs: the
+ * directories that exist even with nothing in them (rules, groups).
+ */
 struct moat_knob_tree {
 	struct moat_knob **v;
 	size_t nr, cap;
+	char **dirs;
+	size_t nr_dirs;
 };
 
 bool moat_id_valid(const char *id)
@@ -45,13 +50,44 @@ bool moat_knob_path_valid(const char *path)
 	return true;
 }
 
+/*
+ * Printable: no control bytes, and bytes above ASCII only as well-formed
+ * UTF-8 (cgroup names may use it), never a stray 0xff that a terminal,
+ * the config file or a JSON reader would take apart.
+ */
 bool moat_value_valid(const char *val)
 {
 	const unsigned char *p = (const unsigned char *)val;
 
-	for (; *p; p++)
-		if (*p < 0x20 || *p == 0x7f)
+	while (*p) {
+		unsigned int n, cp, i;
+
+		if (*p < 0x80) {
+			if (*p < 0x20 || *p == 0x7f)
+				return false;
+			p++;
+			continue;
+		}
+		if (*p >= 0xc2 && *p <= 0xdf)
+			n = 1, cp = *p & 0x1f;
+		else if (*p >= 0xe0 && *p <= 0xef)
+			n = 2, cp = *p & 0x0f;
+		else if (*p >= 0xf0 && *p <= 0xf4)
+			n = 3, cp = *p & 0x07;
+		else
 			return false;
+		for (i = 1; i <= n; i++) {
+			if ((p[i] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (p[i] & 0x3f);
+		}
+		/* overlong, surrogates, beyond U+10FFFF; C1 controls */
+		if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+		    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff ||
+		    (cp >= 0x80 && cp <= 0x9f))
+			return false;
+		p += n + 1;
+	}
 	return (const char *)p - val < MOAT_KNOB_VALUE_MAX;
 }
 
@@ -68,6 +104,9 @@ void moat_knob_tree_free(struct moat_knob_tree *t)
 		return;
 	for (i = 0; i < t->nr; i++)
 		free(t->v[i]);
+	for (i = 0; i < t->nr_dirs; i++)
+		free(t->dirs[i]);
+	free(t->dirs);
 	free(t->v);
 	free(t);
 }
@@ -327,31 +366,87 @@ int moat_knob_walk(const struct moat_knob_tree *t, const char *prefix,
 	return any ? 0 : -ENOENT;
 }
 
+int moat_knob_add_dir(struct moat_knob_tree *t, const char *path)
+{
+	void *v;
+
+	if (!moat_knob_path_valid(path))
+		return -EINVAL;
+	v = realloc(t->dirs, (t->nr_dirs + 1) * sizeof(*t->dirs));
+	if (!v)
+		return -ENOMEM;
+	t->dirs = v;
+	t->dirs[t->nr_dirs] = strdup(path);
+	return t->dirs[t->nr_dirs] ? (t->nr_dirs++, 0) : -ENOMEM;
+}
+
+struct ls_entry {
+	char name[MOAT_KNOB_PATH_MAX];
+	bool dir;
+};
+
+static int cmp_ls(const void *a, const void *b)
+{
+	return strcmp(((const struct ls_entry *)a)->name,
+		      ((const struct ls_entry *)b)->name);
+}
+
+/* @name (of @n bytes) into @v, unless it is its last entry already. */
+static int ls_add(struct ls_entry **v, size_t *nr, const char *name, size_t n,
+		  bool dir)
+{
+	void *p;
+
+	if (*nr && strlen((*v)[*nr - 1].name) == n &&
+	    !strncmp((*v)[*nr - 1].name, name, n))
+		return 0;
+	p = realloc(*v, (*nr + 1) * sizeof(**v));
+	if (!p)
+		return -ENOMEM;
+	*v = p;
+	memcpy((*v)[*nr].name, name, n);
+	(*v)[*nr].name[n] = '\0';
+	(*v)[(*nr)++].dir = dir;
+	return 0;
+}
+
 int moat_knob_ls(const struct moat_knob_tree *t, const char *dir,
 		 moat_knob_ls_fn fn, void *ctx)
 {
-	size_t dlen = strlen(dir), i = lower_bound(t, dir);
-	char last[MOAT_KNOB_PATH_MAX] = "";
+	size_t dlen = strlen(dir), i = lower_bound(t, dir), nr = 0, j;
+	struct ls_entry *v = NULL;
 	bool any = false;
-	int err;
+	int err = 0;
 
 	if (moat_knob_find(t, dir))
 		return -ENOTDIR;
-	for (; i < t->nr && under(t->v[i]->path, dir); i++) {
+	for (; i < t->nr && under(t->v[i]->path, dir) && !err; i++) {
 		const char *rest = t->v[i]->path + dlen + (dlen ? 1 : 0);
 		size_t n = strcspn(rest, "/");
-		char name[MOAT_KNOB_PATH_MAX];
 
-		memcpy(name, rest, n);
-		name[n] = '\0';
 		any = true;
-		if (!strcmp(name, last))
-			continue;
-		strcpy(last, name);
-		err = fn(name, rest[n] == '/', ctx);
-		if (err)
-			return err;
+		err = ls_add(&v, &nr, rest, n, rest[n] == '/');
 	}
+	for (i = 0; i < t->nr_dirs && !err; i++) {
+		const char *d = t->dirs[i], *rest = d + dlen + (dlen ? 1 : 0);
+
+		if (!strcmp(d, dir)) {
+			any = true;
+		} else if (under(d, dir)) {
+			any = true;
+			err = ls_add(&v, &nr, rest, strcspn(rest, "/"), true);
+		}
+	}
+	if (!err && nr)
+		qsort(v, nr, sizeof(*v), cmp_ls);
+	for (i = 0; i < nr && !err; i = j) {
+		for (j = i + 1; j < nr && !strcmp(v[j].name, v[i].name); j++)
+			v[i].dir |= v[j].dir;
+		err = fn(v[i].name, v[i].dir, ctx);
+	}
+	free(v);
+	if (err)
+		return err;
 	return any ? 0 : -ENOENT;
 }
 

@@ -134,6 +134,13 @@ int moat_knob_walk(const struct moat_knob_tree *t, const char *prefix,
 typedef int (*moat_knob_ls_fn)(const char *name, bool dir, void *ctx);
 
 /**
+ * moat_knob_add_dir() - make @path a directory that ls shows even with
+ * no knob in it (rules/ before the first rule).  Return: 0, -EINVAL for
+ * an invalid path, -ENOMEM.
+ */
+int moat_knob_add_dir(struct moat_knob_tree *t, const char *path);
+
+/**
  * moat_knob_ls() - call @fn with each entry directly below @dir ("" for
  * the top), once each, in order, with whether it is a directory.
  * Return: as moat_knob_walk().
@@ -163,7 +170,8 @@ bool moat_knob_path_valid(const char *path);
 /**
  * moat_value_valid() - whether @val may be a knob value at all: shorter
  * than MOAT_KNOB_VALUE_MAX, no control characters (so no newline: one
- * value is one line of the config file).
+ * value is one line of the config file), and above ASCII only
+ * well-formed UTF-8.
  */
 bool moat_value_valid(const char *val);
 
