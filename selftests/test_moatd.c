@@ -108,6 +108,8 @@ static void sleep_ms(long ms)
 
 /* NAME=value strings the next moatd started gets in its environment. */
 static const char *moatd_env[8];
+/* Options the next moatd started gets after the test's own. */
+static const char *moatd_args[8];
 
 /* Start moatd on the test prefix with @config; wait for its socket. */
 static pid_t start_moatd(const char *socket_path, const char *config,
@@ -123,16 +125,19 @@ static pid_t start_moatd(const char *socket_path, const char *config,
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (!pid) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		const char *argv[32] = { path, "--foreground", "--socket",
+					 socket_path, "--config", config,
+					 "--cgroup-root", root, "--state-dir", dir };
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644), n = 10;
 
 		/* SIGTERM: a moatd whose test timed out puts back what it set */
 		die_with_parent(parent, SIGTERM);
 		dup2(fd, 2);
 		for (i = 0; moatd_env[i]; i++)
 			putenv((char *)moatd_env[i]);
-		execl(path, path, "--foreground", "--socket", socket_path,
-		      "--config", config, "--cgroup-root", root,
-		      "--state-dir", dir, NULL);
+		for (i = 0; moatd_args[i]; i++)
+			argv[n++] = moatd_args[i];
+		execv(path, (char *const *)argv);
 		_exit(127);
 	}
 	for (i = 0; i < 200; i++) {
@@ -904,6 +909,7 @@ Test(moatd, ls_get_set_tree_round_trip)
 Test(moatd, config_output_restarts_moatd_the_same)
 {
 	char conf[PATH_MAX], log[PATH_MAX], sock2[PATH_MAX], first[OUT_MAX];
+	char state[PATH_MAX];
 	const char *args[] = { "--socket", sock2, "config", NULL };
 	pid_t second;
 
@@ -915,7 +921,12 @@ Test(moatd, config_output_restarts_moatd_the_same)
 	snprintf(sock2, sizeof(sock2), "%s/second.sock", dir);
 	write_file(conf, first);
 
+	/* a state directory of its own: the first moatd holds dir's */
+	snprintf(state, sizeof(state), "%s/second-state", dir);
+	moatd_args[0] = "--state-dir";
+	moatd_args[1] = state;
 	second = start_moatd(sock2, conf, log);
+	moatd_args[0] = NULL;
 	cr_assert_eq(run("moatctl", args, out, err), 0, "%s", err);
 	stop(&second);
 	cr_expect_str_eq(out, first);
@@ -1002,10 +1013,12 @@ Test(moatd, socket_is_private)
 
 Test(moatd, config_error_stops_startup_with_file_and_line)
 {
-	char conf[PATH_MAX], sock2[PATH_MAX];
+	char conf[PATH_MAX], sock2[PATH_MAX], state[PATH_MAX];
 	const char *args[] = { "--foreground", "--socket", sock2, "--config",
-			       conf, "--state-dir", dir, NULL };
+			       conf, "--state-dir", state, NULL };
 
+	/* a state directory of its own: the test's moatd holds dir's */
+	snprintf(state, sizeof(state), "%s/bad-state", dir);
 	snprintf(conf, sizeof(conf), "%s/bad.conf", dir);
 	snprintf(sock2, sizeof(sock2), "%s/bad.sock", dir);
 	write_file(conf, "period_ms = 100\n\nmode = fast\n");
@@ -2274,4 +2287,313 @@ Test(moatd, counters_give_each_group_its_cpi)
 	cr_assert_eq(ctl(out, err, "get", "groups/web.web-cpi/cpi2_victim", NULL), 0,
 		     "%s", err);
 	cr_expect_str_eq(out, "0\n", "a victim of a steady hog of its own");
+}
+
+/*
+ * Robustness: bad sources, a second instance, a journal that cannot be
+ * saved, slow and idle clients.
+ */
+
+/* Wait up to @ms for moatd's log to hold @needle at least @n times. */
+static bool wait_log(const char *needle, int n, int ms)
+{
+	char log[PATH_MAX];
+	int i, c = 0;
+
+	snprintf(log, sizeof(log), "%s/moatd.log", dir);
+	for (i = 0; i <= ms / 50; i++) {
+		char *text = slurp(log);
+
+		c = count_of(text, needle);
+		free(text);
+		if (c >= n)
+			return true;
+		sleep_ms(50);
+	}
+	return false;
+}
+
+Test(moatd, a_config_that_is_a_directory_stops_the_start_and_a_reload_keeps_the_settings)
+{
+	char conf[PATH_MAX], dconf[PATH_MAX], sock2[PATH_MAX], state[PATH_MAX];
+	const char *args[] = { "--foreground", "--socket", sock2, "--config",
+			       dconf, "--state-dir", state, NULL };
+
+	snprintf(dconf, sizeof(dconf), "%s/d.conf", dir);
+	snprintf(sock2, sizeof(sock2), "%s/d.sock", dir);
+	snprintf(state, sizeof(state), "%s/d-state", dir);
+	cr_assert_eq(mkdir(dconf, 0700), 0);
+	cr_assert_eq(run("moatd", args, out, err), 1, "started: %s", err);
+	cr_expect(strstr(err, "d.conf: Is a directory"), "%s", err);
+
+	/* the running moatd's config becomes a directory: reload changes nothing */
+	set_runtime("period_ms", "150");
+	snprintf(conf, sizeof(conf), "%s/moat.conf", dir);
+	cr_assert_eq(unlink(conf), 0);
+	cr_assert_eq(mkdir(conf, 0700), 0);
+	cr_assert_eq(kill(daemon_pid, SIGHUP), 0);
+	cr_assert(wait_log("reload: ", 1, 5000), "no reload said");
+	cr_expect(wait_log("moat.conf: Is a directory", 1, 0));
+	cr_expect(wait_log("not applied; the settings are as they were", 1, 0));
+	cr_assert_eq(ctl(out, err, "get", "period_ms", NULL), 0, "%s", err);
+	cr_expect_str_eq(out, "150\n", "the settings changed");
+	cr_assert_eq(ctl(out, err, "get", "rules/web", NULL), 0, "the rules went");
+}
+
+/*
+ * While throttling, a config with one bad line is not applied at all;
+ * one that names the address moatd listens on applies; one without
+ * http/listen leaves HTTP on --listen's address: the command line wins.
+ */
+Test(moatd, sighup_with_a_broken_config_changes_nothing_and_the_command_line_wins)
+{
+	char conf[PATH_MAX], listen[64], text[512], after[OUT_MAX];
+	int port = free_port();
+
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	snprintf(conf, sizeof(conf), "%s/moat.conf", dir);
+	snprintf(text, sizeof(text),
+		 "period_ms = 100\nrules/web = web-* lc\nrules/batch = batch-* be\n"
+		 "lc/memory_pressure_target_pct = 33\n");
+	write_file(conf, text);
+	moatd_args[0] = "--mode";
+	moatd_args[1] = "observe";
+	moatd_args[2] = "--listen";
+	moatd_args[3] = listen;
+	unlink(sock);
+	restart();
+	moatd_args[0] = NULL;
+	contend("enforce");	/* the command line said observe: the socket wins */
+	cr_assert_geq(wait_throttled(50), 0, "the hog's group was never throttled");
+	cr_assert_eq(http_port(), port);
+
+	/* a bad line: nothing changes, not the mode, not the throttles */
+	snprintf(text + strlen(text), sizeof(text) - strlen(text), "bogus line\n");
+	write_file(conf, text);
+	cr_assert_eq(kill(daemon_pid, SIGHUP), 0);
+	cr_assert(wait_log("reload: ", 1, 5000), "no reload said");
+	cr_expect(wait_log("moat.conf:5: expected 'path = value'", 1, 0));
+	cr_expect(wait_log("not applied; the settings are as they were", 1, 0));
+	cr_assert_eq(ctl(after, err, "get", "mode", NULL), 0);
+	cr_expect_str_eq(after, "enforce\n");
+	cr_assert_eq(ctl(after, err, "get", "lc/rqlat_p99_target_us", NULL), 0);
+	cr_expect_str_eq(after, "1000\n", "the runtime set was undone");
+	cr_assert_eq(ctl(after, err, "get", "lc/memory_pressure_target_pct", NULL), 0);
+	cr_expect_str_eq(after, "33\n");
+	cr_assert_eq(ctl(after, err, "get", "groups/batch.batch-hog/throttles", NULL), 0);
+	cr_expect_neq(strtoul(after, NULL, 10), 0);
+	expect_throttled();
+	cr_expect_eq(http_port(), port);
+	cr_expect(!wait_log("Address already in use", 1, 0));
+
+	/* naming the address moatd holds is no change: it applies */
+	snprintf(text, sizeof(text),
+		 "period_ms = 100\nrules/web = web-* lc\nrules/batch = batch-* be\n"
+		 "lc/memory_pressure_target_pct = 44\nhttp/listen = %s\n", listen);
+	write_file(conf, text);
+	cr_assert_eq(kill(daemon_pid, SIGHUP), 0);
+	cr_assert(wait_log("reload: ", 2, 5000), "no second reload said");
+	cr_expect(wait_log("moat.conf applied", 1, 0));
+	cr_assert_eq(ctl(after, err, "get", "lc/memory_pressure_target_pct", NULL), 0);
+	cr_expect_str_eq(after, "44\n");
+	cr_expect_eq(http_port(), port);
+	/* the command line's mode again: observe, and the throttles undone */
+	cr_assert_eq(ctl(after, err, "get", "mode", NULL), 0);
+	cr_expect_str_eq(after, "observe\n");
+
+	/* no http/listen in the file: --listen's address, not the default */
+	write_file(conf, "period_ms = 100\nrules/web = web-* lc\n");
+	cr_assert_eq(kill(daemon_pid, SIGHUP), 0);
+	cr_assert(wait_log("reload: ", 3, 5000), "no third reload said");
+	cr_expect(wait_log("moat.conf applied", 2, 0));
+	cr_expect_eq(http_port(), port);
+	cr_expect_eq(ctl(after, err, "get", "rules/batch", NULL), 1, "rule kept");
+}
+
+Test(moatd, a_second_moatd_on_the_same_state_dir_is_refused_and_changes_nothing)
+{
+	char sock2[PATH_MAX], conf[PATH_MAX], pid[32];
+	const char *args[] = { "--foreground", "--socket", sock2, "--config",
+			       conf, "--state-dir", dir, "--listen", "", NULL };
+	char journal_entries[64];
+
+	snprintf(sock2, sizeof(sock2), "%s/second.sock", dir);
+	snprintf(conf, sizeof(conf), "%s/moat.conf", dir);
+	contend("enforce");
+	cr_assert_geq(wait_throttled(50), 0, "the hog's group was never throttled");
+	cr_assert_eq(ctl(journal_entries, err, "get", "enforce/journal_entries", NULL), 0);
+
+	cr_assert_eq(run("moatd", args, out, err), 1, "started: %s", err);
+	snprintf(pid, sizeof(pid), "in use by moatd pid %d", (int)daemon_pid);
+	cr_expect(strstr(err, pid), "%s", err);
+	cr_expect(!strstr(err, "restoring"), "%s", err);
+	expect_throttled();
+	cr_assert_eq(ctl(out, err, "get", "enforce/journal_entries", NULL), 0);
+	cr_expect_str_eq(out, journal_entries, "the journal changed");
+	stop(&daemon_pid);
+	expect_restored("after SIGTERM");
+}
+
+/*
+ * The journal cannot be saved (a directory where its temporary file
+ * goes): no further step, errors counted, /healthz degraded, a non-zero
+ * exit that names the stale entries; and the next start does not put
+ * back the original over a value an admin set since.
+ */
+Test(moatd, a_journal_that_cannot_be_saved_is_loud_and_forces_nothing_later)
+{
+	char tmp[PATH_MAX], file[PATH_MAX + 16], *body;
+	const char *name = tcg_hierarchy()->v2 ? "cpu.weight" : "cpu.shares";
+	int status;
+
+	contend("enforce");
+	cr_assert_geq(wait_throttled(50), 0, "the hog's group was never throttled");
+	snprintf(tmp, sizeof(tmp), "%s/journal.tmp", dir);
+	cr_assert_eq(mkdir(tmp, 0700), 0);
+	set_runtime("lc/rqlat_p99_target_us", "1");	/* more steps to take */
+	{
+		int i;
+
+		for (i = 0; i < 50; i++) {
+			if (!ctl(out, err, "get", "enforce/journal_errors", NULL) &&
+			    strtoul(out, NULL, 10) > 0)
+				break;
+			sleep_ms(100);
+		}
+		cr_assert_lt(i, 50, "no journal error counted");
+	}
+	cr_expect(wait_log("cannot be saved", 1, 0), "the step's failure not said");
+	cr_assert_eq(http_get(http_port(), "/healthz", page, sizeof(page), &body), 503);
+	cr_expect(!strncmp(body, "degraded: the journal", 21), "%s", body);
+
+	kill(daemon_pid, SIGTERM);
+	cr_assert_eq(waitpid(daemon_pid, &status, 0), daemon_pid);
+	daemon_pid = 0;
+	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 1,
+		  "a stale journal, yet exit status %d", status);
+	cr_expect(wait_log("stale entry", 1, 0), "the stale entries not named");
+	expect_restored("after SIGTERM");
+
+	/* an admin's value, then a start with the stale journal */
+	cr_assert_eq(tcg_write(&be_cg, name, tcg_hierarchy()->v2 ? "70" : "700"), 0);
+	cr_assert_eq(rmdir(tmp), 0);
+	unlink(sock);
+	restart();
+	snprintf(file, sizeof(file), "%s/%s", be_cg.dir, name);
+	cr_assert_eq(moat_kfile_read(file, out, sizeof(out)), 0);
+	cr_expect_str_eq(out, tcg_hierarchy()->v2 ? "70" : "700",
+			 "the admin's value was undone by a stale journal");
+	cr_expect(wait_log("changed since moatd last wrote it", 1, 0));
+}
+
+/* A request is answered when it arrives, whatever the period. */
+Test(moatd, control_requests_are_answered_at_once_at_any_period)
+{
+	char conf[PATH_MAX];
+	struct timespec t0, t1;
+	double worst = 0;
+	int i;
+
+	snprintf(conf, sizeof(conf), "%s/moat.conf", dir);
+	write_file(conf, "period_ms = 20000\nrules/web = web-* lc\n");
+	unlink(sock);
+	restart();
+	for (i = 0; i < 5; i++) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		cr_assert_eq(ctl(out, err, "get", "version", NULL), 0, "%s", err);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		worst = fmax(worst, (t1.tv_sec - t0.tv_sec) +
+				    (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	}
+	cr_log_info("5 requests at a 20 s period: the slowest took %.3f s", worst);
+	/* a quarter of the period: waiting for the timer takes up to all */
+	cr_expect_lt(worst, 5.0, "answered at the period, not at once");
+}
+
+/* A connection to 127.0.0.@host -> 127.0.0.1:@port, left as it is. */
+static int tcp_connect_from(int port, int host)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in src = { .sin_family = AF_INET,
+				   .sin_addr.s_addr = htonl(0x7f000000 | host) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0, "%s",
+		     strerror(errno));
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0,
+		     "connect to port %d: %s", port, strerror(errno));
+	return fd;
+}
+
+/*
+ * Liveness cannot be starved: more idle connections from the probe's
+ * own address than its limit, then more slow ones (a header begun,
+ * never ended) from other addresses than the total, and /healthz still
+ * answers (Documentation/testing.rst has the figures under load).
+ */
+Test(moatd, healthz_outlasts_idle_and_slow_clients)
+{
+	int port = http_port(), fds[48], n = 0, i;
+	char *body;
+
+	for (i = 0; i < 12; i++)
+		fds[n++] = tcp_connect_from(port, 1);
+	sleep_ms(300);
+	cr_expect_eq(http_get(port, "/healthz", page, sizeof(page), &body), 200,
+		     "12 idle connections from 127.0.0.1 kept its probe out");
+	for (i = 0; i < 34; i++) {
+		fds[n] = tcp_connect_from(port, 10 + i);
+		cr_assert_eq(write(fds[n], "GET /heal", 9), 9);
+		n++;
+	}
+	sleep_ms(300);
+	cr_expect_eq(http_get(port, "/healthz", page, sizeof(page), &body), 200,
+		     "34 slow clients kept the probe out");
+	cr_expect_eq(http_get(port, "/metrics", page, sizeof(page), &body), 200);
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+Test(moatd, requests_take_exactly_their_words_and_empty_directories_list)
+{
+	cr_expect_eq(ctl(out, err, "get", "period_ms mode", NULL), 1);
+	cr_expect(strstr(err, "get takes one PATH a request"), "%s", err);
+	cr_expect_eq(ctl(out, err, "set", "rules/web", "web-\xff lc"), 1,
+		     "a 0xff byte accepted");
+	set_runtime("rules/web", "");
+	set_runtime("rules/batch", "");
+	cr_assert_eq(ctl(out, err, "ls", "rules", NULL), 0, "%s", err);
+	cr_expect_str_eq(out, "");
+}
+
+/* A rule classifies at once, and the log says so in one line. */
+Test(moatd, a_new_rule_takes_effect_at_once)
+{
+	struct tcg db;
+	int i;
+
+	cr_assert_eq(tcg_create("db-1", &db), 0);
+	sleep_ms(300);
+	cr_assert_eq(ctl(out, err, "get", "groups/db.db-1/path", NULL), 1);
+	set_runtime("rules/db", "db-* lc");
+	/* rescan_ms is 10 s: within a second is the rule's doing */
+	for (i = 0; i < 10; i++) {
+		if (!ctl(out, err, "get", "groups/db.db-1/path", NULL))
+			break;
+		sleep_ms(100);
+	}
+	cr_expect_lt(i, 10, "db-1 not a group a second after the rule");
+	cr_expect(wait_log("groups: 1 found (db.db-1)", 1, 2000));
+}
+
+Test(moatd, moat_rqlat_refuses_a_tiny_interval_and_an_empty_cgroup)
+{
+	const char *tiny[] = { "-i", "0.0001", NULL }, *empty[] = { "--cgroup", "", NULL };
+
+	cr_expect_eq(run("moat-rqlat", tiny, out, err), 2);
+	cr_expect(strstr(err, "-i: 0.0001 s is too short: at least 0.01 s"), "%s", err);
+	cr_expect_eq(run("moat-rqlat", empty, out, err), 2);
+	cr_expect(strstr(err, "--cgroup: '' is not a cgroup"), "%s", err);
 }

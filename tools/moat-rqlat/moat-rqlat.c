@@ -82,7 +82,8 @@ static const char usage[] =
 "watched cgroups the cgroups that held the CPU while their tasks waited.\n"
 "\n"
 "  -d, --duration SECONDS  stop after SECONDS (default: at Ctrl-C)\n"
-"  -i, --interval SECONDS  report every SECONDS (default: once, at the end)\n"
+"  -i, --interval SECONDS  report every SECONDS, at least 0.01 (default:\n"
+"                          once, at the end)\n"
 "  -c, --cgroup PATH       report only this cgroup (repeatable)\n"
 "  -w, --watch PATH        charge this cgroup's waits to culprits (repeatable)\n"
 "  -H, --histogram         print each cgroup's wait histogram\n"
@@ -133,7 +134,14 @@ static int cmp_blame_key(const void *a, const void *b)
 	return x->k.culprit < y->k.culprit ? -1 : x->k.culprit > y->k.culprit;
 }
 
-static int parse_seconds(const char *opt, const char *s, double *out)
+/*
+ * The shortest report interval: each report walks every map, which takes
+ * milliseconds with thousands of cgroups; shorter is a busy loop.
+ */
+#define MIN_INTERVAL	0.01
+
+/* @s as seconds into *@out: positive and at least @min. */
+static int parse_seconds(const char *opt, const char *s, double min, double *out)
 {
 	char *end;
 
@@ -141,6 +149,10 @@ static int parse_seconds(const char *opt, const char *s, double *out)
 	*out = strtod(s, &end);
 	if (errno || end == s || *end || !isfinite(*out) || *out <= 0) {
 		pr_err("%s: '%s' is not a positive number of seconds", opt, s);
+		return -EINVAL;
+	}
+	if (*out < min) {
+		pr_err("%s: %s s is too short: at least %g s", opt, s, min);
 		return -EINVAL;
 	}
 	return 0;
@@ -152,6 +164,10 @@ static int add_cgroup_arg(struct cgroup_arg *v, unsigned int *nr,
 	if (*nr == MAX_ARGS) {
 		pr_err("%s: at most %d cgroups", opt, MAX_ARGS);
 		return -E2BIG;
+	}
+	if (!*arg) {
+		pr_err("%s: '' is not a cgroup (the root is '/')", opt);
+		return -EINVAL;
 	}
 	v[(*nr)++].arg = arg;
 	return 0;
@@ -177,10 +193,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 					NULL)) != -1) {
 		switch (c) {
 		case 'd':
-			err = parse_seconds("-d", optarg, &o->duration);
+			err = parse_seconds("-d", optarg, 0, &o->duration);
 			break;
 		case 'i':
-			err = parse_seconds("-i", optarg, &o->interval);
+			err = parse_seconds("-i", optarg, MIN_INTERVAL, &o->interval);
 			break;
 		case 'c':
 			err = add_cgroup_arg(o->cgroups, &o->nr_cgroups,

@@ -346,6 +346,12 @@ static void act(struct moatd *d, struct moatd_group *u, enum moat_resource r,
 		err = moat_act_restore(a, d->journal, u->dir, d->cpu->v2);
 	else
 		err = a->apply(d->journal, u->dir, d->cpu->v2, b->lim[r].limit);
+	if (err && d->journal->stale) {
+		pr_warn("be group %s: %s not %s: the journal cannot be saved (%s)",
+			u->gid.id, name, isinf(b->lim[r].limit) ? "put back" : "changed",
+			strerror(-d->journal->save_err));
+		return;
+	}
 	if (err == -ENOENT || err == -ENODEV) {
 		pr_debug("be group %s: gone, ignoring", u->gid.id);
 		return;
@@ -354,7 +360,7 @@ static void act(struct moatd *d, struct moatd_group *u, enum moat_resource r,
 		d->ec.write_errors++;
 		pr_warn("be group %s (%s): %s %s: %s", u->gid.id, u->path,
 			isinf(b->lim[r].limit) ? "restore" : "set", name,
-			strerror(-err));
+			moat_kfile_strerror(err));
 		return;
 	}
 	format_limit(from, sizeof(from), r, u->lim[r].limit);
@@ -631,6 +637,43 @@ static int show_journal(const struct moat_knob *k, char *buf, size_t len)
 	       (int)len ? -EOVERFLOW : 0;
 }
 
+static int show_journal_errors(const struct moat_knob *k, char *buf, size_t len)
+{
+	const struct moatd *d = k->owner;
+
+	return snprintf(buf, len, "%llu", d->journal ? d->journal->save_errors : 0) >=
+	       (int)len ? -EOVERFLOW : 0;
+}
+
+bool enforce_journal_stale(const struct moatd *d, char *why, size_t len)
+{
+	if (!d->journal || !d->journal->stale)
+		return false;
+	snprintf(why, len, "the journal %s cannot be saved: %s", d->journal->file,
+		 strerror(-d->journal->save_err));
+	return true;
+}
+
+int enforce_report_stale(struct moatd *d)
+{
+	struct moat_journal *disk;
+	size_t i;
+
+	if (!d->journal || !d->journal->stale)
+		return 0;
+	if (moat_journal_open(d->journal->file, &disk))
+		return -EIO;
+	pr_err("journal %s: not saved since %s: it lists %zu values, moatd holds %zu",
+	       d->journal->file, strerror(-d->journal->save_err), disk->n,
+	       d->journal->n);
+	for (i = 0; i < disk->n; i++)
+		pr_err("journal %s: stale entry: %s (original '%s', moatd's '%s'): at the next start it is put back only if it still holds moatd's value",
+		       d->journal->file, disk->e[i].path, disk->e[i].orig,
+		       disk->e[i].pending[0] ? disk->e[i].pending : disk->e[i].last);
+	moat_journal_free(disk);
+	return -EIO;
+}
+
 int enforce_add_knobs(struct moatd *d)
 {
 	struct enforce_knobs *ek = &d->ek;
@@ -677,6 +720,8 @@ int enforce_add_knobs(struct moatd *d)
 		U32("enforce/mb_backoff_periods", 0, 10000, &mb->backoff),
 		{ .path = "enforce/journal_entries", .type = MOAT_KNOB_SHOW,
 		  .show = show_journal },
+		{ .path = "enforce/journal_errors", .type = MOAT_KNOB_SHOW,
+		  .show = show_journal_errors },
 	};
 #undef U32
 	const struct { const char *path; unsigned long long *v; } counters[] = {

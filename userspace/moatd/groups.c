@@ -134,6 +134,43 @@ static int add_knobs(struct moatd *d, struct moatd_group *g)
 	return err ? err : observe_add_knobs(d, g);
 }
 
+/* Count a group found or gone; the first few are named in the summary. */
+static void churn_note(struct group_churn *c, const char *id)
+{
+	if (c->n < GROUP_CHURN_NAMED)
+		snprintf(c->id[c->n], sizeof(c->id[c->n]), "%s", id);
+	c->n++;
+}
+
+static void churn_words(const struct group_churn *c, const char *what,
+			char *buf, size_t len)
+{
+	size_t n = snprintf(buf, len, "%zu %s", c->n, what);
+	unsigned int i;
+
+	for (i = 0; i < c->n && i < GROUP_CHURN_NAMED && n < len; i++)
+		n += snprintf(buf + n, len - n, "%s%s", i ? ", " : " (", c->id[i]);
+	if (c->n && n < len)
+		snprintf(buf + n, len - n, "%s)", c->n > GROUP_CHURN_NAMED ? ", ..." : "");
+}
+
+/*
+ * One line a rescan for the groups found and gone, not one a group: a
+ * node whose pods churn would fill its log (the lines per group are at
+ * debug level, -v).
+ */
+static void churn_say(struct moatd *d)
+{
+	char found[512], gone[512];
+
+	if (!d->churn.found.n && !d->churn.gone.n)
+		return;
+	churn_words(&d->churn.found, "found", found, sizeof(found));
+	churn_words(&d->churn.gone, "gone", gone, sizeof(gone));
+	pr_info("groups: %s, %s; %zu tracked", found, gone, d->nr_groups);
+	memset(&d->churn, 0, sizeof(d->churn));
+}
+
 static void drop_group(struct moatd *d, size_t i, const char *why)
 {
 	struct moatd_group *g = d->groups[i];
@@ -143,7 +180,8 @@ static void drop_group(struct moatd *d, size_t i, const char *why)
 	moat_knob_remove_dir(d->tree, dir);
 	if (g->watched && d->rqlat)
 		moat_rqlat_watch(d->rqlat, g->cgid, false);
-	pr_info("group %s (%s): %s", g->gid.id, g->path, why);
+	pr_debug("group %s (%s): %s", g->gid.id, g->path, why);
+	churn_note(&d->churn.gone, g->gid.id);
 	enforce_drop_group(d, g);
 	observe_close(g);
 	cpi_free_group(g);
@@ -193,8 +231,9 @@ static int new_group(struct moatd *d, const struct moat_group_id *gid,
 	}
 	d->groups[d->nr_groups++] = g;
 	update_class(d, g);
-	pr_info("group %s (%s): found, %s %s, class %s", g->gid.id, path,
-		kind_names[gid->kind], gid->source, moat_class_names[g->class]);
+	pr_debug("group %s (%s): found, %s %s, class %s", g->gid.id, path,
+		 kind_names[gid->kind], gid->source, moat_class_names[g->class]);
+	churn_note(&d->churn.found, g->gid.id);
 	return 0;
 }
 
@@ -261,6 +300,7 @@ int groups_rescan(struct moatd *d)
 	for (i = d->nr_groups; i-- > 0;)
 		if (!d->groups[i]->seen)
 			drop_group(d, i, "gone");
+	churn_say(d);
 	return 0;
 }
 
@@ -268,6 +308,7 @@ void groups_free(struct moatd *d)
 {
 	while (d->nr_groups)
 		drop_group(d, d->nr_groups - 1, "no longer tracked: moatd stops");
+	memset(&d->churn, 0, sizeof(d->churn));
 	free(d->groups);
 	free(d->overrides);
 }

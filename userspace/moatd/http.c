@@ -7,9 +7,19 @@
  *
  * A slow or hostile client cannot stall the control loop: sockets are
  * non-blocking, a response is built in memory at once and sent as the
- * socket takes it, and libmicrohttpd bounds the connections (in all and
- * per address), each connection's memory (a request's header and body
- * must fit in it) and idle connections' lifetime.
+ * socket takes it, and libmicrohttpd bounds each connection's memory (a
+ * request's header and body must fit in it) and idle connections'
+ * lifetime.
+ *
+ * Nor can clients keep a probe out.  moatd accepts connections itself
+ * and hands them to libmicrohttpd; when a new one would pass the limits
+ * (HTTP_CONNECTIONS in all, HTTP_PER_ADDRESS from one address), the
+ * oldest connection (from that address, or of all) is shut down to make
+ * room.  Idle or slow connections held open, any number of them, only
+ * ever cost themselves: kubelet's liveness probe, a new connection that
+ * asks at once, always gets in, where fixed limits would turn a local
+ * process's idle sockets into a failed probe and a restarted moatd, its
+ * protection undone.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -29,9 +39,19 @@
 #define HTTP_TIMEOUT_S		10
 #define HTTP_CONN_MEMORY	(32 * 1024)
 
+/* A connection handed to libmicrohttpd, until it closes or is evicted. */
+struct http_conn {
+	int fd;
+	struct sockaddr_storage peer;
+	unsigned long long seq;		/* accept order: the oldest is least */
+};
+
 struct http {
 	struct MHD_Daemon *mhd;
-	int epoll_fd;
+	int epoll_fd, lfd;
+	struct http_conn conns[HTTP_CONNECTIONS];
+	unsigned int nr;
+	unsigned long long seq, evicted;
 };
 
 /* Whether @addr can be bound now (for a knob's check): 0 or -errno. */
@@ -143,13 +163,22 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 		fn = hints_write_json;
 		type = "application/json";
 		break;
-	case MOAT_EP_HEALTHZ:
+	case MOAT_EP_HEALTHZ: {
+		char why[PATH_MAX + 128], text[PATH_MAX + 256];
+
 		fn = healthz;
 		if (moatd_since_cycle_us(d) > 3000.0 * d->period_ms) {
 			return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE,
 					  "stalled: no cycle for 3 periods\n");
 		}
+		if (enforce_journal_stale(d, why, sizeof(why))) {
+			snprintf(text, sizeof(text),
+				 "degraded: %s; moatd changes nothing it could not put back after a crash\n",
+				 why);
+			return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, text);
+		}
 		break;
+	}
 	default:
 		return reply_text(c, MHD_HTTP_NOT_FOUND,
 				  "not found: try /metrics, /hints or /healthz\n");
@@ -171,10 +200,46 @@ void mhd_log(void *cls, const char *fmt, va_list ap)
 	pr_debug("http: %s", buf);
 }
 
+/* libmicrohttpd closed a connection: it is no longer ours to count. */
+static void notify(void *cls, struct MHD_Connection *c, void **ctx,
+		   enum MHD_ConnectionNotificationCode toe)
+{
+	const union MHD_ConnectionInfo *info;
+	struct http *h = cls;
+	unsigned int i;
+
+	if (toe != MHD_CONNECTION_NOTIFY_CLOSED)
+		return;
+	info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	for (i = 0; info && i < h->nr; i++)
+		if (h->conns[i].fd == info->connect_fd) {
+			h->conns[i] = h->conns[--h->nr];
+			break;
+		}
+}
+
+static int listen_socket(const struct sockaddr_storage *ss, socklen_t len)
+{
+	int fd, one = 1, err;
+
+	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ss->ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)ss, len) || listen(fd, 64)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
 int http_open(struct http **out, struct moatd *d, const char *addr)
 {
-	struct sockaddr_storage ss;
 	const union MHD_DaemonInfo *info;
+	struct sockaddr_storage ss;
 	struct http *h;
 	const char *why;
 	socklen_t len;
@@ -191,28 +256,32 @@ int http_open(struct http **out, struct moatd *d, const char *addr)
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
+	h->lfd = listen_socket(&ss, len);
+	if (h->lfd < 0) {
+		err = h->lfd;
+		pr_err("listen %s: %s", addr, strerror(-err));
+		free(h);
+		return err;
+	}
+	/* Its own limits above moatd's: it never refuses what moatd took. */
 	h->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+				  MHD_USE_NO_LISTEN_SOCKET |
 				  (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 				  0, NULL, NULL, handle, d,
-				  MHD_OPTION_SOCK_ADDR, &ss,
-				  MHD_OPTION_CONNECTION_LIMIT, HTTP_CONNECTIONS,
-				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, HTTP_PER_ADDRESS,
+				  MHD_OPTION_CONNECTION_LIMIT, 4 * HTTP_CONNECTIONS,
 				  MHD_OPTION_CONNECTION_TIMEOUT, HTTP_TIMEOUT_S,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT,
 				  (size_t)HTTP_CONN_MEMORY,
+				  MHD_OPTION_NOTIFY_CONNECTION, notify, h,
 				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				  MHD_OPTION_END);
-	if (!h->mhd) {
-		err = http_try_bind(addr);
-		pr_err("listen %s: %s", addr, strerror(err ? -err : EINVAL));
-		free(h);
-		return err ? err : -EINVAL;
-	}
-	info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	info = h->mhd ? MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
 	h->epoll_fd = info ? info->epoll_fd : -1;
 	if (h->epoll_fd < 0) {
-		pr_err("listen %s: libmicrohttpd gave no epoll fd", addr);
-		MHD_stop_daemon(h->mhd);
+		pr_err("listen %s: libmicrohttpd did not start", addr);
+		if (h->mhd)
+			MHD_stop_daemon(h->mhd);
+		close(h->lfd);
 		free(h);
 		return -EINVAL;
 	}
@@ -226,6 +295,7 @@ void http_close(struct http *h)
 	if (!h)
 		return;
 	MHD_stop_daemon(h->mhd);
+	close(h->lfd);
 	free(h);
 }
 
@@ -234,18 +304,86 @@ void http_poll_fd(struct http *h, struct pollfd *pfd, unsigned int *n,
 {
 	MHD_UNSIGNED_LONG_LONG t;
 
-	if (!h || *n >= max)
+	if (!h || *n + 2 > max)
 		return;
+	pfd[(*n)++] = (struct pollfd){ .fd = h->lfd, .events = POLLIN };
 	pfd[(*n)++] = (struct pollfd){ .fd = h->epoll_fd, .events = POLLIN };
 	if (MHD_get_timeout(h->mhd, &t) == MHD_YES &&
 	    (*timeout_ms < 0 || t < (MHD_UNSIGNED_LONG_LONG)*timeout_ms))
 		*timeout_ms = t;
 }
 
+static bool same_address(const struct sockaddr_storage *a,
+			 const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+		       &((const struct sockaddr_in6 *)b)->sin6_addr,
+		       sizeof(struct in6_addr));
+}
+
+/*
+ * Make room for a connection from @peer: shut down the oldest one from
+ * that address when it has HTTP_PER_ADDRESS, and the oldest of all when
+ * there are HTTP_CONNECTIONS.  libmicrohttpd sees the shutdown and closes
+ * it; it is no longer counted from now.
+ */
+static void make_room(struct http *h, const struct sockaddr_storage *peer)
+{
+	unsigned int i, same = 0, oldest = h->nr, oldest_same = h->nr;
+
+	for (i = 0; i < h->nr; i++) {
+		if (oldest == h->nr || h->conns[i].seq < h->conns[oldest].seq)
+			oldest = i;
+		if (!same_address(&h->conns[i].peer, peer))
+			continue;
+		same++;
+		if (oldest_same == h->nr ||
+		    h->conns[i].seq < h->conns[oldest_same].seq)
+			oldest_same = i;
+	}
+	i = same >= HTTP_PER_ADDRESS ? oldest_same :
+	    h->nr >= HTTP_CONNECTIONS ? oldest : h->nr;
+	if (i == h->nr)
+		return;
+	pr_debug("http: %s: the oldest connection closed for a new one",
+		 same >= HTTP_PER_ADDRESS ? "connections from one address at their limit" :
+					    "connections at their limit");
+	shutdown(h->conns[i].fd, SHUT_RDWR);
+	h->conns[i] = h->conns[--h->nr];
+	h->evicted++;
+}
+
+static void accept_all(struct http *h)
+{
+	struct sockaddr_storage peer;
+	socklen_t len = sizeof(peer);
+	int fd;
+
+	while ((fd = accept4(h->lfd, (struct sockaddr *)&peer, &len,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+		make_room(h, &peer);
+		if (MHD_add_connection(h->mhd, fd, (struct sockaddr *)&peer, len) !=
+		    MHD_YES) {
+			pr_debug("http: libmicrohttpd refused a connection");
+			len = sizeof(peer);
+			continue;	/* it closed the socket */
+		}
+		h->conns[h->nr++] = (struct http_conn){ fd, peer, ++h->seq };
+		len = sizeof(peer);
+	}
+}
+
 void http_work(struct http *h)
 {
-	if (h)
-		MHD_run(h->mhd);
+	if (!h)
+		return;
+	accept_all(h);
+	MHD_run(h->mhd);
 }
 
 static int listen_check(const struct moat_knob *k, const char *val,
@@ -284,12 +422,15 @@ static void listen_store(const struct moat_knob *k, unsigned int u,
 static int show_port(const struct moat_knob *k, char *buf, size_t len)
 {
 	const struct moatd *d = k->owner;
-	const union MHD_DaemonInfo *info = NULL;
+	struct sockaddr_storage ss = {};
+	socklen_t sl = sizeof(ss);
+	unsigned int port = 0;
 
-	if (d->http)
-		info = MHD_get_daemon_info(d->http->mhd, MHD_DAEMON_INFO_BIND_PORT);
-	return snprintf(buf, len, "%u", info ? info->port : 0) >= (int)len ?
-	       -EOVERFLOW : 0;
+	if (d->http && !getsockname(d->http->lfd, (struct sockaddr *)&ss, &sl))
+		port = ntohs(ss.ss_family == AF_INET6 ?
+			     ((struct sockaddr_in6 *)&ss)->sin6_port :
+			     ((struct sockaddr_in *)&ss)->sin_port);
+	return snprintf(buf, len, "%u", port) >= (int)len ? -EOVERFLOW : 0;
 }
 
 int http_add_knobs(struct moatd *d)

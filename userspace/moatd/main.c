@@ -13,7 +13,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include "cgroup.h"
 #include "ctl.h"
@@ -159,6 +162,9 @@ int moatd_set(struct moatd *d, const char *path, const char *val)
 		rules_remove(d, name);
 	if (!err)
 		pr_info("knob %s set to '%s'", path, val);
+	/* a rule classifies at once: rescan now, not in rescan_ms */
+	if (!err && rule)
+		d->cgroups_changed = true;
 	return err;
 }
 
@@ -221,6 +227,11 @@ static int add_base_knobs(struct moatd *d)
 
 	err = moat_knob_add_all(d->tree, "", knobs,
 				sizeof(knobs) / sizeof(knobs[0]), d);
+	/* there, if empty: ls rules says no rules, not no such knob */
+	if (!err)
+		err = moat_knob_add_dir(d->tree, "rules");
+	if (!err)
+		err = moat_knob_add_dir(d->tree, "groups");
 	if (!err)
 		err = enforce_add_knobs(d);
 	if (!err)
@@ -280,6 +291,66 @@ static int setup_cgroups(struct moatd *d, const struct options *o)
 		d->cpuacct ? "cpuacct.usage" : "nowhere (no cpuacct)",
 		d->scan.root);
 	return 0;
+}
+
+/* Say in @dir's lock file that this process holds it. */
+static void lock_owner(int fd)
+{
+	char pid[32];
+	int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+
+	if (ftruncate(fd, 0) || pwrite(fd, pid, n, 0) != n)
+		pr_warn("state lock: cannot write the pid: %s", strerror(errno));
+}
+
+/*
+ * One moatd per state directory: its journal holds the originals of what
+ * it changed, and a second moatd on it would put them back under the
+ * first, and rewrite its journal.  flock() on DIR/lock, held for moatd's
+ * life (it goes with the process, however that ends); the file says
+ * whose it is.  Return: the lock's fd, -1 for no state directory, or
+ * -errno (said).
+ */
+static int lock_state_dir(const char *dir)
+{
+	char path[PATH_MAX], owner[32] = "";
+	int fd, err;
+
+	if (!*dir)
+		return -1;
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		err = -errno;
+		pr_err("state directory %s: %s", dir, strerror(errno));
+		return err;
+	}
+	if ((size_t)snprintf(path, sizeof(path), "%s/lock", dir) >= sizeof(path)) {
+		pr_err("--state-dir %s: path too long", dir);
+		return -ENAMETOOLONG;
+	}
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		err = -errno;
+		pr_err("state directory %s: lock %s: %s", dir, path, strerror(errno));
+		return err;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		err = -errno;
+		if (err == -EWOULDBLOCK) {
+			ssize_t n = pread(fd, owner, sizeof(owner) - 1, 0);
+
+			owner[n > 0 ? n : 0] = '\0';
+			owner[strcspn(owner, "\n")] = '\0';
+			pr_err("state directory %s: in use by moatd pid %s (%s): one moatd per state directory, or each would put back what the other set",
+			       dir, *owner ? owner : "unknown", path);
+		} else {
+			pr_err("state directory %s: lock %s: %s", dir, path,
+			       strerror(-err));
+		}
+		close(fd);
+		return err;
+	}
+	lock_owner(fd);
+	return fd;
 }
 
 static int arm_timer(int fd, unsigned int ms)
@@ -471,7 +542,7 @@ int main(int argc, char **argv)
 	struct options o = {};
 	struct moatd *d;
 	unsigned int mode = 0;
-	int err;
+	int err, lock;
 
 	/*
 	 * Blocked before anything else: the control socket appears before
@@ -490,6 +561,10 @@ int main(int argc, char **argv)
 		pr_err("must run as root: it loads BPF programs and reads every cgroup");
 		return 1;
 	}
+	/* Before anything reads or writes the state directory. */
+	lock = lock_state_dir(o.state_dir);
+	if (lock < -1)
+		return 1;
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return 1;
@@ -516,7 +591,11 @@ int main(int argc, char **argv)
 			pr_err("--mode %s: expected observe or enforce", o.mode);
 			err = -EINVAL;
 		}
+		if (!err)
+			err = settings_cli(d, "mode", o.mode);
 	}
+	if (!err && o.listen)
+		err = settings_cli(d, "http/listen", o.listen);
 	d->config_path = o.config;
 	d->config_given = o.config_given;
 	if (!err && *o.state_dir &&
@@ -533,8 +612,6 @@ int main(int argc, char **argv)
 		err = settings_read_state(d);
 	if (err)
 		goto out;
-	if (o.mode)
-		d->mode = mode;
 
 	err = delay_open(d, &ropts, o.state_dir, o.verbose);
 	if (err)
@@ -543,8 +620,6 @@ int main(int argc, char **argv)
 	cpi_open(d);				/* optional: says which events */
 	rdt_open(d, o.state_dir);		/* optional: says what there is */
 	err = server_open(&srv, o.socket, o.socket_group);
-	if (!err && o.listen)
-		snprintf(d->listen, sizeof(d->listen), "%s", o.listen);
 	if (!err)
 		err = http_open(&d->http, d, d->listen);
 	d->listen_changed = false;
@@ -556,6 +631,8 @@ int main(int argc, char **argv)
 		pr_err("detach: %s", strerror(errno));
 		goto out;
 	}
+	if (lock >= 0)
+		lock_owner(lock);	/* daemon() forked: another pid */
 	/* After daemon(): a thread does not survive its fork. */
 	err = kube_open(d);
 	d->started = true;
@@ -566,6 +643,8 @@ out:
 	http_close(d->http);
 	server_close(srv);
 	enforce_restore_all(d, "moatd stops");
+	if (enforce_report_stale(d) && !err)
+		err = -EIO;
 	rdt_close(d);
 	groups_free(d);
 	enforce_close(d);

@@ -510,6 +510,8 @@ static void daemon_metrics(FILE *f, struct moatd *d)
 		d->ec.write_errors);
 	fprintf(f, "moat_errors_total{op=\"kube_api\"} %llu\n",
 		kube_counter(d, true));
+	fprintf(f, "moat_errors_total{op=\"journal_save\"} %llu\n",
+		d->journal ? d->journal->save_errors : 0);
 	family(f, "moat_kube_node_updates_total", "counter",
 	       "Updates of the Node object's hints (kube/publish).");
 	fprintf(f, "moat_kube_node_updates_total %llu\n", kube_counter(d, false));

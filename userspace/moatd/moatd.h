@@ -145,6 +145,13 @@ struct node_window {
 	__u64 cpu_busy, cpu_total;	/* /proc/stat jiffies at window end */
 };
 
+/* Groups found or gone since the last rescan's summary (groups.c). */
+#define GROUP_CHURN_NAMED	3
+struct group_churn {
+	size_t n;
+	char id[GROUP_CHURN_NAMED][MOAT_ID_MAX];
+};
+
 /* rules/<name>: a fixed slot each, so that its knob's storage stays put. */
 struct rule_slot {
 	bool used;
@@ -186,6 +193,7 @@ struct moatd {
 
 	struct moatd_group **groups;
 	size_t nr_groups, cap_groups;
+	struct { struct group_churn found, gone; } churn;
 	struct override *overrides;
 	size_t nr_overrides;
 
@@ -195,6 +203,7 @@ struct moatd {
 	char state_path[PATH_MAX];	/* "" when not persisting */
 	char *defaults;			/* the writable knobs before any file */
 	struct moat_config state;	/* what the state file holds */
+	struct moat_config cli;		/* --mode, --listen: over the files */
 
 	struct node_window node;
 
@@ -271,6 +280,10 @@ void enforce_cycle(struct moatd *d);
 int enforce_find_units(struct moatd *d);
 /* Put back every value moatd changed; @why goes to the log. */
 int enforce_restore_all(struct moatd *d, const char *why);
+/* Whether the journal's file lags what moatd holds; then why, in @why. */
+bool enforce_journal_stale(const struct moatd *d, char *why, size_t len);
+/* At stop: if the journal is stale, say what its file still lists: -EIO. */
+int enforce_report_stale(struct moatd *d);
 /* @g stops being a group: put back what moatd changed in it. */
 void enforce_drop_group(struct moatd *d, struct moatd_group *g);
 /* @g's cgroup was removed and made again: what moatd wrote died with it. */
@@ -286,6 +299,8 @@ void node_observe(struct moatd *d);
 int node_add_knobs(struct moatd *d);
 
 /* settings.c */
+/* A command-line option's knob value: it wins over every file. */
+int settings_cli(struct moatd *d, const char *path, const char *value);
 int settings_load(struct moatd *d);
 int settings_read_state(struct moatd *d);
 int settings_reload(struct moatd *d);

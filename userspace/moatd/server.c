@@ -320,13 +320,18 @@ void server_handle(struct moatd *d, const char *line, bool may_write,
 	case MOAT_REQ_RESTORE: {
 		size_t before = d->journal ? d->journal->n : 0;
 
+		char stale[PATH_MAX + 128];
+
 		err = enforce_restore_all(d, "moatctl restore");
 		fprintf(mem, "restored = %zu\nleft = %zu\n",
 			before - d->journal->n, d->journal->n);
-		if (err) {
+		if (err || enforce_journal_stale(d, stale, sizeof(stale))) {
 			fclose(mem);
 			free(body);
-			respond_error(out, err, "", "some values could not be put back: moatd's log says which");
+			if (err)
+				respond_error(out, err, "", "some values could not be put back: moatd's log says which");
+			else
+				respond_error(out, -EIO, "", stale);
 			return;
 		}
 		break;

@@ -1,10 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Where the writable knobs' values come from, in order: their defaults,
- * the config file, then the state file, which holds what `moatctl set`
- * changed (not `set --runtime`) so that it survives a restart.  SIGHUP
- * does it all again, all or nothing.  Both files have the config format;
- * the state file is written by moatd alone, atomically.
+ * Where the writable knobs' values come from, lowest precedence first:
+ * their defaults, the config file, the state file (what `moatctl set`
+ * changed, not `set --runtime`, so that it survives a restart), then
+ * the command line (--mode, --listen).  Both files have the config
+ * format; the state file is written by moatd alone, atomically.
+ *
+ * Start-up and SIGHUP do the same: read every source, merge them (a
+ * later source's line replaces an earlier one's), check every merged
+ * line against the running knob tree, and only when all pass, change
+ * the knobs whose value differs and create or remove rules.  A reload
+ * is all or nothing: a source that cannot be read or a line that does
+ * not check changes nothing, and the running settings stay.  A value
+ * that is already what it is asked to be is not set again (so rebinding
+ * the HTTP address moatd holds is no change at all).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,75 +34,52 @@ static const char *rule_name(const char *path)
 	return path + 6;
 }
 
+/* A merged line, and the source it came from, for messages. */
+struct setting {
+	const char *src;
+	struct moat_config_entry e;
+};
+
+struct settings {
+	struct setting *v;
+	size_t n;
+};
+
+static int merge(struct settings *s, const struct moat_config *c,
+		 const char *src)
+{
+	size_t i, j;
+
+	for (i = 0; i < c->nr; i++) {
+		for (j = 0; j < s->n && strcmp(s->v[j].e.path, c->v[i].path); j++)
+			;
+		if (j == s->n) {
+			void *v = realloc(s->v, (s->n + 1) * sizeof(*s->v));
+
+			if (!v)
+				return -ENOMEM;
+			s->v = v;
+			s->n++;
+		}
+		s->v[j] = (struct setting){ src, c->v[i] };
+	}
+	return 0;
+}
+
 /*
- * Apply @c, named @name in messages: create the rules it names, check
- * every line, set them all or none.  "rules/x = " removes rule x.
+ * Read @path as config text into @c.  A missing file is empty when
+ * @optional; anything that cannot be read whole (a directory, an I/O
+ * error) is an error, never taken for the end of the file.
  */
-static int apply(struct moatd *d, struct moat_config *c, const char *name)
+static int read_file(const char *path, bool optional, struct moat_config *c)
 {
-	char msg[1024], created[MOATD_MAX_RULES][MOAT_ID_MAX];
-	unsigned int nr_created = 0, i;
-	int err = 0;
-
-	for (i = 0; i < c->nr && !err; i++) {
-		const char *rule = rule_name(c->v[i].path);
-
-		if (!rule || moat_knob_find(d->tree, c->v[i].path) ||
-		    !c->v[i].value[0])
-			continue;
-		err = rules_create(d, rule);
-		if (err)
-			pr_err("%s:%u: %s: %s", name, c->v[i].line, c->v[i].path,
-			       err == -E2BIG ? "too many rules" : "invalid rule name");
-		else
-			strcpy(created[nr_created++], rule);
-	}
-	msg[0] = '\0';
-	if (!err) {
-		/* A removal of a rule that is not there has nothing to do. */
-		size_t j = 0;
-
-		for (i = 0; i < c->nr; i++)
-			if (!rule_name(c->v[i].path) || c->v[i].value[0] ||
-			    moat_knob_find(d->tree, c->v[i].path))
-				c->v[j++] = c->v[i];
-		c->nr = j;
-		err = moat_config_apply(d->tree, c, name, msg, sizeof(msg));
-	}
-	if (err && msg[0])
-		pr_err("%s", msg);
-	for (i = 0; err && i < nr_created; i++)
-		rules_remove(d, created[i]);
-	for (i = 0; !err && i < c->nr; i++)
-		if (rule_name(c->v[i].path) && !c->v[i].value[0])
-			rules_remove(d, rule_name(c->v[i].path));
-	return err;
-}
-
-/* Parse and apply what @f holds; closes @f. */
-static int apply_stream(struct moatd *d, FILE *f, const char *name)
-{
-	struct moat_config c;
 	char msg[1024];
+	struct stat st;
+	FILE *f;
 	int err;
 
-	err = moat_config_parse(f, name, &c, msg, sizeof(msg));
-	fclose(f);
-	if (err) {
-		pr_err("%s", msg);
-		return err;
-	}
-	err = apply(d, &c, name);
-	moat_config_free(&c);
-	return err;
-}
-
-/* Parse and apply a file; a missing file is fine when @optional. */
-static int apply_file(struct moatd *d, const char *path, bool optional)
-{
-	FILE *f = fopen(path, "re");
-	int err;
-
+	memset(c, 0, sizeof(*c));
+	f = fopen(path, "re");
 	if (!f) {
 		if (errno == ENOENT && optional)
 			return 0;
@@ -101,14 +87,167 @@ static int apply_file(struct moatd *d, const char *path, bool optional)
 		pr_err("%s: %s", path, strerror(errno));
 		return err;
 	}
-	return apply_stream(d, f, path);
+	if (!fstat(fileno(f), &st) && S_ISDIR(st.st_mode)) {
+		pr_err("%s: %s", path, strerror(EISDIR));
+		fclose(f);
+		return -EISDIR;
+	}
+	err = moat_config_parse(f, path, c, msg, sizeof(msg));
+	fclose(f);
+	if (err)
+		pr_err("%s", msg);
+	return err;
 }
 
-static int apply_text(struct moatd *d, const char *text, const char *name)
+static int read_text(const char *text, const char *name, struct moat_config *c)
 {
 	FILE *f = fmemopen((void *)text, strlen(text), "r");
+	char msg[1024];
+	int err;
 
-	return f ? apply_stream(d, f, name) : -errno;
+	if (!f)
+		return -errno;
+	err = moat_config_parse(f, name, c, msg, sizeof(msg));
+	fclose(f);
+	if (err)
+		pr_err("%s", msg);
+	return err;
+}
+
+/* Check every merged line as the tree would take it; 0 or the first error. */
+static int check_all(struct moatd *d, const struct settings *s)
+{
+	char why[512], expects[256];
+	unsigned int rules = 0;
+	size_t i;
+	int err;
+
+	for (i = 0; i < s->n; i++) {
+		const struct moat_config_entry *e = &s->v[i].e;
+		const char *rule = rule_name(e->path);
+		struct moat_rule r;
+
+		why[0] = '\0';
+		if (rule && !moat_knob_find(d->tree, e->path)) {
+			/* a rule to create: as rules/ will check it */
+			if (!*e->value)
+				continue;
+			err = moat_id_valid(rule) ? moat_rule_parse(rule, e->value, &r) :
+						    -ENOENT;
+			if (!err && ++rules > MOATD_MAX_RULES)
+				err = -E2BIG;
+			if (err == -EINVAL)
+				snprintf(why, sizeof(why), "'<glob> <class>': a glob relative to the cgroup root, without '..', and none, lc or be");
+		} else {
+			rules += rule && *e->value;
+			err = moat_knob_check_why(d->tree, e->path, e->value, why,
+						  sizeof(why));
+			if (err == -EINVAL) {
+				moat_knob_expects(moat_knob_find(d->tree, e->path),
+						  expects, sizeof(expects));
+				if (*why)
+					snprintf(expects + strlen(expects),
+						 sizeof(expects) - strlen(expects), ": %s", why);
+				snprintf(why, sizeof(why), "%s", expects);
+			}
+			if (!err && rules > MOATD_MAX_RULES)
+				err = -E2BIG;
+		}
+		if (!err)
+			continue;
+		if (err == -ENOENT)
+			pr_err("%s:%u: %s: %s", s->v[i].src, e->line, e->path,
+			       rule ? "invalid rule name" : "no such knob");
+		else if (err == -EPERM)
+			pr_err("%s:%u: %s: read-only", s->v[i].src, e->line, e->path);
+		else if (err == -E2BIG)
+			pr_err("%s:%u: %s: more than %d rules", s->v[i].src, e->line,
+			       e->path, MOATD_MAX_RULES);
+		else
+			pr_err("%s:%u: %s: invalid value '%s': expected %s",
+			       s->v[i].src, e->line, e->path, e->value, why);
+		return err;
+	}
+	return 0;
+}
+
+static bool wanted_rule(const struct settings *s, const char *name)
+{
+	char path[MOAT_KNOB_PATH_MAX];
+	size_t i;
+
+	snprintf(path, sizeof(path), "rules/%s", name);
+	for (i = 0; i < s->n; i++)
+		if (!strcmp(s->v[i].e.path, path))
+			return s->v[i].e.value[0];
+	return false;
+}
+
+/*
+ * Make the tree hold @s, checked: remove the rules it lacks, then set
+ * what differs (creating rules).  Returns how many knobs changed.
+ */
+static unsigned int apply_checked(struct moatd *d, const struct settings *s)
+{
+	char cur[MOAT_KNOB_VALUE_MAX];
+	unsigned int i, changed = 0;
+
+	for (i = 0; i < MOATD_MAX_RULES; i++) {
+		if (d->rules[i].used && !wanted_rule(s, d->rules[i].rule.name)) {
+			pr_info("rule %s removed", d->rules[i].rule.name);
+			rules_remove(d, d->rules[i].rule.name);
+			d->cgroups_changed = true;
+			changed++;
+		}
+	}
+	for (i = 0; i < s->n; i++) {
+		const struct moat_config_entry *e = &s->v[i].e;
+
+		if (rule_name(e->path) && !*e->value)
+			continue;	/* removed above, or never there */
+		if (!moat_knob_get(d->tree, e->path, cur, sizeof(cur)) &&
+		    !strcmp(cur, e->value))
+			continue;
+		/* checked: this cannot fail now but for memory */
+		if (moatd_set(d, e->path, e->value))
+			pr_err("%s:%u: %s: not set", s->v[i].src, e->line, e->path);
+		else
+			changed++;
+	}
+	return changed;
+}
+
+/*
+ * The settings from every source, checked and applied; with @state
+ * false, without the state file.  Nothing is changed on an error.
+ */
+static int apply_all(struct moatd *d, bool state, unsigned int *changed)
+{
+	struct moat_config c[3] = {};
+	struct settings s = {};
+	int err, i;
+
+	err = read_text(d->defaults, "defaults", &c[0]);
+	if (!err)
+		err = read_file(d->config_path, !d->config_given, &c[1]);
+	if (!err && state && d->state_path[0])
+		err = read_file(d->state_path, true, &c[2]);
+	if (!err)
+		err = merge(&s, &c[0], "defaults");
+	if (!err)
+		err = merge(&s, &c[1], d->config_path);
+	if (!err)
+		err = merge(&s, &c[2], d->state_path);
+	if (!err)
+		err = merge(&s, &d->cli, "command line");
+	if (!err)
+		err = check_all(d, &s);
+	if (!err)
+		*changed = apply_checked(d, &s);
+	free(s.v);
+	for (i = 0; i < 3; i++)
+		moat_config_free(&c[i]);
+	return err;
 }
 
 /* The knobs a config file sets, as config text (caller frees). */
@@ -129,31 +268,27 @@ static char *snapshot(struct moatd *d)
 	return text;
 }
 
-static void remove_all_rules(struct moatd *d)
+int settings_cli(struct moatd *d, const char *path, const char *value)
 {
-	unsigned int i;
+	struct moat_config_entry *e;
+	void *v;
 
-	for (i = 0; i < MOATD_MAX_RULES; i++)
-		if (d->rules[i].used)
-			rules_remove(d, d->rules[i].rule.name);
-}
-
-/* Defaults, then the config file, then the state file. */
-static int apply_all(struct moatd *d)
-{
-	int err;
-
-	remove_all_rules(d);
-	err = apply_text(d, d->defaults, "defaults");
-	if (!err)
-		err = apply_file(d, d->config_path, !d->config_given);
-	if (!err && d->state_path[0])
-		err = apply_file(d, d->state_path, true);
-	return err;
+	if (strlen(value) >= sizeof(e->value))
+		return -EINVAL;
+	v = realloc(d->cli.v, (d->cli.nr + 1) * sizeof(*e));
+	if (!v)
+		return -ENOMEM;
+	d->cli.v = v;
+	e = &d->cli.v[d->cli.nr++];
+	e->line = 0;
+	snprintf(e->path, sizeof(e->path), "%s", path);
+	snprintf(e->value, sizeof(e->value), "%s", value);
+	return 0;
 }
 
 int settings_load(struct moatd *d)
 {
+	unsigned int changed;
 	int err;
 
 	d->defaults = snapshot(d);
@@ -172,40 +307,34 @@ int settings_load(struct moatd *d)
 			return err;
 		}
 	}
-	err = apply_file(d, d->config_path, !d->config_given);
-	if (err || !d->state_path[0])
+	err = apply_all(d, true, &changed);
+	if (!err || !d->state_path[0])
 		return err;
 	/* A state file moatd cannot use must not keep it from starting. */
-	if (apply_file(d, d->state_path, true)) {
+	err = apply_all(d, false, &changed);
+	if (!err) {
 		char bad[PATH_MAX + 8];
 
 		snprintf(bad, sizeof(bad), "%s.bad", d->state_path);
 		rename(d->state_path, bad);
 		pr_warn("state %s not applied: moved to %s; running on the config alone",
 			d->state_path, bad);
-		remove_all_rules(d);
-		apply_text(d, d->defaults, "defaults");
-		return apply_file(d, d->config_path, !d->config_given);
 	}
-	return 0;
+	return err;
 }
 
 int settings_reload(struct moatd *d)
 {
-	char *before = snapshot(d);
+	unsigned int changed;
 	int err;
 
-	if (!before)
-		return -ENOMEM;
-	err = apply_all(d);
-	if (err) {
-		remove_all_rules(d);
-		apply_text(d, before, "running settings");
-		pr_err("reload: not applied; the settings are as they were");
-	} else {
-		pr_info("reload: %s applied", d->config_path);
-	}
-	free(before);
+	err = apply_all(d, true, &changed);
+	if (err)
+		pr_err("reload: %s not applied; the settings are as they were",
+		       d->config_path);
+	else
+		pr_info("reload: %s applied: %u settings changed", d->config_path,
+			changed);
 	return err;
 }
 
@@ -264,23 +393,15 @@ int settings_persist(struct moatd *d, const char *path, const char *value)
 /* What the state file holds now, so that later sets add to it. */
 int settings_read_state(struct moatd *d)
 {
-	char msg[1024];
-	FILE *f;
-	int err;
-
 	memset(&d->state, 0, sizeof(d->state));
 	if (!d->state_path[0])
 		return 0;
-	f = fopen(d->state_path, "re");
-	if (!f)
-		return errno == ENOENT ? 0 : -errno;
-	err = moat_config_parse(f, d->state_path, &d->state, msg, sizeof(msg));
-	fclose(f);
-	return err;
+	return read_file(d->state_path, true, &d->state);
 }
 
 void settings_free(struct moatd *d)
 {
 	free(d->defaults);
 	moat_config_free(&d->state);
+	moat_config_free(&d->cli);
 }
