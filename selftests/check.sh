@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# make check: the whole suite on this machine; again built with
+# make check: the daemon's modules checked for dependency cycles; the
+# whole suite on this machine; again built with
 # AddressSanitizer and UndefinedBehaviorSanitizer ($O/san, make san);
 # every fuzzer for FUZZ_SECONDS (30); the suite on real cgroup v2
 # kernels under QEMU (selftests/vmtest.sh: Debian's 6.1 and 6.12, or
@@ -57,6 +58,15 @@ suite() {
 	MOAT_FIXTURES="$top/selftests/fixtures" MOAT_BUILD="$1" \
 		"$1/selftests/moat-selftests" --jobs 1 --verbose 2>&1
 }
+
+echo "== the daemon's modules: their dependencies =="
+if "$top/selftests/check_includes.sh" | tee "$logs/includes"; then
+	summary+=("$(tail -n 1 "$logs/includes")")
+else
+	rc=1
+	cat "$logs/includes" >>"$logs/failures"
+	summary+=("check_includes: a cycle or a header out of place (above)")
+fi
 
 echo "== the suite on this machine =="
 suite "$O" | tee "$logs/host"

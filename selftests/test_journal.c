@@ -51,7 +51,7 @@ Test(journal, round_trip_keeps_every_byte)
 	add(j, "/sys/fs/cgroup/e/cpu.idle", "");
 	strcpy(j->e[0].last, "50000 100000");
 	strcpy(j->e[0].pending, "25000 100000");
-	j->e[1].side = true;
+	j->e[1].kind = MOAT_J_SIDE;
 	buf = encode(j, &len);
 	cr_assert_eq(moat_journal_decode(k, buf, len, why, sizeof(why)), 0, "%s", why);
 	cr_assert_eq(k->n, 3);
@@ -63,7 +63,7 @@ Test(journal, round_trip_keeps_every_byte)
 	cr_assert_str_eq(k->e[0].last, "50000 100000");
 	cr_assert_str_eq(k->e[0].pending, "25000 100000");
 	cr_assert_str_eq(k->e[1].last, "");
-	cr_assert(k->e[1].side && !k->e[0].side);
+	cr_assert(k->e[1].kind == MOAT_J_SIDE && k->e[0].kind == MOAT_J_FILE);
 	cr_assert(strstr(buf, "\nside /sys/fs/cgroup/x%25y/memory.high "), "%s", buf);
 	cr_assert(strstr(buf, "pod%20a/cpu.max max%20100000 50000%20100000 25000%20100000\n"),
 		  "%s", buf);

@@ -2141,21 +2141,23 @@ static bool wait_stub(const char *method, const char *path, const char *has,
 	return false;
 }
 
-Test(moatd, node_hints_reach_a_stub_api_server)
+/* The stub's certificate and key, kept for its life. */
+static char *stub_cert, *stub_key;
+static char stub_env[4][PATH_MAX + 64];
+
+/*
+ * Start the stub API server, HTTPS on a free port, and set moatd_env[]
+ * as a pod's: the stub's address, a service account dir with a token and
+ * the stub's CA, NODE_NAME=test-node.  moatd_env is for the next start.
+ */
+static struct MHD_Daemon *stub_start(void)
 {
-	static struct work_periodic probe = { 1000000, 1500 };
-	char sa[PATH_MAX], cmd[2 * PATH_MAX + 256], conf[PATH_MAX], log[PATH_MAX];
-	char host[64], port_env[64], node_env[64], sa_env[PATH_MAX + 32];
-	char *cert, *key;
+	char sa[PATH_MAX], cmd[2 * PATH_MAX + 256];
 	const union MHD_DaemonInfo *info;
 	struct MHD_Daemon *api;
-	struct stub_req r;
-	struct tcg lc, be;
-	pid_t hog, lcp;
-	int cpu;
 
 	if (system("command -v openssl >/dev/null")) {
-		stop(&daemon_pid);
+		teardown();	/* a skip does not run .fini */
 		cr_skip_test("no openssl to make the stub's certificate (tools/deps.sh installs it)");
 	}
 	snprintf(sa, sizeof(sa), "%s/sa", dir);
@@ -2167,27 +2169,49 @@ Test(moatd, node_hints_reach_a_stub_api_server)
 		 sa);
 	cr_assert_eq(system(cmd), 0, "%s", cmd);
 	snprintf(cmd, sizeof(cmd), "%s/ca.crt", sa);
-	cert = slurp(cmd);
+	stub_cert = slurp(cmd);
 	snprintf(cmd, sizeof(cmd), "%s/key.pem", sa);
-	key = slurp(cmd);
+	stub_key = slurp(cmd);
 	strcpy(stub.taints, "[{\"key\":\"other.io/maintenance\",\"effect\":\"NoSchedule\"}]");
 	api = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_TLS |
 			       MHD_USE_ERROR_LOG, 0, NULL, NULL, stub_handle, NULL,
-			       MHD_OPTION_HTTPS_MEM_KEY, key,
-			       MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_END);
+			       MHD_OPTION_HTTPS_MEM_KEY, stub_key,
+			       MHD_OPTION_HTTPS_MEM_CERT, stub_cert, MHD_OPTION_END);
 	cr_assert_not_null(api, "the stub API server did not start");
 	info = MHD_get_daemon_info(api, MHD_DAEMON_INFO_BIND_PORT);
+	snprintf(stub_env[0], sizeof(stub_env[0]), "KUBERNETES_SERVICE_HOST=127.0.0.1");
+	snprintf(stub_env[1], sizeof(stub_env[1]), "KUBERNETES_SERVICE_PORT=%u",
+		 info->port);
+	snprintf(stub_env[2], sizeof(stub_env[2]), "NODE_NAME=test-node");
+	snprintf(stub_env[3], sizeof(stub_env[3]), "MOAT_KUBE_SA_DIR=%s", sa);
+	moatd_env[0] = stub_env[0];
+	moatd_env[1] = stub_env[1];
+	moatd_env[2] = stub_env[2];
+	moatd_env[3] = stub_env[3];
+	return api;
+}
+
+static void stub_stop(struct MHD_Daemon *api)
+{
+	MHD_stop_daemon(api);
+	free(stub_cert);
+	free(stub_key);
+	stub_cert = stub_key = NULL;
+}
+
+Test(moatd, node_hints_reach_a_stub_api_server)
+{
+	static struct work_periodic probe = { 1000000, 1500 };
+	char conf[PATH_MAX], log[PATH_MAX];
+	struct MHD_Daemon *api;
+	struct stub_req r;
+	struct tcg lc, be;
+	pid_t hog, lcp;
+	int cpu;
 
 	/* moatd as in a pod: the stub's address, a token, a node name */
 	stop(&daemon_pid);
-	snprintf(host, sizeof(host), "KUBERNETES_SERVICE_HOST=127.0.0.1");
-	snprintf(port_env, sizeof(port_env), "KUBERNETES_SERVICE_PORT=%u", info->port);
-	snprintf(node_env, sizeof(node_env), "NODE_NAME=test-node");
-	snprintf(sa_env, sizeof(sa_env), "MOAT_KUBE_SA_DIR=%s", sa);
-	moatd_env[0] = host;
-	moatd_env[1] = port_env;
-	moatd_env[2] = node_env;
-	moatd_env[3] = sa_env;
+	api = stub_start();
 	snprintf(conf, sizeof(conf), "%s/kube.conf", dir);
 	snprintf(log, sizeof(log), "%s/moatd.log", dir);
 	write_file(conf, "period_ms = 100\nrules/web = web-* lc\nrules/batch = batch-* be\n"
@@ -2247,9 +2271,109 @@ Test(moatd, node_hints_reach_a_stub_api_server)
 			    "moat.io/interference", &r) &&
 		  strstr(r.body, "other.io/maintenance"),
 		  "the annotation stayed after moatd stopped");
-	MHD_stop_daemon(api);
-	free(cert);
-	free(key);
+	stub_stop(api);
+}
+
+/* Make the kubelet-shaped cgroup @name: v2 gives its parent's controllers on. */
+static void kube_cgroup(const char *name, struct tcg *cg, struct tcg *parent)
+{
+	if (parent && tcg_hierarchy()->v2)
+		cr_assert_eq(tcg_write(parent, "cgroup.subtree_control", "+cpu +memory"),
+			     0, "%s: cgroup.subtree_control", parent->dir);
+	cr_assert_eq(tcg_create(name, cg), 0, "%s", name);
+}
+
+/*
+ * On a tree as kubelet makes it (the cgroupfs driver), with the tasks in
+ * the container cgroups as on every node: an LC server in a burstable
+ * pod, a BE hog in a besteffort pod, on one CPU.  The kernel keys the
+ * waits by the containers; the pod is the unit, and /hints, the metrics
+ * and the Node object must see them as the controller does (they once
+ * read the pod's own, empty histogram: interference.cpu 0, the LC pod's
+ * rqlatWp99Seconds null, no taint, while moatd throttled the BE pod).
+ */
+Test(moatd, hints_see_a_pods_waits_in_its_containers)
+{
+	static struct work_periodic probe = { 1000000, 1500 };
+	static const char *const lc_pod = "kubepods/burstable/pod0a1b2c3d-4e5f-6789-abcd-ef0123456789";
+	static const char *const be_pod = "kubepods/besteffort/podaaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee";
+	char conf[PATH_MAX], log[PATH_MAX], name[PATH_MAX], *body;
+	struct tcg kp, qos[2], pod[2], ctr[2];
+	struct json_object *o = NULL, *v, *lc, *e;
+	struct MHD_Daemon *api;
+	struct stub_req r;
+	double cpu_itf = 0, wp99 = NAN;
+	pid_t hog, lcp;
+	int cpu, i;
+
+	stop(&daemon_pid);
+	api = stub_start();
+	kube_cgroup("kubepods", &kp, NULL);
+	kube_cgroup("kubepods/burstable", &qos[0], &kp);
+	kube_cgroup("kubepods/besteffort", &qos[1], &kp);
+	kube_cgroup(lc_pod, &pod[0], &qos[0]);
+	kube_cgroup(be_pod, &pod[1], &qos[1]);
+	snprintf(name, sizeof(name), "%s/%s", lc_pod,
+		 "1111111111111111111111111111111111111111111111111111111111111111");
+	kube_cgroup(name, &ctr[0], &pod[0]);
+	snprintf(name, sizeof(name), "%s/%s", be_pod,
+		 "2222222222222222222222222222222222222222222222222222222222222222");
+	kube_cgroup(name, &ctr[1], &pod[1]);
+
+	snprintf(conf, sizeof(conf), "%s/kube.conf", dir);
+	snprintf(log, sizeof(log), "%s/moatd.log", dir);
+	write_file(conf, "period_ms = 100\nhttp/listen = 127.0.0.1:0\n"
+			 "kube/interval_ms = 200\nlc/rqlat_p99_target_us = 50\n"
+			 "enforce/min_waits = 5\nmode = enforce\n");
+	unlink(sock);
+	daemon_pid = start_moatd(sock, conf, log);
+	moatd_env[0] = NULL;
+
+	tcg_lock_cpu();
+	cpu = tcg_pick_cpu();
+	hog = tcg_spawn(&ctr[1], cpu, work_hog, NULL);
+	lcp = tcg_spawn(&ctr[0], cpu, work_periodic, &probe);
+	cr_assert(hog > 0 && lcp > 0);
+
+	for (i = 0; i < 100 && !(cpu_itf > 1 && !isnan(wp99)); i++) {
+		sleep_ms(100);
+		if (http_get(http_port(), "/hints", page, sizeof(page), &body) != 200)
+			continue;
+		json_object_put(o);
+		o = json_tokener_parse(body);
+		if (!o)
+			continue;
+		if (json_object_object_get_ex(o, "interference", &v) &&
+		    json_object_object_get_ex(v, "cpu", &v))
+			cpu_itf = json_object_get_double(v);
+		wp99 = NAN;
+		if (json_object_object_get_ex(o, "lc", &lc) &&
+		    json_object_array_length(lc) == 1 &&
+		    (e = json_object_array_get_idx(lc, 0)) &&
+		    json_object_object_get_ex(e, "rqlatWp99Seconds", &v) && v)
+			wp99 = json_object_get_double(v);
+	}
+	cr_log_info("after ~%d x 100 ms: interference.cpu %.1f, the LC pod's wp99 %.6f s",
+		    i, cpu_itf, wp99);
+	cr_expect_gt(cpu_itf, 1, "interference.cpu %.2f with the LC pod far over target",
+		     cpu_itf);
+	cr_expect(!isnan(wp99), "the LC pod's rqlatWp99Seconds is null");
+	cr_expect(o && json_object_object_get_ex(o, "node", &v) &&
+		  !strcmp(json_object_get_string(v), "test-node"),
+		  "/hints's node is not $NODE_NAME, as kube/node's is");
+	cr_expect(o && json_object_object_get_ex(o, "lc", &lc) &&
+		  (e = json_object_array_get_idx(lc, 0)) &&
+		  json_object_object_get_ex(e, "group", &v) &&
+		  !strcmp(json_object_get_string(v), "0a1b2c3d-4e5f-6789-abcd-ef0123456789"),
+		  "the LC entry is not the pod (its id is its uid)");
+	json_object_put(o);
+	cr_expect(wait_stub("PATCH", "/api/v1/nodes/test-node",
+			    "\"key\":\"moat.io/interference\"", NULL, &r, 15000),
+		  "the Node object got no taint");
+	tcg_kill(hog);
+	tcg_kill(lcp);
+	stop(&daemon_pid);
+	stub_stop(api);
 }
 
 /*
@@ -2290,7 +2414,11 @@ Test(moatd, counters_give_each_group_its_cpi)
 		if (!ctl(out, err, "get", "groups/web.web-cpi/cpi", NULL))
 			cpi = strtod(out, NULL);
 	}
+	/* the committed windows keep their CPI (they once kept NaN) */
+	cr_assert_eq(ctl(out, err, "get", "groups/web.web-cpi/cpi_history", NULL), 0,
+		     "%s", err);
 	tcg_kill(hog);
+	cr_expect(strstr(out, "1.00"), "no CPI in the history: %s", out);
 	cr_log_info("CPI with cpu-clock for cycles and instructions: %.4f", cpi);
 	cr_expect(fabs(cpi - 1) < 0.01, "CPI %.4f", cpi);
 	cr_assert_eq(ctl(out, err, "get", "groups/web.web-cpi/cpi2_victim", NULL), 0,

@@ -291,7 +291,7 @@ Test(resctrl, a_write_carries_only_the_changes_and_is_all_or_nothing)
 	/* the fake records the bytes written, and nothing else */
 	put("be/schemata", "");
 	snprintf(dir, sizeof(dir), "%s/be", root);
-	cr_assert_eq(moat_rdt_write(root, dir, buf, why, sizeof(why)), 0,
+	cr_assert_eq(moat_rdt_write(NULL, root, dir, buf, why, sizeof(why)), 0,
 		     "%s", why);
 	cr_expect_str_eq(get("be/schemata"), "L3:0=7;1=7\n", "the exact bytes");
 
@@ -318,7 +318,7 @@ Test(resctrl, a_refused_write_reports_last_cmd_status_verbatim)
 	cr_assert_eq(mkdir(dir, 0755), 0);
 	snprintf(link, sizeof(link), "%s/schemata", dir);
 	cr_assert_eq(symlink("/dev/full", link), 0);
-	cr_assert_eq(moat_rdt_write(root, dir, "L3:0=3\n", why, sizeof(why)), -ENOSPC);
+	cr_assert_eq(moat_rdt_write(NULL, root, dir, "L3:0=3\n", why, sizeof(why)), -ENOSPC);
 	cr_expect(strstr(why, ": L3:0=3 Mask out of range"), "%s", why);
 	cr_expect(strstr(why, "write 'L3:0=3' to "), "%s", why);
 }
@@ -519,7 +519,7 @@ Test(resctrl, tasks_are_written_one_tid_per_write)
 	fake_intel(false);
 	put("be/tasks", "");
 	snprintf(dir, sizeof(dir), "%s/be", root);
-	cr_assert_eq(moat_rdt_add_tasks(dir, tids, 3, &gone), 3);
+	cr_assert_eq(moat_rdt_add_tasks(NULL, dir, tids, 3, &gone), 3);
 	cr_expect_eq(gone, 0);
 	cr_expect_str_eq(get("be/tasks"), "101\n202\n303\n");
 	put("be/tasks", "303\n7\n101\n");
@@ -527,7 +527,7 @@ Test(resctrl, tasks_are_written_one_tid_per_write)
 	cr_expect(read[0] == 7 && read[1] == 101 && read[2] == 303, "sorted");
 	free(read);
 	snprintf(dir, sizeof(dir), "%s/gone", root);
-	cr_expect_eq(moat_rdt_add_tasks(dir, tids, 3, &gone), -ENOENT);
+	cr_expect_eq(moat_rdt_add_tasks(NULL, dir, tids, 3, &gone), -ENOENT);
 }
 
 /*
@@ -559,7 +559,7 @@ Test(resctrl, tasks_on_a_fake_mount_one_per_write_a_vanished_tid_skipped)
 	tids[0] = getpid() < child ? getpid() : child;
 	tids[1] = 4194304;	/* above any pid_max: no such task */
 	tids[2] = getpid() < child ? child : getpid();
-	n = moat_rdt_add_tasks(grp, tids, 3, &gone);
+	n = moat_rdt_add_tasks(NULL, grp, tids, 3, &gone);
 	cr_expect_eq(n, 2, "moved %zd", n);
 	cr_expect_eq(gone, 1);
 	cr_expect_eq(moat_rdt_read_tids(grp, &in), 2);
@@ -568,7 +568,7 @@ Test(resctrl, tasks_on_a_fake_mount_one_per_write_a_vanished_tid_skipped)
 	cr_assert_eq(moat_rdt_read(mnt, "info/last_cmd_status", st, sizeof(st)), 0);
 	cr_expect_str_eq(st, "ok", "each write is a command of its own");
 
-	cr_expect_eq(moat_rdt_write(mnt, grp, "L3:0=5\n", why, sizeof(why)), -EINVAL);
+	cr_expect_eq(moat_rdt_write(NULL, mnt, grp, "L3:0=5\n", why, sizeof(why)), -EINVAL);
 	cr_expect(strstr(why, ": Invalid argument: The mask 5 has non-consecutive 1-bits"),
 		  "%s", why);
 

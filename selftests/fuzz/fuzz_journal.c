@@ -26,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_check(!strcmp(j.e[i].orig, back.e[i].orig));
 		fuzz_check(!strcmp(j.e[i].last, back.e[i].last));
 		fuzz_check(!strcmp(j.e[i].pending, back.e[i].pending));
-		fuzz_check(j.e[i].side == back.e[i].side);
+		fuzz_check(j.e[i].kind == back.e[i].kind);
 	}
 	free(text);
 	free(j.e);

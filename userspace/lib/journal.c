@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dirent.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <linux/magic.h>
@@ -78,8 +80,9 @@ static int unescape(char *out, size_t len, const char *s, size_t n)
 	return 0;
 }
 
-static int add_entry(struct moat_journal *j, const char *path, const char *orig,
-		     const char *last, const char *pending)
+static int add_entry(struct moat_journal *j, enum moat_journal_kind kind,
+		     const char *path, const char *orig, const char *last,
+		     const char *pending)
 {
 	struct moat_journal_entry *e;
 
@@ -96,7 +99,7 @@ static int add_entry(struct moat_journal *j, const char *path, const char *orig,
 		j->cap = cap;
 	}
 	e = &j->e[j->n++];
-	e->side = false;
+	e->kind = kind;
 	strcpy(e->path, path);
 	strcpy(e->orig, orig);
 	strcpy(e->last, last);
@@ -104,10 +107,17 @@ static int add_entry(struct moat_journal *j, const char *path, const char *orig,
 	return 0;
 }
 
+/* (in order: a restore goes from the newest back, last in first out) */
 static void drop_entry(struct moat_journal *j, size_t i)
 {
-	j->e[i] = j->e[--j->n];
+	memmove(&j->e[i], &j->e[i + 1], (j->n - i - 1) * sizeof(j->e[0]));
+	j->n--;
 }
+
+static const char *const kind_names[] = {
+	[MOAT_J_FILE] = "file", [MOAT_J_SIDE] = "side",
+	[MOAT_J_DIR] = "mkdir", [MOAT_J_MOUNT] = "mount",
+};
 
 int moat_journal_encode(const struct moat_journal *j, char **buf, size_t *len)
 {
@@ -126,7 +136,7 @@ int moat_journal_encode(const struct moat_journal *j, char **buf, size_t *len)
 		for (k = 0; k < 3 && !err; k++)
 			err = escape(v[k], sizeof(v[k]), val[k]);
 		if (!err)
-			fprintf(f, "%s %s %s %s %s\n", j->e[i].side ? "side" : "file",
+			fprintf(f, "%s %s %s %s %s\n", kind_names[j->e[i].kind],
 				path, *v[0] ? v[0] : "%00", *v[1] ? v[1] : "%00",
 				*v[2] ? v[2] : "%00");
 	}
@@ -191,8 +201,9 @@ int moat_journal_decode(struct moat_journal *j, const char *buf, size_t len,
 		const char *nl = memchr(p, '\n', end - p), *f[6];
 		char path[PATH_MAX], v[3][MOAT_JOURNAL_VALUE_MAX];
 		unsigned long crc, count;
+		enum moat_journal_kind kind = MOAT_J_FILE;
 		unsigned int k, n;
-		bool side;
+		size_t kl = 0;
 		char tail;
 
 		if (!nl) {
@@ -222,11 +233,19 @@ int moat_journal_decode(struct moat_journal *j, const char *buf, size_t len,
 			}
 			return 0;
 		}
-		/* "file" and its fields: f[k] starts field k, ends at f[k+1]-1 */
+		/* its kind and fields: f[k] starts field k, ends at f[k+1]-1 */
 		n = 0;
-		side = fields == 4 && !strncmp(p, "side ", 5);
-		if (!strncmp(p, "file ", 5) || side) {
-			const char *q = p + 5;
+		for (k = 0; k < sizeof(kind_names) / sizeof(kind_names[0]); k++) {
+			size_t l = strlen(kind_names[k]);
+
+			if ((k == MOAT_J_FILE || fields == 4) &&
+			    !strncmp(p, kind_names[k], l) && p[l] == ' ') {
+				kind = k;
+				kl = l + 1;
+			}
+		}
+		if (kl) {
+			const char *q = p + kl;
 
 			for (n = 0; n <= fields && q <= nl; n++) {
 				f[n] = q;
@@ -251,12 +270,11 @@ int moat_journal_decode(struct moat_journal *j, const char *buf, size_t len,
 				 line, path);
 			goto bad;
 		}
-		err = add_entry(j, path, v[0], v[1], v[2]);
+		err = add_entry(j, kind, path, v[0], v[1], v[2]);
 		if (err) {
 			snprintf(why, whylen, "line %u: %s", line, strerror(-err));
 			goto bad;
 		}
-		j->e[j->n - 1].side = side;
 		p = nl + 1;
 	}
 	snprintf(why, whylen, "line %u: no end line: truncated", line);
@@ -468,6 +486,147 @@ static int put(const char *path, const char *value)
 	return (size_t)n == len ? 0 : -EIO;
 }
 
+/* resctrl's magic (include/uapi/linux/magic.h has it since v4.20) */
+#ifndef RDTGROUP_SUPER_MAGIC
+#define RDTGROUP_SUPER_MAGIC	0x7655821
+#endif
+
+int moat_journal_allow(struct moat_journal *j, const char *root)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(j->allow) / sizeof(j->allow[0]); i++) {
+		if (!j->allow[i][0] || !strcmp(j->allow[i], root)) {
+			snprintf(j->allow[i], sizeof(j->allow[i]), "%s", root);
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+static bool path_under(const char *path, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return n && !strncmp(path, prefix, n) && path[n] == '/';
+}
+
+/* Whether moat may make or remove the directory @path: in resctrl, or
+   under a tree allowed; never with ".." in it. */
+static bool allowed_dir(const struct moat_journal *j, const char *path)
+{
+	char parent[PATH_MAX];
+	struct statfs sf;
+	size_t i;
+
+	if (!path_normal(path))
+		return false;
+	for (i = 0; i < sizeof(j->allow) / sizeof(j->allow[0]); i++)
+		if (path_under(path, j->allow[i]))
+			return true;
+	snprintf(parent, sizeof(parent), "%s", path);
+	return !statfs(dirname(parent), &sf) && sf.f_type == RDTGROUP_SUPER_MAGIC;
+}
+
+int moat_kdir_make(struct moat_journal *j, const char *path)
+{
+	int err;
+
+	if (!allowed_dir(j, path))
+		return -EXDEV;
+	if (!access(path, F_OK))
+		return -EEXIST;		/* someone else's: not recorded */
+	err = add_entry(j, MOAT_J_DIR, path, "", "", "");
+	if (!err)
+		err = save(j);
+	if (err) {
+		if (moat_journal_find(j, path))
+			drop_entry(j, j->n - 1);
+		return err;		/* no record, no mkdir */
+	}
+	if (!mkdir(path, 0755))
+		return 0;
+	err = -errno;
+	drop_entry(j, j->n - 1);	/* EEXIST too: not ours to remove */
+	save(j);
+	return err;
+}
+
+int moat_kdir_remove(struct moat_journal *j, const char *path)
+{
+	struct moat_journal_entry *e = moat_journal_find(j, path);
+
+	if (!e || e->kind != MOAT_J_DIR)
+		return -ENOENT;
+	if (rmdir(path) && errno != ENOENT)
+		return -errno;
+	drop_entry(j, e - j->e);
+	save(j);
+	return 0;
+}
+
+/* Whether @path is in a directory moat made, or beside one. */
+static bool in_made_dir(const struct moat_journal *j, const char *path)
+{
+	char dir[PATH_MAX], up[PATH_MAX];
+	size_t i;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	dirname(dir);
+	for (i = 0; i < j->n; i++) {
+		if (j->e[i].kind != MOAT_J_DIR)
+			continue;
+		snprintf(up, sizeof(up), "%s", j->e[i].path);
+		if (!strcmp(j->e[i].path, dir) || !strcmp(dirname(up), dir))
+			return true;
+	}
+	return false;
+}
+
+int moat_kfile_open_put(struct moat_journal *j, const char *path)
+{
+	int fd;
+
+	if (j && (!path_normal(path) || !in_made_dir(j, path)))
+		return -EXDEV;
+	/* O_APPEND: the kernel ignores it; a test's fake file keeps each */
+	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int moat_kfile_put(struct moat_journal *j, const char *path, const char *buf,
+		   size_t len)
+{
+	int fd = moat_kfile_open_put(j, path);
+	ssize_t n;
+
+	if (fd < 0)
+		return fd;
+	n = write(fd, buf, len);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EIO;
+}
+
+int moat_kmount(struct moat_journal *j, const char *target, const char *fstype)
+{
+	int err;
+
+	if (!path_normal(target))
+		return -EINVAL;
+	err = add_entry(j, MOAT_J_MOUNT, target, fstype, "", "");
+	if (!err)
+		err = save(j);
+	if (!err && mount(fstype, target, fstype, 0, NULL))
+		err = -errno;
+	if (err && moat_journal_find(j, target)) {
+		drop_entry(j, j->n - 1);
+		save(j);
+	}
+	return err;
+}
+
 static bool vanished(int err)
 {
 	return err == -ENOENT || err == -ENODEV;
@@ -486,7 +645,7 @@ int moat_kfile_write(struct moat_journal *j, const char *path,
 	if (err)
 		goto fail;
 	if (!e) {
-		err = add_entry(j, path, cur, cur, "");
+		err = add_entry(j, MOAT_J_FILE, path, cur, cur, "");
 		if (!err)
 			err = save(j);
 		if (err) {
@@ -548,7 +707,7 @@ int moat_kfile_write_with(struct moat_journal *j, const char *path,
 		err = moat_kfile_write(j, side, cur);	/* records, no write */
 	e = err ? NULL : moat_journal_find(j, side);
 	if (e)
-		e->side = true;		/* saved with @path's write */
+		e->kind = MOAT_J_SIDE;	/* saved with @path's write */
 	if (!err)
 		err = moat_kfile_write(j, path, value);
 	if (err)
@@ -573,36 +732,98 @@ static bool under(const char *path, const char *prefix)
 static bool moats(const struct moat_journal_entry *e, const char *cur)
 {
 	return !e->last[0] ||	/* version 1: not known */
-	       e->side ||	/* the kernel changes it too */
+	       e->kind == MOAT_J_SIDE ||	/* the kernel changes it too */
 	       !strcmp(cur, e->orig) || !strcmp(cur, e->last) ||
 	       (e->pending[0] && !strcmp(cur, e->pending));
 }
 
-int moat_journal_restore(struct moat_journal *j, const char *prefix)
+/*
+ * A file system moat mounted goes unless it holds directories moat did
+ * not make since (resctrl: someone's groups, which an unmount destroys).
+ */
+static int unmount_one(const struct moat_journal *j,
+		       const struct moat_journal_entry *e)
+{
+	static const char *const own[] = { "info", "mon_groups", "mon_data" };
+	struct dirent *de;
+	DIR *dir = opendir(e->path);
+	bool foreign = false;
+	size_t i;
+
+	while (dir && (de = readdir(dir)) && !foreign) {
+		char path[PATH_MAX * 2];
+		bool ours = de->d_name[0] == '.';
+
+		for (i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+			ours |= !strcmp(de->d_name, own[i]);
+		snprintf(path, sizeof(path), "%s/%s", e->path, de->d_name);
+		if (!ours && de->d_type == DT_DIR && !moat_journal_find(
+			    (struct moat_journal *)j, path))
+			foreign = true;
+	}
+	if (dir)
+		closedir(dir);
+	if (foreign) {
+		pr_info("%s: groups moat did not make are there: it stays mounted",
+			e->path);
+		return 0;
+	}
+	if (umount2(e->path, 0))
+		return errno == EINVAL ? -ENOENT : -errno;	/* not mounted */
+	pr_info("%s: unmounted", e->path);
+	return 0;
+}
+
+/* Put back one entry: 0, or -errno (vanished: -ENOENT, -ENODEV). */
+static int restore_one(struct moat_journal *j, struct moat_journal_entry *e)
+{
+	char cur[MOAT_JOURNAL_VALUE_MAX];
+	int err;
+
+	switch (e->kind) {
+	case MOAT_J_DIR:
+		if (!allowed_dir(j, e->path))
+			return -EXDEV;
+		if (rmdir(e->path))
+			return -errno;
+		pr_info("%s: removed", e->path);
+		return 0;
+	case MOAT_J_MOUNT:
+		return unmount_one(j, e);
+	default:
+		break;
+	}
+	err = moat_kfile_read(e->path, cur, sizeof(cur));
+	if (!err && !moats(e, cur)) {
+		pr_info("%s: changed since moatd last wrote it ('%s'), to '%s': left as it is",
+			e->path, e->last, cur);
+	} else if (!err) {
+		if (strcmp(cur, e->orig))
+			err = put(e->path, e->orig);
+		if (!err)
+			pr_info("%s: restored '%s'", e->path, e->orig);
+	}
+	return err;
+}
+
+int moat_journal_restore_some(struct moat_journal *j, const char *prefix,
+			      unsigned int kinds)
 {
 	size_t i, before = j->n;
 	int err, first = 0;
 
 	for (i = j->n; i-- > 0;) {
 		struct moat_journal_entry *e = &j->e[i];
-		char cur[MOAT_JOURNAL_VALUE_MAX];
 
-		if (!under(e->path, prefix))
+		if (!under(e->path, prefix) || !(kinds & 1u << e->kind))
 			continue;
-		err = moat_kfile_read(e->path, cur, sizeof(cur));
-		if (!err && !moats(e, cur)) {
-			pr_info("%s: changed since moatd last wrote it ('%s'), to '%s': left as it is",
-				e->path, e->last, cur);
-		} else if (!err) {
-			if (strcmp(cur, e->orig))
-				err = put(e->path, e->orig);
-			if (!err)
-				pr_info("%s: restored '%s'", e->path, e->orig);
-		}
+		err = restore_one(j, e);
 		if (vanished(err)) {
 			pr_debug("%s: gone, ignoring", e->path);
 		} else if (err) {
-			pr_err("%s: restore '%s': %s", e->path, e->orig,
+			pr_err("%s: restore%s%s: %s", e->path,
+			       e->kind <= MOAT_J_SIDE ? " " : "",
+			       e->kind <= MOAT_J_SIDE ? e->orig : "",
 			       moat_kfile_strerror(err));
 			if (!first)
 				first = err;
@@ -613,6 +834,11 @@ int moat_journal_restore(struct moat_journal *j, const char *prefix)
 	if (j->n != before)
 		save(j);
 	return first;
+}
+
+int moat_journal_restore(struct moat_journal *j, const char *prefix)
+{
+	return moat_journal_restore_some(j, prefix, ~0u);
 }
 
 int moat_journal_forget(struct moat_journal *j, const char *prefix)

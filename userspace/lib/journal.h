@@ -8,10 +8,15 @@
 
 /*
  * The journal: the original content of every kernel file moat changed,
- * kept in a file in the state directory, so that each value can be put
- * back when moatd stops, when it is told to, or at its next start after a
- * crash.  moat_kfile_write() is the one place in moat that writes to a
- * kernel file, and it records the original before the first write.
+ * and every directory and mount it made, kept in a file in the state
+ * directory, so that each can be put back when moatd stops, when it is
+ * told to, or at its next start after a crash.  The functions here are
+ * the one place in moat that writes to the kernel: moat_kfile_write()
+ * (a value, its original recorded before the first write),
+ * moat_kdir_make() and moat_kdir_remove() (a directory: resctrl's groups),
+ * moat_kfile_put() (a file inside a directory moat made, undone with it)
+ * and moat_kmount().  The actuators of cgroup files (actuator.h) and of
+ * resctrl (resctrl.h) are built on them.
  *
  * The file is replaced atomically (write a temporary, fsync, rename,
  * fsync the directory): after a crash or power loss it holds either the
@@ -22,6 +27,8 @@
  *   moat-journal 2
  *   file <path> <original> <last> <pending>
  *   side <path> <original> <last> <pending>
+ *   mkdir <path> %00 %00 %00
+ *   mount <path> <file system type> %00 %00
  *   ...
  *   end <entries> <crc32 of every line above, newlines included, in hex>
  *
@@ -32,7 +39,9 @@
  * it as it is: putting back the original would undo their change.  A
  * "side" file is one the kernel changes when moat writes another (the
  * weight, when cpu.idle changes, even as a restore puts cpu.idle back):
- * its original is put back whatever it holds.
+ * its original is put back whatever it holds.  A "mkdir" is a directory
+ * moat made (a restore removes it), a "mount" a file system it mounted (a
+ * restore unmounts it, unless it holds directories moat did not make).
  * Version 1 (no <last>, no <pending>) is still read; its entries are put
  * back whatever the file holds.
  *
@@ -44,13 +53,24 @@
 
 #define MOAT_JOURNAL_VALUE_MAX	256
 
+enum moat_journal_kind {
+	MOAT_J_FILE,		/* a value moat changed */
+	MOAT_J_SIDE,		/* a value the kernel changes with another */
+	MOAT_J_DIR,		/* a directory moat made */
+	MOAT_J_MOUNT,		/* a file system moat mounted; orig: its type */
+};
+
+/* Kinds, as a mask, for moat_journal_restore_some(). */
+#define MOAT_J_VALUES	(1u << MOAT_J_FILE | 1u << MOAT_J_SIDE)
+#define MOAT_J_TREES	(1u << MOAT_J_DIR | 1u << MOAT_J_MOUNT)
+
 struct moat_journal_entry {
+	enum moat_journal_kind kind;
 	char path[PATH_MAX];
 	char orig[MOAT_JOURNAL_VALUE_MAX];	/* as read, trailing newline cut */
 	char last[MOAT_JOURNAL_VALUE_MAX];	/* after moat's last write; ""
 						   in a version 1 journal */
 	char pending[MOAT_JOURNAL_VALUE_MAX];	/* being written; "" if none */
-	bool side;			/* the kernel changes it too */
 };
 
 struct moat_journal {
@@ -61,6 +81,8 @@ struct moat_journal {
 	unsigned long long save_errors;
 	int save_err;			/* the last failed save's -errno */
 	bool stale;
+	/* trees where directories may be made beside resctrl's (a FAKE) */
+	char allow[2][PATH_MAX];
 };
 
 /**
@@ -158,9 +180,63 @@ int moat_journal_restore(struct moat_journal *j, const char *prefix);
 int moat_journal_forget(struct moat_journal *j, const char *prefix);
 
 /**
+ * moat_journal_restore_some() - moat_journal_restore() of the entries of
+ * the kinds in the mask @kinds (MOAT_J_VALUES, MOAT_J_TREES) only.
+ */
+int moat_journal_restore_some(struct moat_journal *j, const char *prefix,
+			      unsigned int kinds);
+
+/**
  * moat_kfile_strerror() - @err of a moat_kfile_*() call in words: -EXDEV
  * is "not a file on a cgroup file system", not a cross-device link.
  */
 const char *moat_kfile_strerror(int err);
+
+/**
+ * moat_journal_allow() - let directories be made under @root, on
+ * whatever file system it is (a FAKE resctrl for tests, a FUSE file
+ * system); without it only on resctrl.  At most two.
+ */
+int moat_journal_allow(struct moat_journal *j, const char *root);
+
+/**
+ * moat_kdir_make() - make the directory @path (0755), recorded first: a
+ * restore removes it.  Only on resctrl or under a tree allowed.
+ *
+ * Return: 0; -EEXIST, someone else's (nothing recorded); -EXDEV, not a
+ * place moat may make directories; the save's or mkdir's -errno.
+ */
+int moat_kdir_make(struct moat_journal *j, const char *path);
+
+/**
+ * moat_kdir_remove() - remove @path, a directory moat_kdir_make() made,
+ * and its record.  Return: 0 (also when it was gone), -ENOENT when moat
+ * did not make it, or rmdir's -errno (the record stays).
+ */
+int moat_kdir_remove(struct moat_journal *j, const char *path);
+
+/**
+ * moat_kfile_put() - write @len bytes of @buf to @path in one write, a
+ * file in a directory moat made, or beside one (resctrl's default group,
+ * whose tasks file takes tasks back): nothing to record, the directory's
+ * removal undoes it.  @j NULL: no check (tests on fake trees).
+ *
+ * Return: 0; -EXDEV, not such a file; the write's -errno.
+ */
+int moat_kfile_put(struct moat_journal *j, const char *path, const char *buf,
+		   size_t len);
+
+/**
+ * moat_kfile_open_put() - what moat_kfile_put() checks, then @path open
+ * for writes, for a file written many times (resctrl's tasks, a tid a
+ * write).  Return: the fd, or -errno.
+ */
+int moat_kfile_open_put(struct moat_journal *j, const char *path);
+
+/**
+ * moat_kmount() - mount a @fstype file system at @target, recorded first:
+ * a restore unmounts it.  Return: 0 or -errno.
+ */
+int moat_kmount(struct moat_journal *j, const char *target, const char *fstype);
 
 #endif /* MOAT_JOURNAL_H */

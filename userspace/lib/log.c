@@ -92,3 +92,8 @@ void moat_log_libbpf_tail(void)
 		fprintf(stderr, "%s: %s\n", log_prog, line);
 	}
 }
+
+bool moat_log_enabled(enum moat_log_level level)
+{
+	return level <= log_level;
+}

@@ -31,6 +31,9 @@ void moat_log_syslog_prefix(bool on);
 void moat_log(enum moat_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/** moat_log_enabled() - whether messages of @level are printed. */
+bool moat_log_enabled(enum moat_log_level level);
+
 /**
  * moat_log_libbpf_tail() - print the last libbpf lines kept (the
  * verifier's verdict when a load failed), at error level.

@@ -456,26 +456,20 @@ int moat_schemata_diff(const struct moat_rdt_info *in,
 	return used;
 }
 
-int moat_rdt_write(const char *root, const char *group, const char *text,
-		   char *why, size_t len)
+int moat_rdt_write(struct moat_journal *j, const char *root, const char *group,
+		   const char *text, char *why, size_t len)
 {
 	char path[PATH_MAX], status[512];
-	size_t n = strlen(text);
-	ssize_t w;
-	int fd, err;
+	int err;
 
 	snprintf(path, sizeof(path), "%s/schemata", group);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		WHY("open %s: %s", path, strerror(errno));
-		return err;
-	}
-	w = write(fd, text, n);
-	err = w < 0 ? -errno : (size_t)w != n ? -EIO : 0;
-	close(fd);
+	err = moat_kfile_put(j, path, text, strlen(text));
 	if (!err)
 		return 0;
+	if (err == -EXDEV || err == -ENOENT) {
+		WHY("open %s: %s", path, moat_kfile_strerror(err));
+		return err;
+	}
 	snprintf(status, sizeof(status), "(no info/last_cmd_status)");
 	moat_rdt_read(root, "info/last_cmd_status", status, sizeof(status));
 	WHY("write '%.*s' to %s: %s: %s", (int)strcspn(text, "\n"), text, path,
@@ -772,8 +766,8 @@ ssize_t moat_rdt_read_tids(const char *dir, __u32 **out)
 	return moat_read_tids(path, out);
 }
 
-ssize_t moat_rdt_add_tasks(const char *dir, const __u32 *tids, size_t n,
-			   size_t *gone)
+ssize_t moat_rdt_add_tasks(struct moat_journal *j, const char *dir,
+			   const __u32 *tids, size_t n, size_t *gone)
 {
 	char path[PATH_MAX], buf[16];
 	size_t i, moved = 0;
@@ -781,10 +775,9 @@ ssize_t moat_rdt_add_tasks(const char *dir, const __u32 *tids, size_t n,
 
 	*gone = 0;
 	snprintf(path, sizeof(path), "%s/tasks", dir);
-	/* O_APPEND: the kernel ignores it; a test's fake file keeps each */
-	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	fd = moat_kfile_open_put(j, path);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	for (i = 0; i < n; i++) {
 		len = snprintf(buf, sizeof(buf), "%u\n", tids[i]);
 		if (write(fd, buf, len) == len) {

@@ -7,14 +7,16 @@
 #include <stdio.h>
 #include <sys/types.h>
 #include <linux/types.h>
+#include "journal.h"
 
 /*
  * resctrl, the kernel's interface to Intel RDT and AMD PQoS (the kernel's
  * Documentation/filesystems/resctrl.rst, formerly arch/x86/resctrl.rst):
  * what the hardware allows (info/), the schemata of a control group, and
  * the values moat may write, checked against the hardware's rules before
- * anything is written.  No policy here; nothing but moat_rdt_write()
- * writes.
+ * anything is written.  No policy here; its two writers, moat_rdt_write()
+ * and moat_rdt_add_tasks(), write through the journal's moat_kfile_put(),
+ * into the groups moat made (journal.h).
  *
  * Formats, as the kernel prints them:
  *  - info/<res>/cbm_mask, shareable_bits: hex; min_cbm_bits, num_closids,
@@ -148,12 +150,13 @@ int moat_schemata_diff(const struct moat_rdt_info *in,
 		       size_t size, char *why, size_t len);
 
 /**
- * moat_rdt_write() - write @text to @group/schemata in one write.  On a
- * failed write the kernel says why in @root/info/last_cmd_status: that
- * text, verbatim, goes into *@why.  Return: 0 or -errno.
+ * moat_rdt_write() - write @text to @group/schemata in one write, a group
+ * moat made (through @j; NULL: any, for tests).  On a failed write the
+ * kernel says why in @root/info/last_cmd_status: that text, verbatim,
+ * goes into *@why.  Return: 0 or -errno.
  */
-int moat_rdt_write(const char *root, const char *group, const char *text,
-		   char *why, size_t len);
+int moat_rdt_write(struct moat_journal *j, const char *root, const char *group,
+		   const char *text, char *why, size_t len);
 
 /**
  * moat_rdt_groups() - the control groups under @root that are not the
@@ -226,13 +229,14 @@ size_t moat_rdt_tids_to_move(const __u32 *want, size_t nwant,
 ssize_t moat_rdt_read_tids(const char *dir, __u32 **out);
 
 /**
- * moat_rdt_add_tasks() - write each of the @n @tids to @dir/tasks, one
+ * moat_rdt_add_tasks() - write each of the @n @tids to @dir/tasks (a group
+ * moat made, or the default group: through @j, NULL for tests), one
  * tid per write, as the kernel requires; a tid that exited since it was
  * listed (ESRCH) is skipped and counted in *@gone.  Return: how many
  * moved, or -errno when the file cannot be written at all.
  */
-ssize_t moat_rdt_add_tasks(const char *dir, const __u32 *tids, size_t n,
-			   size_t *gone);
+ssize_t moat_rdt_add_tasks(struct moat_journal *j, const char *dir,
+			   const __u32 *tids, size_t n, size_t *gone);
 
 /**
  * moat_rdt_find_mount() - the first resctrl mount in @mountinfo (proc(5)

@@ -57,7 +57,8 @@ static int on_reply(struct nl_msg *msg, void *arg)
 	return NL_OK;
 }
 
-int moat_taskstats_open(const char *journal, struct moat_taskstats **out)
+int moat_taskstats_open(struct moat_journal *journal,
+			struct moat_taskstats **out)
 {
 	struct moat_taskstats *ts = calloc(1, sizeof(*ts));
 	struct timeval tmo = { .tv_sec = 1 };
@@ -102,12 +103,7 @@ int moat_taskstats_open(const char *journal, struct moat_taskstats **out)
 	}
 	/* kernel.task_delayacct, journalled: a crash leaves it to the next
 	   start to put back */
-	err = moat_journal_open(journal, &ts->journal);
-	if (err) {
-		pr_warn("taskstats: journal %s: %s", journal, strerror(-err));
-		goto fail;
-	}
-	moat_journal_restore(ts->journal, "");
+	ts->journal = journal;
 	err = moat_kfile_write(ts->journal, DELAYACCT, "1");
 	if (err) {
 		pr_warn("taskstats: set %s: %s", DELAYACCT, strerror(-err));
@@ -120,26 +116,12 @@ fail:
 	return err;
 }
 
-int moat_taskstats_recover(const char *journal)
-{
-	struct moat_journal *j;
-	int err = moat_journal_open(journal, &j);
-
-	if (err)
-		return err;
-	err = moat_journal_restore(j, "");
-	moat_journal_free(j);
-	return err;
-}
-
 void moat_taskstats_close(struct moat_taskstats *ts)
 {
 	if (!ts)
 		return;
-	if (ts->journal) {
-		moat_journal_restore(ts->journal, "");
-		moat_journal_free(ts->journal);
-	}
+	if (ts->journal)
+		moat_journal_restore(ts->journal, DELAYACCT);
 	nl_socket_free(ts->sk);
 	free(ts);
 }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 #include <linux/types.h>
+#include "journal.h"
 #include "rqlat.h"	/* struct moat_rqlat_hist */
 
 /*
@@ -42,18 +43,12 @@ struct moat_ts_group {
 
 /**
  * moat_taskstats_open() - connect to the TASKSTATS family and turn on
- * kernel.task_delayacct, its original recorded in the journal file
- * @journal (what a crash left there is put back first).  Return: 0 or
+ * kernel.task_delayacct through @journal, which records its original
+ * first (and a crash leaves to the next start's replay).  Return: 0 or
  * -errno (-ENOENT: no taskstats in this kernel), with the reason logged.
  */
-int moat_taskstats_open(const char *journal, struct moat_taskstats **out);
-
-/**
- * moat_taskstats_recover() - put back what the journal file @journal
- * holds, left by a moatd that used taskstats and was killed, whatever
- * the source now.  Return: 0 or -errno.
- */
-int moat_taskstats_recover(const char *journal);
+int moat_taskstats_open(struct moat_journal *journal,
+			struct moat_taskstats **out);
 
 /** moat_taskstats_close() - put kernel.task_delayacct back; close. */
 void moat_taskstats_close(struct moat_taskstats *ts);

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Enforcement.  Each period in enforce mode, every LC group's signals and
- * the blame of its waits go to the decision step (lib/control.c), and its
- * decisions to the actuators (lib/actuator.c), whose every write the
- * journal records first.  In observe mode nothing here writes.
+ * Enforcement.  Each period in enforce mode the policy (enforce_decide())
+ * gives every LC unit's signals, the blame of its waits and the CPI²
+ * suspects, all from the period's record, to the decision step
+ * (lib/control.c), and returns its decisions as a plan; the actuators
+ * (enforce_act()) carry the plan out through lib/actuator.c, whose every
+ * write the journal records first.  In observe mode nothing here writes.
  *
  * Where it writes.  The controller acts on units: the outermost group of
  * a subtree, i.e. a pod (never its containers) or a rule's cgroup.  A
@@ -31,15 +33,34 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/stat.h>
 #include "actuator.h"
-#include "hist.h"
+#include "enforce.h"
 #include "log.h"
-#include "moatd.h"
+#include "units.h"
 
-/* One entry of the blame map, summed over CPUs, since load. */
-struct blame_snap {
-	__u64 victim, culprit, wait_ns;
+/* The controller's knobs (Documentation/enforce.rst). */
+struct enforce_knobs {
+	unsigned int slack_pct, min_effect_pct, release_periods, culprits;
+	unsigned int cpu_priority;	/* 0: never cpu.weight or cpu.idle */
+	unsigned int cpu_idle;		/* 0: the least weight is the floor */
+	unsigned int cpi2_act;		/* 1: throttle CPI² victims' suspects */
+	struct moat_ctl_step step[MOAT_RES_NR];
+};
+
+struct enforce {
+	struct moatd *d;
+	struct enforce_knobs ek;
+	struct moat_ctl_state ctl;
+	unsigned long long throttles, releases, restores, undos, write_errors;
+	/* by the chain that decided (its first resource), resource, action */
+	unsigned long long actions[MOAT_RES_NR][MOAT_RES_NR][MOAT_CTL_UNDO + 1];
+};
+
+/* Its state of a group: of a unit, the limits moat holds it to. */
+struct enforce_group {
+	struct moat_ctl_limit lim[MOAT_RES_NR];
+	double orig[MOAT_RES_NR];	/* read where no limit is held; NAN */
+	unsigned long long throttles;	/* steps down taken */
 };
 
 /*
@@ -58,49 +79,19 @@ static const char *const rdt_name[MOAT_RES_NR] = {
 	[MOAT_RES_MB] = "resctrl be memory bandwidth",
 };
 
+static struct enforce *E(const struct moatd *d)
+{
+	return moatd_mod(d, MOD_ENFORCE);
+}
+
+static struct enforce_group *EG(const struct moatd_group *g)
+{
+	return group_mod(g, MOD_ENFORCE);
+}
+
 static const char *res_name(enum moat_resource r)
 {
 	return actuator[r] ? actuator[r]->name : rdt_name[r];
-}
-
-int enforce_open(struct moatd *d, const char *state_dir)
-{
-	char file[PATH_MAX];
-	int err;
-
-	file[0] = '\0';
-	if (*state_dir) {
-		if (mkdir(state_dir, 0700) && errno != EEXIST) {
-			pr_err("state dir %s: %s", state_dir, strerror(errno));
-			return -errno;
-		}
-		if ((size_t)snprintf(file, sizeof(file), "%s/journal", state_dir) >=
-		    sizeof(file))
-			return -ENAMETOOLONG;
-	}
-	err = moat_journal_open(file, &d->journal);
-	if (err) {
-		if (err == -EBADMSG)
-			pr_err("journal %s: its originals cannot be trusted, so nothing was restored and moatd does not start; check the values it lists by hand, then remove it",
-			       file);
-		return err;
-	}
-	if (!*file)
-		pr_warn("no state dir: the journal of original values is in memory only, and a crash would leave throttled values behind");
-	if (d->journal->n) {
-		pr_info("journal %s: %zu values from a moatd that did not stop cleanly: restoring",
-			file, d->journal->n);
-		moat_journal_restore(d->journal, "");
-	}
-	return 0;
-}
-
-void enforce_close(struct moatd *d)
-{
-	moat_journal_free(d->journal);
-	d->journal = NULL;
-	free(d->blame);
-	d->blame = NULL;
 }
 
 static void forget_limits(struct moatd_group *g)
@@ -108,187 +99,121 @@ static void forget_limits(struct moatd_group *g)
 	unsigned int r;
 
 	for (r = 0; r < MOAT_RES_NR; r++)
-		g->lim[r] = (struct moat_ctl_limit){ .limit = INFINITY };
+		EG(g)->lim[r] = (struct moat_ctl_limit){ .limit = INFINITY };
 }
 
-int enforce_restore_all(struct moatd *d, const char *why)
+/* What moat's restore puts back: the cgroup files it wrote. */
+static const char *cgroup_prefix(const struct moatd *d)
 {
+	return d->cpu->mnt;
+}
+
+static int enforce_restore(struct moatd *d, const char *why)
+{
+	struct enforce *e = E(d);
 	size_t i, n;
 	int err;
 
-	d->blame_valid = false;
 	for (i = 0; i < d->nr_groups; i++)
 		forget_limits(d->groups[i]);
-	rdt_restore(d, why);
-	if (!d->journal || !d->journal->n)
+	n = enforce_journal_entries(d);
+	if (!n)
 		return 0;
-	n = d->journal->n;
 	pr_info("%s: putting back the %zu values moatd changed", why, n);
-	err = moat_journal_restore(d->journal, "");
-	d->ec.restores += n - d->journal->n;
+	err = moat_journal_restore(d->journal, cgroup_prefix(d));
+	e->restores += n - enforce_journal_entries(d);
 	return err;
 }
 
-void enforce_drop_group(struct moatd *d, struct moatd_group *g)
+size_t enforce_journal_entries(const struct moatd *d)
+{
+	const char *prefix = cgroup_prefix(d);
+	size_t i, n = 0, len = strlen(prefix);
+
+	for (i = 0; d->journal && i < d->journal->n; i++)
+		n += !strncmp(d->journal->e[i].path, prefix, len);
+	return n;
+}
+
+/* @g stops being a group: put back what moat changed in it. */
+static void enforce_group_del(struct moatd *d, struct moatd_group *g)
 {
 	if (d->journal && d->journal->n)
 		moat_journal_restore(d->journal, g->dir);
 }
 
-void enforce_forget_group(struct moatd *d, struct moatd_group *g)
+/* @g's cgroup was removed and made again: what moat wrote died with it. */
+static void enforce_group_reset(struct moatd *d, struct moatd_group *g)
 {
 	forget_limits(g);
 	if (d->journal && d->journal->n)
 		moat_journal_forget(d->journal, g->dir);
 }
 
-/* '/' sorts before any other byte: a group's subtree comes right after it. */
-static int dir_key(unsigned char c)
+/* ---- the source: originals ---- */
+
+/* Where moatd has it, the original limit of @r, for a first step down. */
+static double original(struct moatd *d, const struct period *p,
+		       struct moatd_group *u, enum moat_resource r)
 {
-	return c == '/' ? 1 : c ? c + 1 : 0;
+	double v;
+
+	if (!actuator[r])	/* resctrl: what the BE class has */
+		return u->class == MOAT_CLASS_BE ? p->rdt_be_orig[r] : NAN;
+	/* Not on kubelet's cgroups (the comment at the top), or when off. */
+	if (r == MOAT_RES_CPU_PRIO &&
+	    (u->gid.kind != MOAT_GROUP_RULE || !E(d)->ek.cpu_priority))
+		return NAN;
+	if (!moat_act_supported(actuator[r], u->dir, d->cpu->v2) ||
+	    actuator[r]->read(u->dir, d->cpu->v2, &v))
+		return NAN;
+	return v;
 }
 
-static int cmp_dir(const void *a, const void *b)
+void enforce_sample(struct moatd *d, struct period *p)
 {
-	const unsigned char *x = (const unsigned char *)(*(struct moatd_group *const *)a)->dir;
-	const unsigned char *y = (const unsigned char *)(*(struct moatd_group *const *)b)->dir;
-
-	for (; *x && *x == *y; x++, y++)
-		;
-	return dir_key(*x) - dir_key(*y);
-}
-
-static int cmp_cgid(const void *a, const void *b)
-{
-	__u64 x = (*(struct moatd_group *const *)a)->cgid;
-	__u64 y = (*(struct moatd_group *const *)b)->cgid;
-
-	return x < y ? -1 : x > y;
-}
-
-static int cmp_blame(const void *a, const void *b)
-{
-	const struct blame_snap *x = a, *y = b;
-
-	if (x->victim != y->victim)
-		return x->victim < y->victim ? -1 : 1;
-	return x->culprit < y->culprit ? -1 : x->culprit > y->culprit;
-}
-
-/* Set each group's unit: sorted, a group is in the last unit it is below. */
-static void find_units(struct moatd_group **by_dir, size_t n)
-{
-	struct moatd_group *top = NULL;
 	size_t i;
+	unsigned int r;
 
-	qsort(by_dir, n, sizeof(*by_dir), cmp_dir);
-	for (i = 0; i < n; i++) {
-		struct moatd_group *g = by_dir[i];
-		size_t len = top ? strlen(top->dir) : 0;
-
-		if (top && !strncmp(g->dir, top->dir, len) && g->dir[len] == '/')
-			g->unit = top;
-		else
-			g->unit = top = g;
-	}
-}
-
-static struct moatd_group *group_by_cgid(struct moatd_group **by_cgid,
-					 size_t n, __u64 cgid)
-{
-	struct moatd_group key = { .cgid = cgid }, *kp = &key, **found;
-
-	found = bsearch(&kp, by_cgid, n, sizeof(*by_cgid), cmp_cgid);
-	return found ? *found : NULL;
-}
-
-struct blame_read {
-	struct blame_snap *v;
-	size_t n, cap;
-};
-
-static int blame_add(const struct moat_blame_key *k,
-		     const struct moat_blame_val *v, void *ctx)
-{
-	struct blame_read *b = ctx;
-
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 256;
-		void *p = realloc(b->v, cap * sizeof(*b->v));
-
-		if (!p)
-			return -ENOMEM;
-		b->v = p;
-		b->cap = cap;
-	}
-	b->v[b->n++] = (struct blame_snap){ k->victim, k->culprit, v->wait_ns };
-	return 0;
-}
-
-/*
- * This period's blame, LC unit by BE unit, into @m (@nlc x @nbe): the
- * blame map's growth since the last period.  The first period after a
- * start or a restore only takes the snapshot.
- */
-static void blame_matrix(struct moatd *d, struct moatd_group **by_cgid,
-			 double *m, size_t nbe)
-{
-	struct blame_read now = { NULL, 0, 0 };
-	size_t i;
-	int err;
-
-	err = moat_rqlat_for_each_blame(d->rqlat, blame_add, &now);
-	if (err) {
-		pr_warn("read the blame map: %s", strerror(-err));
-		free(now.v);
+	if (d->mode != MOATD_ENFORCE)
 		return;
-	}
-	if (now.n)	/* (qsort() of NULL is undefined, even of nothing) */
-		qsort(now.v, now.n, sizeof(*now.v), cmp_blame);
-	for (i = 0; d->blame_valid && i < now.n; i++) {
-		const struct blame_snap *b = &now.v[i], *was;
-		struct moatd_group *v, *c;
-		__u64 delta = b->wait_ns;
+	for (i = 0; i < p->nr_units; i++) {
+		struct moatd_group *u = p->units[i].g;
+		struct enforce_group *eg = EG(u);
 
-		v = group_by_cgid(by_cgid, d->nr_groups, b->victim);
-		c = group_by_cgid(by_cgid, d->nr_groups, b->culprit);
-		if (!v || !c || v->unit->class != MOAT_CLASS_LC ||
-		    c->unit->class != MOAT_CLASS_BE)
-			continue;
-		was = bsearch(b, d->blame, d->nr_blame, sizeof(*b), cmp_blame);
-		if (was)	/* forgotten and re-created entries restart */
-			delta = b->wait_ns >= was->wait_ns ? b->wait_ns - was->wait_ns :
-							     b->wait_ns;
-		m[v->unit->ctl_idx * nbe + c->unit->ctl_idx] += delta;
+		for (r = 0; r < MOAT_RES_NR; r++)
+			eg->orig[r] = u->class == MOAT_CLASS_BE &&
+				      isinf(eg->lim[r].limit) ?
+				      original(d, p, u, r) : NAN;
 	}
-	free(d->blame);
-	d->blame = now.v;
-	d->nr_blame = now.n;
-	d->blame_valid = true;
 }
 
-static struct moat_ctl_params params(const struct moatd *d)
+/* ---- the policy ---- */
+
+static struct moat_ctl_params params(const struct moatd *d,
+				     const struct period *p)
 {
+	const struct enforce *e = E(d);
 	/* The least weight: v2 1, v1 2 shares; under it, cpu.idle. */
 	double least = d->cpu->v2 ? 1 : 200.0 / 1024;
-	struct moat_ctl_params p = {
+	struct moat_ctl_params prm = {
 		.floor_min = {
 			/* cpu.idle, where enforce/cpu_idle allows it */
-			[MOAT_RES_CPU_PRIO] = d->ek.cpu_idle ? 0 : least,
+			[MOAT_RES_CPU_PRIO] = e->ek.cpu_idle ? 0 : least,
 			[MOAT_RES_CPU] = 0.01,		/* the kernel's 1 ms quota */
 			[MOAT_RES_MEMORY] = 16 << 20,
-			[MOAT_RES_L3] = rdt_be_floor(d, MOAT_RES_L3),
-			[MOAT_RES_MB] = rdt_be_floor(d, MOAT_RES_MB),
+			[MOAT_RES_L3] = p->rdt_be_floor[MOAT_RES_L3],
+			[MOAT_RES_MB] = p->rdt_be_floor[MOAT_RES_MB],
 		},
 		.snap_below = { [MOAT_RES_CPU_PRIO] = least },
-		.slack_pct = d->ek.slack_pct,
-		.min_effect_pct = d->ek.min_effect_pct,
-		.release_periods = d->ek.release_periods,
-		.culprits = d->ek.culprits,
+		.slack_pct = e->ek.slack_pct,
+		.min_effect_pct = e->ek.min_effect_pct,
+		.release_periods = e->ek.release_periods,
+		.culprits = e->ek.culprits,
 	};
 
-	memcpy(p.step, d->ek.step, sizeof(p.step));
-	return p;
+	memcpy(prm.step, e->ek.step, sizeof(prm.step));
+	return prm;
 }
 
 static void format_limit(char *buf, size_t len, enum moat_resource r, double v)
@@ -307,13 +232,13 @@ static void format_limit(char *buf, size_t len, enum moat_resource r, double v)
 		snprintf(buf, len, "%.0f", v);
 }
 
-/* What one LC group (or the node, @lc NULL) saw that made it a cause. */
-static void format_cause(char *buf, size_t len, const struct moatd_group *lc,
+/* What one LC unit (or the node, @lc NULL) saw that made it a cause. */
+static void format_cause(char *buf, size_t len, const struct unit *lc,
 			 const struct moat_ctl_lc *in, enum moat_resource head,
-			 double blame_ns, double wait_ns, double corr)
+			 double blame_ns, double corr)
 {
 	size_t n = snprintf(buf, len, "%s %s:", lc ? "lc group" : "the",
-			    lc ? lc->gid.id : "node");
+			    lc ? lc->g->gid.id : "node");
 	unsigned int s;
 
 	for (s = 0; s < MOAT_SIG_NR && n < len; s++)
@@ -322,180 +247,55 @@ static void format_cause(char *buf, size_t len, const struct moatd_group *lc,
 			n += snprintf(buf + n, len - n, " %s %.1f > %.1f",
 				      moat_signal_names[s], in->value[s],
 				      in->target[s]);
-	if (head == MOAT_RES_CPU_PRIO && wait_ns > 0 && n < len)
+	if (head == MOAT_RES_CPU_PRIO && lc && lc->waits.sum_ns > 0 && n < len)
 		snprintf(buf + n, len - n, ", %.0f%% of its wait behind this group",
-			 100 * blame_ns / wait_ns);
+			 100 * blame_ns / lc->waits.sum_ns);
 	else if (head == MOAT_RES_L3 && corr > 0 && n < len)
 		snprintf(buf + n, len - n, " (a CPI² victim), its CPI and this group's CPU usage correlate %.2f",
 			 corr);
 }
 
-/* Carry out @b's decision for @r on unit @u. */
-static void act(struct moatd *d, struct moatd_group *u, enum moat_resource r,
-		const struct moat_ctl_be *b, const char *cause)
+static int plan_add(struct plan *plan, const struct plan_step *s)
 {
-	const struct moat_actuator *a = actuator[r];
-	const char *name = res_name(r), *unit = a ? a->unit : r == MOAT_RES_L3 ?
-						    "ways" : "%";
-	char from[32], to[32];
-	int err = 0;
+	if (plan->nr == plan->cap) {
+		size_t cap = plan->cap ? plan->cap * 2 : 64;
+		void *v = realloc(plan->steps, cap * sizeof(*plan->steps));
 
-	if (!a)
-		;	/* resctrl: the BE group gets the least, below */
-	else if (isinf(b->lim[r].limit))
-		err = moat_act_restore(a, d->journal, u->dir, d->cpu->v2);
-	else
-		err = a->apply(d->journal, u->dir, d->cpu->v2, b->lim[r].limit);
-	if (err && d->journal->stale) {
-		pr_warn("be group %s: %s not %s: the journal cannot be saved (%s)",
-			u->gid.id, name, isinf(b->lim[r].limit) ? "put back" : "changed",
-			strerror(-d->journal->save_err));
-		return;
+		if (!v)
+			return -ENOMEM;
+		plan->steps = v;
+		plan->cap = cap;
 	}
-	if (err == -ENOENT || err == -ENODEV) {
-		pr_debug("be group %s: gone, ignoring", u->gid.id);
-		return;
-	}
-	if (err) {
-		d->ec.write_errors++;
-		pr_warn("be group %s (%s): %s %s: %s", u->gid.id, u->path,
-			isinf(b->lim[r].limit) ? "restore" : "set", name,
-			moat_kfile_strerror(err));
-		return;
-	}
-	format_limit(from, sizeof(from), r, u->lim[r].limit);
-	format_limit(to, sizeof(to), r, b->lim[r].limit);
-	u->lim[r] = b->lim[r];
-	if (b->action[r] <= MOAT_CTL_UNDO)
-		d->ec.actions[b->chain[r]][r][b->action[r]]++;
-	switch (b->action[r]) {
-	case MOAT_CTL_THROTTLE:
-		u->throttles++;
-		d->ec.throttles++;
-		pr_info("throttle be group %s: %s %s -> %s %s for %s", u->gid.id,
-			name, from, to, unit, cause);
-		break;
-	case MOAT_CTL_UNDO:
-		d->ec.undos++;
-		pr_info("undo be group %s: %s %s -> %s %s: the step did not help %s; left alone for %u periods",
-			u->gid.id, name, from, to, unit, cause,
-			b->lim[r].backoff);
-		break;
-	case MOAT_CTL_RELEASE:
-		d->ec.releases++;
-		pr_info("release be group %s: %s %s -> %s %s: lc groups have slack",
-			u->gid.id, name, from, to, unit);
-		break;
-	default:
-		d->ec.restores++;
-		pr_info("release be group %s: %s back to its original", u->gid.id,
-			name);
-		break;
-	}
+	plan->steps[plan->nr++] = *s;
+	return 0;
 }
 
-/* A unit moat throttled is no longer BE: put back its files. */
-static void unthrottle(struct moatd *d, struct moatd_group *u)
+static void fill_be(const struct period *p, const struct unit *u,
+		    struct moat_ctl_be *b)
 {
+	const struct enforce_group *eg = EG(u->g);
 	unsigned int r;
 
-	for (r = 0; r < MOAT_RES_NR; r++) {
-		if (isinf(u->lim[r].limit))
-			continue;
-		pr_info("group %s is no longer be: its %s goes back", u->gid.id,
-			res_name(r));
-		if (actuator[r])
-			moat_act_restore(actuator[r], d->journal, u->dir, d->cpu->v2);
-		d->ec.restores++;
-	}
-	forget_limits(u);
-}
-
-/* Where moatd has it, the original limit of @r, for a first step down. */
-static double original(struct moatd *d, struct moatd_group *u,
-		       enum moat_resource r)
-{
-	double v;
-
-	if (!actuator[r])	/* resctrl: what the BE group has */
-		return u->class == MOAT_CLASS_BE ? rdt_be_original(d, r) : NAN;
-	/* Not on kubelet's cgroups (the comment at the top), or when off. */
-	if (r == MOAT_RES_CPU_PRIO &&
-	    (u->gid.kind != MOAT_GROUP_RULE || !d->ek.cpu_priority))
-		return NAN;
-
-	if (!moat_act_supported(actuator[r], u->dir, d->cpu->v2) ||
-	    actuator[r]->read(u->dir, d->cpu->v2, &v))
-		return NAN;
-	return v;
-}
-
-static void fill_lc(struct moatd *d, struct moatd_group *u,
-		    const struct moat_rqlat_hist *waits, struct moat_ctl_lc *lc)
-{
-	double ns;
-
-	lc->id = u->cgid;
-	lc->value[MOAT_SIG_RQLAT_P99] = NAN;
-	if (waits->count >= d->ek.min_waits &&
-	    !moat_hist_time_percentile(waits, 0.99, &ns))
-		lc->value[MOAT_SIG_RQLAT_P99] = ns / 1000;
-	lc->target[MOAT_SIG_RQLAT_P99] = u->rqlat_p99_target_us ?
-					 u->rqlat_p99_target_us :
-					 d->ek.rqlat_p99_target_us;
-	lc->value[MOAT_SIG_MEMORY_PRESSURE] = u->win.memory_pressure_pct;
-	lc->target[MOAT_SIG_MEMORY_PRESSURE] = d->ek.memory_pressure_target_pct;
-	/* CPI has a target while the group is a CPI² victim (cpi.c) */
-	lc->value[MOAT_SIG_CPI] = u->cpi2_cpi > 0 ? u->cpi2_cpi : NAN;
-	lc->target[MOAT_SIG_CPI] = d->ek.cpi2_act && u->cpi2_lc &&
-				   u->cpi2_lc->victim ? u->cpi2_threshold : 0;
-}
-
-/*
- * The CPI² suspects of each LC unit, by BE unit, into @m (@nlc x @nbe):
- * their correlation; 0: not a suspect.
- */
-static void suspect_matrix(struct moatd *d, struct moatd_group **by_cgid,
-			   struct moatd_group **lcu, size_t nlc, double *m,
-			   size_t nbe)
-{
-	struct moatd_group key, *kp = &key, **found;
-	size_t i, j;
-
-	for (i = 0; i < nlc; i++) {
-		for (j = 0; j < lcu[i]->nr_cpi2_sus; j++) {
-			key.cgid = lcu[i]->cpi2_sus[j].cgid;
-			found = bsearch(&kp, by_cgid, d->nr_groups,
-					sizeof(*by_cgid), cmp_cgid);
-			if (found && (*found)->class == MOAT_CLASS_BE &&
-			    (*found)->unit == *found && (*found)->ctl_idx >= 0)
-				m[i * nbe + (*found)->ctl_idx] =
-					lcu[i]->cpi2_sus[j].corr;
-		}
-	}
-}
-
-static void fill_be(struct moatd *d, struct moatd_group *u, struct moat_ctl_be *b)
-{
-	unsigned int r;
-
-	b->usage[MOAT_RES_CPU] = u->win.cpu_usage;
+	b->usage[MOAT_RES_CPU] = u->cpu_usage;
 	/*
 	 * No usage (v1 with cpuacct mounted apart and the group not in it):
 	 * it may be using every CPU, and the steps start from there.
 	 */
 	if (isnan(b->usage[MOAT_RES_CPU]))
 		b->usage[MOAT_RES_CPU] = sysconf(_SC_NPROCESSORS_ONLN);
-	b->usage[MOAT_RES_MEMORY] = u->win.memory_bytes;
+	b->usage[MOAT_RES_MEMORY] = u->g->win.memory_bytes;
 	b->usage[MOAT_RES_CPU_PRIO] = NAN;	/* a weight is not used up */
 	b->usage[MOAT_RES_L3] = NAN;		/* nor are ways, nor bandwidth */
 	b->usage[MOAT_RES_MB] = NAN;
 	for (r = 0; r < MOAT_RES_NR; r++) {
-		b->lim[r] = u->lim[r];
+		b->lim[r] = eg->lim[r];
+		/* no BE class group (resctrl off): its ways are no one's */
+		if ((r == MOAT_RES_L3 || r == MOAT_RES_MB) && isnan(p->rdt_be_orig[r]))
+			b->lim[r] = (struct moat_ctl_limit){ .limit = INFINITY };
 		b->orig[r] = INFINITY;
-		if (isinf(u->lim[r].limit)) {
+		if (isinf(eg->lim[r].limit)) {
 			/* A first step starts from it; unknown: no step. */
-			b->orig[r] = original(d, u, r);
+			b->orig[r] = eg->orig[r];
 			if (isnan(b->orig[r])) {
 				b->orig[r] = INFINITY;
 				b->usage[r] = NAN;
@@ -504,68 +304,84 @@ static void fill_be(struct moatd *d, struct moatd_group *u, struct moat_ctl_be *
 	}
 }
 
-void enforce_cycle(struct moatd *d)
+/* Restores for what moat holds of units that are no BE units now. */
+static void plan_unthrottles(struct moatd *d, const struct period *p,
+			     struct plan *plan)
 {
-	size_t n = d->nr_groups, nlc = 0, nbe = 0, i;
-	struct moatd_group **by_cgid, **lcu, **beu;
-	struct moat_rqlat_hist *waits;
-	struct moat_ctl_params p;
-	struct moat_ctl_lc *lc;
-	struct moat_ctl_be *be;
-	double *blame, *suspect = NULL;
+	size_t i;
 	unsigned int r;
 
-	if (d->mode != MOATD_ENFORCE || !n)
+	for (i = 0; i < d->nr_groups; i++) {
+		struct moatd_group *g = d->groups[i];
+		const struct unit *u = unit_of(p, g);
+
+		if (u && u->class == MOAT_CLASS_BE)
+			continue;
+		for (r = 0; r < MOAT_RES_NR; r++) {
+			struct plan_step s = {
+				.unit = g, .r = r, .action = MOAT_CTL_RESTORE,
+				.lim = { .limit = INFINITY },
+				.chain = MOAT_RES_NR,	/* no chain's: counted apart */
+			};
+
+			if (isinf(EG(g)->lim[r].limit))
+				continue;
+			snprintf(s.cause, sizeof(s.cause), "%s",
+				 u ? "no longer be" : "no longer a unit: in a pod now");
+			plan_add(plan, &s);
+		}
+	}
+}
+
+void enforce_decide(struct moatd *d, const struct period *p, struct plan *plan)
+{
+	struct enforce *e = E(d);
+	size_t n = p->nr_units, nlc = 0, nbe = 0, i, j;
+	const struct unit **lcu, **beu;
+	struct moat_ctl_params prm;
+	struct moat_ctl_lc *lc;
+	struct moat_ctl_be *be;
+	double *blame = NULL, *suspect = NULL;
+	int *idx = NULL;
+	unsigned int r;
+
+	plan->be_ways = plan->be_mb_pct = INFINITY;
+	if (d->mode != MOATD_ENFORCE)
 		return;
-	by_cgid = malloc(n * sizeof(*by_cgid));
+	plan_unthrottles(d, p, plan);
+	if (!n)
+		return;
 	lcu = malloc(n * sizeof(*lcu));
 	beu = malloc(n * sizeof(*beu));
-	waits = calloc(n, sizeof(*waits));
+	idx = malloc(n * sizeof(*idx));
 	lc = calloc(n + 1, sizeof(*lc));
 	be = calloc(n, sizeof(*be));
-	blame = NULL;
-	if (!by_cgid || !lcu || !beu || !waits || !lc || !be) {
+	if (!lcu || !beu || !idx || !lc || !be) {
 		pr_warn("enforce: out of memory: no decision this period");
 		goto out;
 	}
-	memcpy(by_cgid, d->groups, n * sizeof(*by_cgid));
-	qsort(by_cgid, n, sizeof(*by_cgid), cmp_cgid);
-
 	for (i = 0; i < n; i++) {
-		struct moatd_group *g = d->groups[i];
+		const struct unit *u = &p->units[i];
 
-		g->ctl_idx = -1;
-		if (!g->unit)		/* enforce_find_units() ran out of memory */
-			g->unit = g;
-		if (g->unit != g)
-			continue;
-		if (g->class == MOAT_CLASS_LC) {
-			g->ctl_idx = nlc;
-			lcu[nlc++] = g;
-		} else if (g->class == MOAT_CLASS_BE) {
-			g->ctl_idx = nbe;
-			beu[nbe++] = g;
-		} else {
-			unthrottle(d, g);
+		idx[i] = -1;
+		if (u->class == MOAT_CLASS_LC) {
+			idx[i] = nlc;
+			lc[nlc] = u->lc;
+			/* CPI is a signal of the controller's only when it acts on it */
+			if (!e->ek.cpi2_act)
+				lc[nlc].target[MOAT_SIG_CPI] = 0;
+			lcu[nlc++] = u;
+		} else if (u->class == MOAT_CLASS_BE) {
+			idx[i] = nbe;
+			fill_be(p, u, &be[nbe]);
+			beu[nbe++] = u;
 		}
 	}
-	for (i = 0; i < n; i++) {
-		struct moatd_group *g = d->groups[i];
-
-		if (g->unit->class == MOAT_CLASS_LC)
-			moat_hist_add(&waits[g->unit->ctl_idx], &g->win_hist);
-		else if (g != g->unit)
-			unthrottle(d, g);	/* a unit no more: in a pod now */
-	}
-	for (i = 0; i < nlc; i++)
-		fill_lc(d, lcu[i], &waits[i], &lc[i]);
 	/* The node's memory pressure, as one more LC row without blame. */
 	for (r = 0; r < MOAT_SIG_NR; r++)
 		lc[nlc].value[r] = NAN;
-	lc[nlc].value[MOAT_SIG_MEMORY_PRESSURE] = d->node.psi_some_avg10[1];
-	lc[nlc].target[MOAT_SIG_MEMORY_PRESSURE] = d->ek.memory_pressure_target_pct;
-	for (i = 0; i < nbe; i++)
-		fill_be(d, beu[i], &be[i]);
+	lc[nlc].value[MOAT_SIG_MEMORY_PRESSURE] = p->node.psi_some_avg10[1];
+	lc[nlc].target[MOAT_SIG_MEMORY_PRESSURE] = signals_memory_target(d);
 	/* LC rows, and the node's memory row, by BE columns */
 	blame = calloc((nlc + 1) * (nbe ? nbe : 1), sizeof(*blame));
 	suspect = calloc((nlc + 1) * (nbe ? nbe : 1), sizeof(*suspect));
@@ -573,76 +389,170 @@ void enforce_cycle(struct moatd *d)
 		pr_warn("enforce: out of memory: no decision this period");
 		goto out;
 	}
-	if (d->rqlat)
-		blame_matrix(d, by_cgid, blame, nbe);
-	suspect_matrix(d, by_cgid, lcu, nlc, suspect, nbe);
+	/* This period's blame, LC unit by BE unit (the first period: none). */
+	for (i = 0; p->blame_valid && i < p->nr_blame; i++) {
+		const struct blame_entry *b = &p->blame[i];
+		const struct moatd_group *v = moatd_group_by_cgid(d, b->victim);
+		const struct moatd_group *c = moatd_group_by_cgid(d, b->culprit);
+		const struct unit *vu = v ? unit_of(p, v->unit) : NULL;
+		const struct unit *cu = c ? unit_of(p, c->unit) : NULL;
 
-	p = params(d);
+		if (!vu || !cu || vu->class != MOAT_CLASS_LC ||
+		    cu->class != MOAT_CLASS_BE)
+			continue;
+		blame[idx[vu - p->units] * nbe + idx[cu - p->units]] += b->delta_ns;
+	}
+	/* The CPI² suspects of each LC unit, by BE unit: their correlation. */
+	for (i = 0; i < nlc; i++) {
+		for (j = 0; j < lcu[i]->nr_suspects; j++) {
+			const struct moatd_group *s =
+				moatd_group_by_cgid(d, lcu[i]->suspects[j].cgid);
+			const struct unit *su = s ? unit_of(p, s) : NULL;
+
+			if (su && su->class == MOAT_CLASS_BE)
+				suspect[i * nbe + idx[su - p->units]] =
+					lcu[i]->suspects[j].corr;
+		}
+	}
+	prm = params(d, p);
 	/* without BPF (taskstats) no blame: the largest CPU users first */
-	moat_control_step(&p, &d->ctl, lc, nlc + 1, d->rqlat ? blame : NULL,
-			  suspect, be, nbe);
+	moat_control_step(&prm, &e->ctl, lc, nlc + 1,
+			  p->blame_known ? blame : NULL, suspect, be, nbe);
 
 	for (i = 0; i < nbe; i++) {
 		for (r = 0; r < MOAT_RES_NR; r++) {
 			int c = be[i].cause[r];
-			char cause[256] = "";
+			struct plan_step s = {
+				.unit = beu[i]->g, .r = r, .action = be[i].action[r],
+				.lim = be[i].lim[r], .chain = be[i].chain[r],
+			};
 
-			if (be[i].action[r] == MOAT_CTL_NONE) {
-				/* cooldown, backoff, a step judged */
-				beu[i]->lim[r] = be[i].lim[r];
-				continue;
-			}
-			if (c >= 0)
-				format_cause(cause, sizeof(cause),
-					     (size_t)c < nlc ? lcu[c] : NULL,
-					     &lc[c], be[i].chain[r],
-					     blame[c * nbe + i],
-					     (size_t)c < nlc ? waits[c].sum_ns : 0,
+			if (s.action != MOAT_CTL_NONE && c >= 0)
+				format_cause(s.cause, sizeof(s.cause),
+					     (size_t)c < nlc ? lcu[c] : NULL, &lc[c],
+					     be[i].chain[r], blame[c * nbe + i],
 					     suspect[c * nbe + i]);
-			act(d, beu[i], r, &be[i], cause);
+			plan_add(plan, &s);
+			if (r == MOAT_RES_L3)
+				plan->be_ways = fmin(plan->be_ways, s.lim.limit);
+			else if (r == MOAT_RES_MB)
+				plan->be_mb_pct = fmin(plan->be_mb_pct, s.lim.limit);
 		}
-	}
-	/* the BE resctrl group: the least ways and bandwidth of its groups */
-	{
-		double ways = INFINITY, mb = INFINITY;
-
-		for (i = 0; i < nbe; i++) {
-			ways = fmin(ways, beu[i]->lim[MOAT_RES_L3].limit);
-			mb = fmin(mb, beu[i]->lim[MOAT_RES_MB].limit);
-		}
-		rdt_be_cap(d, ways, mb);
 	}
 out:
-	free(by_cgid);
 	free(lcu);
 	free(beu);
-	free(waits);
+	free(idx);
 	free(lc);
 	free(be);
 	free(blame);
 	free(suspect);
 }
 
-static int show_ull(const struct moat_knob *k, char *buf, size_t len)
+/* ---- the actuators ---- */
+
+/* Carry out step @s on its unit. */
+static void act(struct moatd *d, const struct plan_step *s)
 {
-	return snprintf(buf, len, "%llu", *(const unsigned long long *)k->owner) >=
-	       (int)len ? -EOVERFLOW : 0;
+	struct enforce *e = E(d);
+	struct moatd_group *u = s->unit;
+	struct enforce_group *eg = EG(u);
+	const struct moat_actuator *a = actuator[s->r];
+	const char *name = res_name(s->r), *unit = a ? a->unit : s->r == MOAT_RES_L3 ?
+								  "ways" : "%";
+	char from[32], to[32];
+	int err = 0;
+
+	if (s->action == MOAT_CTL_NONE) {	/* cooldown, backoff, judged */
+		eg->lim[s->r] = s->lim;
+		return;
+	}
+	if (!a)
+		;	/* resctrl: the BE class gets the least, in rdt.c */
+	else if (isinf(s->lim.limit))
+		err = moat_act_restore(a, d->journal, u->dir, d->cpu->v2);
+	else
+		err = a->apply(d->journal, u->dir, d->cpu->v2, s->lim.limit);
+	if (err && d->journal->stale) {
+		pr_warn("be group %s: %s not %s: the journal cannot be saved (%s)",
+			u->gid.id, name, isinf(s->lim.limit) ? "put back" : "changed",
+			strerror(-d->journal->save_err));
+		return;
+	}
+	if (err == -ENOENT || err == -ENODEV) {
+		pr_debug("be group %s: gone, ignoring", u->gid.id);
+		return;
+	}
+	if (err) {
+		e->write_errors++;
+		pr_warn("be group %s (%s): %s %s: %s", u->gid.id, u->path,
+			isinf(s->lim.limit) ? "restore" : "set", name,
+			moat_kfile_strerror(err));
+		return;
+	}
+	format_limit(from, sizeof(from), s->r, eg->lim[s->r].limit);
+	format_limit(to, sizeof(to), s->r, s->lim.limit);
+	eg->lim[s->r] = s->lim;
+	if (s->action <= MOAT_CTL_UNDO && s->chain < MOAT_RES_NR)
+		e->actions[s->chain][s->r][s->action]++;
+	switch (s->action) {
+	case MOAT_CTL_THROTTLE:
+		eg->throttles++;
+		e->throttles++;
+		pr_info("throttle be group %s: %s %s -> %s %s for %s", u->gid.id,
+			name, from, to, unit, s->cause);
+		break;
+	case MOAT_CTL_UNDO:
+		e->undos++;
+		pr_info("undo be group %s: %s %s -> %s %s: the step did not help %s; left alone for %u periods",
+			u->gid.id, name, from, to, unit, s->cause, s->lim.backoff);
+		break;
+	case MOAT_CTL_RELEASE:
+		e->releases++;
+		pr_info("release be group %s: %s %s -> %s %s: lc groups have slack",
+			u->gid.id, name, from, to, unit);
+		break;
+	default:
+		e->restores++;
+		if (s->cause[0])
+			pr_info("group %s is %s: its %s goes back", u->gid.id,
+				s->cause, name);
+		else
+			pr_info("release be group %s: %s back to its original",
+				u->gid.id, name);
+		break;
+	}
 }
 
-static int show_journal(const struct moat_knob *k, char *buf, size_t len)
+void enforce_act(struct moatd *d, const struct plan *plan)
 {
-	const struct moatd *d = k->owner;
+	size_t i;
 
-	return snprintf(buf, len, "%zu", d->journal ? d->journal->n : 0) >=
-	       (int)len ? -EOVERFLOW : 0;
+	for (i = 0; i < plan->nr; i++)
+		act(d, &plan->steps[i]);
 }
 
-static int show_journal_errors(const struct moat_knob *k, char *buf, size_t len)
-{
-	const struct moatd *d = k->owner;
+/* ---- what reporters read ---- */
 
-	return snprintf(buf, len, "%llu", d->journal ? d->journal->save_errors : 0) >=
-	       (int)len ? -EOVERFLOW : 0;
+double enforce_limit(const struct moatd_group *g, enum moat_resource r)
+{
+	return EG(g)->lim[r].limit;
+}
+
+unsigned long long enforce_throttles(const struct moatd_group *g)
+{
+	return EG(g)->throttles;
+}
+
+unsigned long long enforce_actions(const struct moatd *d, enum moat_resource chain,
+				   enum moat_resource r, enum moat_ctl_action a)
+{
+	return E(d)->actions[chain][r][a];
+}
+
+unsigned long long enforce_write_errors(const struct moatd *d)
+{
+	return E(d)->write_errors;
 }
 
 bool enforce_journal_stale(const struct moatd *d, char *why, size_t len)
@@ -674,9 +584,34 @@ int enforce_report_stale(struct moatd *d)
 	return -EIO;
 }
 
-int enforce_add_knobs(struct moatd *d)
+/* ---- knobs ---- */
+
+static int show_ull(const struct moat_knob *k, char *buf, size_t len)
 {
-	struct enforce_knobs *ek = &d->ek;
+	return snprintf(buf, len, "%llu", *(const unsigned long long *)k->owner) >=
+	       (int)len ? -EOVERFLOW : 0;
+}
+
+static int show_journal(const struct moat_knob *k, char *buf, size_t len)
+{
+	const struct moatd *d = k->owner;
+
+	return snprintf(buf, len, "%zu", d->journal ? d->journal->n : 0) >=
+	       (int)len ? -EOVERFLOW : 0;
+}
+
+static int show_journal_errors(const struct moat_knob *k, char *buf, size_t len)
+{
+	const struct moatd *d = k->owner;
+
+	return snprintf(buf, len, "%llu", d->journal ? d->journal->save_errors : 0) >=
+	       (int)len ? -EOVERFLOW : 0;
+}
+
+static int enforce_init(struct moatd *d)
+{
+	struct enforce *e = E(d);
+	struct enforce_knobs *ek = &e->ek;
 	struct moat_ctl_step *prio = &ek->step[MOAT_RES_CPU_PRIO];
 	struct moat_ctl_step *cpu = &ek->step[MOAT_RES_CPU];
 	struct moat_ctl_step *mem = &ek->step[MOAT_RES_MEMORY];
@@ -685,16 +620,12 @@ int enforce_add_knobs(struct moatd *d)
 #define U32(p, lo, hi, v) { .path = p, .type = MOAT_KNOB_U32, .writable = true, \
 			    .min = lo, .max = hi, .data = v }
 	const struct moat_knob knobs[] = {
-		U32("lc/rqlat_p99_target_us", 1, 10000000, &ek->rqlat_p99_target_us),
-		U32("lc/memory_pressure_target_pct", 0, 100,
-		    &ek->memory_pressure_target_pct),
 		U32("be/cpu_min_pct", 1, 100, &cpu->min_pct),
 		U32("be/memory_high_min_pct", 10, 100, &mem->min_pct),
 		U32("enforce/slack_pct", 1, 99, &ek->slack_pct),
 		U32("enforce/min_effect_pct", 0, 99, &ek->min_effect_pct),
 		U32("enforce/release_periods", 1, 1000, &ek->release_periods),
 		U32("enforce/culprits", 1, 64, &ek->culprits),
-		U32("enforce/min_waits", 1, 1000000, &ek->min_waits),
 		U32("enforce/cpu_priority", 0, 1, &ek->cpu_priority),
 		U32("enforce/cpu_idle", 0, 1, &ek->cpu_idle),
 		U32("enforce/cpi", 0, 1, &ek->cpi2_act),
@@ -718,29 +649,28 @@ int enforce_add_knobs(struct moatd *d)
 		U32("enforce/mb_increase_pct", 1, 100, &mb->increase_pct),
 		U32("enforce/mb_cooldown_periods", 0, 100, &mb->cooldown),
 		U32("enforce/mb_backoff_periods", 0, 10000, &mb->backoff),
+	};
+#undef U32
+	const struct moat_knob journal[] = {
 		{ .path = "enforce/journal_entries", .type = MOAT_KNOB_SHOW,
 		  .show = show_journal },
 		{ .path = "enforce/journal_errors", .type = MOAT_KNOB_SHOW,
 		  .show = show_journal_errors },
 	};
-#undef U32
 	const struct { const char *path; unsigned long long *v; } counters[] = {
-		{ "enforce/throttles", &d->ec.throttles },
-		{ "enforce/releases", &d->ec.releases },
-		{ "enforce/restores", &d->ec.restores },
-		{ "enforce/undos", &d->ec.undos },
-		{ "enforce/write_errors", &d->ec.write_errors },
+		{ "enforce/throttles", &e->throttles },
+		{ "enforce/releases", &e->releases },
+		{ "enforce/restores", &e->restores },
+		{ "enforce/undos", &e->undos },
+		{ "enforce/write_errors", &e->write_errors },
 	};
 	size_t i;
 	int err;
 
+	e->d = d;
 	*ek = (struct enforce_knobs){
-		.rqlat_p99_target_us = 2000,
-		.memory_pressure_target_pct = 10,
 		.slack_pct = 50, .min_effect_pct = 10, .release_periods = 6,
-		.culprits = 2,
-		.min_waits = 20, .cpu_priority = 1, .cpu_idle = 1,
-		.cpi2_act = 1,
+		.culprits = 2, .cpu_priority = 1, .cpu_idle = 1, .cpi2_act = 1,
 		.step = {
 			[MOAT_RES_CPU_PRIO] = { .decrease_pct = 90, .increase_pct = 10,
 						.min_pct = 0, .cooldown = 0,
@@ -760,7 +690,10 @@ int enforce_add_knobs(struct moatd *d)
 		},
 	};
 	err = moat_knob_add_all(d->tree, "", knobs,
-				sizeof(knobs) / sizeof(knobs[0]), d);
+				sizeof(knobs) / sizeof(knobs[0]), e);
+	if (!err)
+		err = moat_knob_add_all(d->tree, "", journal,
+					sizeof(journal) / sizeof(journal[0]), d);
 	for (i = 0; i < sizeof(counters) / sizeof(counters[0]) && !err; i++) {
 		struct moat_knob k = { .type = MOAT_KNOB_SHOW, .show = show_ull,
 				       .owner = counters[i].v };
@@ -782,23 +715,20 @@ static int show_throttle(const struct moat_knob *k, char *buf, size_t len)
 	unsigned int r;
 
 	for (r = 0; r < MOAT_RES_NR; r++)
-		format_limit(v[r], sizeof(v[r]), r, g->lim[r].limit);
+		format_limit(v[r], sizeof(v[r]), r, EG(g)->lim[r].limit);
 	return snprintf(buf, len, "cpu_prio=%s cpu=%s memory=%s l3=%s mb=%s",
 			v[MOAT_RES_CPU_PRIO], v[MOAT_RES_CPU],
 			v[MOAT_RES_MEMORY], v[MOAT_RES_L3],
 			v[MOAT_RES_MB]) >= (int)len ? -EOVERFLOW : 0;
 }
 
-int enforce_add_group_knobs(struct moatd *d, struct moatd_group *g)
+static int enforce_group_add(struct moatd *d, struct moatd_group *g)
 {
 	const struct moat_knob attrs[] = {
 		{ .path = "throttle", .type = MOAT_KNOB_SHOW, .show = show_throttle },
-		{ .path = "rqlat_p99_target_us", .type = MOAT_KNOB_U32,
-		  .writable = true, .transient = true, .min = 0, .max = 10000000,
-		  .data = &g->rqlat_p99_target_us },
 	};
 	struct moat_knob k = { .type = MOAT_KNOB_SHOW, .show = show_ull,
-			       .owner = &g->throttles };
+			       .owner = &EG(g)->throttles };
 	char dir[MOAT_KNOB_PATH_MAX];
 	int err;
 
@@ -810,17 +740,13 @@ int enforce_add_group_knobs(struct moatd *d, struct moatd_group *g)
 	return err ? err : moat_knob_add(d->tree, &k);
 }
 
-int enforce_find_units(struct moatd *d)
-{
-	struct moatd_group **by_dir;
-
-	if (!d->nr_groups)
-		return 0;
-	by_dir = malloc(d->nr_groups * sizeof(*by_dir));
-	if (!by_dir)
-		return -ENOMEM;
-	memcpy(by_dir, d->groups, d->nr_groups * sizeof(*by_dir));
-	find_units(by_dir, d->nr_groups);
-	free(by_dir);
-	return 0;
-}
+const struct moatd_module enforce_module = {
+	.name = "enforce",
+	.size = sizeof(struct enforce),
+	.group_size = sizeof(struct enforce_group),
+	.init = enforce_init,
+	.group_add = enforce_group_add,
+	.group_reset = enforce_group_reset,
+	.group_del = enforce_group_del,
+	.restore = enforce_restore,
+};

@@ -1,28 +1,245 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The groups moatd tracks: found by rescanning the cpu controller's
- * hierarchy every period, each with its knobs under groups/<id>/, and
- * observed every period.
+ * The groups moatd tracks: found by walking the cpu controller's
+ * hierarchy, each with its knobs under groups/<id>/ and each module's
+ * state of it, classified by the QoS defaults (classes/guaranteed, burstable, besteffort), the rules
+ * (rules/<name> = "<glob> <class>") and per-group overrides.
+ *
+ * Walking is most of a rescan's work, so it happens when a cgroup event
+ * (bpf/cgroup_events.bpf.c) says a cgroup was made or removed, when a
+ * rule changed, and every rescan_ms in case an event was missed; where
+ * the events cannot attach, every period.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cgroup.h"
+#include "cgroup_events_bpf.h"
+#include "groups.h"
 #include "log.h"
-#include "moatd.h"
+
+/* rules/<name>: a fixed slot each, so that its knob's storage stays put. */
+struct rule_slot {
+	bool used;
+	char text[MOAT_KNOB_VALUE_MAX];
+	struct moat_rule rule;
+};
+
+/* Per-group class overrides, by id: they outlive the groups. */
+struct override {
+	char id[MOAT_ID_MAX];
+	unsigned int class;		/* enum moat_class */
+};
+
+/* Groups found or gone since the last rescan's summary line. */
+#define CHURN_NAMED	3
+struct churn {
+	size_t n;
+	char id[CHURN_NAMED][MOAT_ID_MAX];
+};
+
+/* A task that entered a tracked unit (the BPF hooks), for resctrl. */
+struct task_event {
+	__u64 unit;
+	__u32 tid;
+};
+
+struct groups {
+	struct moatd *d;
+	struct moat_qos_classes qos;
+	struct rule_slot rules[MOATD_MAX_RULES];
+	/* the used rules in name order, as classification tries them */
+	struct moat_rule active[MOATD_MAX_RULES];
+	size_t nr_active;
+	struct override *overrides;
+	size_t nr_overrides;
+	struct moat_cgroup_events *events;	/* NULL: walk every period */
+	bool changed;			/* an event or a rule since the walk */
+	unsigned int rescan_ms;		/* walk at least this often anyway */
+	struct timespec last_rescan;
+	struct churn found, gone;
+	struct task_event tasks[256];
+	size_t nr_tasks, next_task;
+	bool tasks_lost;
+};
+
+static struct groups *G(const struct moatd *d)
+{
+	return moatd_mod(d, MOD_GROUPS);
+}
+
+static double ms_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t->tv_sec) * 1e3 + (now.tv_nsec - t->tv_nsec) / 1e6;
+}
+
+/* ---- rules ---- */
+
+static int rule_check(const struct moat_knob *k, const char *val, char *why,
+		      size_t len)
+{
+	struct rule_slot *slot = k->owner;
+	struct moat_rule r;
+
+	if (!*val)
+		return 0;
+	return moat_rule_parse(slot->rule.name, val, &r);
+}
+
+static void rule_store(const struct moat_knob *k, unsigned int u,
+		       const char *val)
+{
+	struct rule_slot *slot = k->owner;
+	struct moat_rule r;
+
+	if (!*val) {
+		/* Only the slot: the knob goes with rule_remove(). */
+		slot->text[0] = '\0';
+		return;
+	}
+	/* (not into slot->rule: its name is the name parsed from) */
+	moat_rule_parse(slot->rule.name, val, &r);
+	slot->rule = r;
+	strcpy(slot->text, val);
+}
+
+static struct rule_slot *rule_find(const struct groups *gs, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < MOATD_MAX_RULES; i++)
+		if (gs->rules[i].used && !strcmp(gs->rules[i].rule.name, name))
+			return (struct rule_slot *)&gs->rules[i];
+	return NULL;
+}
+
+static int rule_create(struct moatd *d, const char *name)
+{
+	struct moat_knob k = {
+		.type = MOAT_KNOB_STRING, .writable = true,
+		.str_max = MOAT_KNOB_VALUE_MAX, .check = rule_check,
+		.store = rule_store,
+		.expects = "'<glob> <class>': a glob relative to the cgroup root, "
+			   "without '..', and none, lc or be; '' removes the rule",
+	};
+	struct groups *gs = G(d);
+	struct rule_slot *slot = NULL;
+	size_t i;
+	int err;
+
+	if (!moat_id_valid(name))
+		return -EINVAL;
+	for (i = 0; i < MOATD_MAX_RULES && !slot; i++)
+		if (!gs->rules[i].used)
+			slot = &gs->rules[i];
+	if (!slot)
+		return -E2BIG;
+	snprintf(k.path, sizeof(k.path), "rules/%s", name);
+	k.data = slot->text;
+	k.owner = slot;
+	memset(slot, 0, sizeof(*slot));
+	strcpy(slot->rule.name, name);
+	err = moat_knob_add(d->tree, &k);
+	if (!err)
+		slot->used = true;
+	return err;
+}
+
+static void rule_remove(struct moatd *d, const char *name)
+{
+	struct rule_slot *slot = rule_find(G(d), name);
+	char path[MOAT_KNOB_PATH_MAX];
+
+	if (!slot)
+		return;
+	slot->used = false;
+	snprintf(path, sizeof(path), "rules/%s", name);
+	moat_knob_remove_dir(d->tree, path);
+}
+
+int rules_set(struct moatd *d, const char *name, const char *val)
+{
+	char path[MOAT_KNOB_PATH_MAX];
+	bool created = false;
+	int err;
+
+	snprintf(path, sizeof(path), "rules/%s", name);
+	if (!rule_find(G(d), name)) {
+		if (!*val)
+			return -ENOENT;
+		err = rule_create(d, name);
+		if (err)
+			return err == -E2BIG ? -E2BIG : -ENOENT;
+		created = true;
+	}
+	err = moat_knob_set(d->tree, path, val);
+	if ((err && created) || (!err && !*val))
+		rule_remove(d, name);
+	/* a rule classifies at once: walk now, not in rescan_ms */
+	if (!err)
+		G(d)->changed = true;
+	return err;
+}
+
+bool rules_exists(const struct moatd *d, const char *name)
+{
+	return rule_find(G(d), name);
+}
+
+void rules_for_each(const struct moatd *d,
+		    void (*fn)(struct moatd *d, const char *name, void *ctx),
+		    void *ctx)
+{
+	struct groups *gs = G(d);
+	char name[MOAT_ID_MAX];
+	size_t i;
+
+	for (i = 0; i < MOATD_MAX_RULES; i++) {
+		if (!gs->rules[i].used)
+			continue;
+		/* (a copy: @fn may remove it) */
+		snprintf(name, sizeof(name), "%s", gs->rules[i].rule.name);
+		fn(gs->d, name, ctx);
+	}
+}
+
+static int cmp_rule(const void *a, const void *b)
+{
+	const struct moat_rule *x = a, *y = b;
+
+	return strcmp(x->name, y->name);
+}
+
+static void rules_activate(struct groups *gs)
+{
+	size_t i;
+
+	gs->nr_active = 0;
+	for (i = 0; i < MOATD_MAX_RULES; i++)
+		if (gs->rules[i].used && gs->rules[i].text[0])
+			gs->active[gs->nr_active++] = gs->rules[i].rule;
+	if (gs->nr_active)
+		qsort(gs->active, gs->nr_active, sizeof(gs->active[0]), cmp_rule);
+}
+
+/* ---- classes ---- */
 
 /* groups/<id>/class: reads the effective class, writes the override. */
 static const char *const class_choices[] = { "auto", "none", "lc", "be", NULL };
 #define CLASS_AUTO 0
 
-static struct override *find_override(struct moatd *d, const char *id)
+static struct override *find_override(struct groups *gs, const char *id)
 {
 	size_t i;
 
-	for (i = 0; i < d->nr_overrides; i++)
-		if (!strcmp(d->overrides[i].id, id))
-			return &d->overrides[i];
+	for (i = 0; i < gs->nr_overrides; i++)
+		if (!strcmp(gs->overrides[i].id, id))
+			return &gs->overrides[i];
 	return NULL;
 }
 
@@ -36,16 +253,11 @@ static struct moatd_group *find_group(struct moatd *d, const char *id)
 	return NULL;
 }
 
-static void update_class(struct moatd *d, struct moatd_group *g)
+static void update_class(struct groups *gs, struct moatd_group *g)
 {
-	struct override *o = find_override(d, g->gid.id);
-	unsigned int class = o ? o->class : g->gid.class;
-	bool watch = class == MOAT_CLASS_LC;
+	struct override *o = find_override(gs, g->gid.id);
 
-	g->class = class;
-	if (watch != g->watched && d->rqlat &&
-	    !moat_rqlat_watch(d->rqlat, g->cgid, watch))
-		g->watched = watch;
+	g->class = o ? o->class : g->gid.class;
 }
 
 static int show_class(const struct moat_knob *k, char *buf, size_t len)
@@ -56,31 +268,36 @@ static int show_class(const struct moat_knob *k, char *buf, size_t len)
 	       -EOVERFLOW : 0;
 }
 
+/* The module's state of a group: the way back to the module. */
+struct group_in {
+	struct groups *gs;
+};
+
 static void store_class(const struct moat_knob *k, unsigned int choice,
 			const char *val)
 {
 	struct moatd_group *g = k->owner;
-	struct moatd *d = g->d;
-	struct override *o = find_override(d, g->gid.id);
+	struct groups *gs = ((struct group_in *)group_mod(g, MOD_GROUPS))->gs;
+	struct override *o = find_override(gs, g->gid.id);
 
 	if (choice == CLASS_AUTO) {
 		if (o)
-			*o = d->overrides[--d->nr_overrides];
+			*o = gs->overrides[--gs->nr_overrides];
 	} else if (o) {
 		o->class = choice - 1;
 	} else {
-		struct override *v = realloc(d->overrides,
-					     (d->nr_overrides + 1) * sizeof(*v));
+		struct override *v = realloc(gs->overrides,
+					     (gs->nr_overrides + 1) * sizeof(*v));
 
 		if (!v) {
 			pr_err("group %s: class override: out of memory", g->gid.id);
 			return;
 		}
-		d->overrides = v;
-		strcpy(v[d->nr_overrides].id, g->gid.id);
-		v[d->nr_overrides++].class = choice - 1;
+		gs->overrides = v;
+		strcpy(v[gs->nr_overrides].id, g->gid.id);
+		v[gs->nr_overrides++].class = choice - 1;
 	}
-	update_class(d, g);
+	update_class(gs, g);
 	pr_info("group %s: class set to %s (%s)", g->gid.id,
 		moat_class_names[g->class], val);
 }
@@ -106,7 +323,7 @@ static int show_kind(const struct moat_knob *k, char *buf, size_t len)
 	       -EOVERFLOW : 0;
 }
 
-static int add_knobs(struct moatd *d, struct moatd_group *g)
+static int group_knobs(struct moatd *d, struct moatd_group *g)
 {
 	const struct moat_knob attrs[] = {
 		{ .path = "path", .type = MOAT_KNOB_STRING, .data = g->path,
@@ -120,38 +337,32 @@ static int add_knobs(struct moatd *d, struct moatd_group *g)
 		{ .path = "cgroup_id", .type = MOAT_KNOB_SHOW, .show = show_cgroup_id },
 	};
 	char dir[MOAT_KNOB_PATH_MAX];
-	int err;
 
 	snprintf(dir, sizeof(dir), "groups/%s", g->gid.id);
-	err = moat_knob_add_all(d->tree, dir, attrs,
-				sizeof(attrs) / sizeof(attrs[0]), g);
-	if (!err)
-		err = enforce_add_group_knobs(d, g);
-	if (!err)
-		err = cpi_add_group_knobs(d, g);
-	if (!err)
-		err = rdt_add_group_knobs(d, g);
-	return err ? err : observe_add_knobs(d, g);
+	return moat_knob_add_all(d->tree, dir, attrs,
+				 sizeof(attrs) / sizeof(attrs[0]), g);
 }
 
+/* ---- groups found and gone ---- */
+
 /* Count a group found or gone; the first few are named in the summary. */
-static void churn_note(struct group_churn *c, const char *id)
+static void churn_note(struct churn *c, const char *id)
 {
-	if (c->n < GROUP_CHURN_NAMED)
+	if (c->n < CHURN_NAMED)
 		snprintf(c->id[c->n], sizeof(c->id[c->n]), "%s", id);
 	c->n++;
 }
 
-static void churn_words(const struct group_churn *c, const char *what,
-			char *buf, size_t len)
+static void churn_words(const struct churn *c, const char *what, char *buf,
+			size_t len)
 {
 	size_t n = snprintf(buf, len, "%zu %s", c->n, what);
 	unsigned int i;
 
-	for (i = 0; i < c->n && i < GROUP_CHURN_NAMED && n < len; i++)
+	for (i = 0; i < c->n && i < CHURN_NAMED && n < len; i++)
 		n += snprintf(buf + n, len - n, "%s%s", i ? ", " : " (", c->id[i]);
 	if (c->n && n < len)
-		snprintf(buf + n, len - n, "%s)", c->n > GROUP_CHURN_NAMED ? ", ..." : "");
+		snprintf(buf + n, len - n, "%s)", c->n > CHURN_NAMED ? ", ..." : "");
 }
 
 /*
@@ -159,54 +370,89 @@ static void churn_words(const struct group_churn *c, const char *what,
  * node whose pods churn would fill its log (the lines per group are at
  * debug level, -v).
  */
-static void churn_say(struct moatd *d)
+static void churn_say(struct moatd *d, struct groups *gs)
 {
 	char found[512], gone[512];
 
-	if (!d->churn.found.n && !d->churn.gone.n)
+	if (!gs->found.n && !gs->gone.n)
 		return;
-	churn_words(&d->churn.found, "found", found, sizeof(found));
-	churn_words(&d->churn.gone, "gone", gone, sizeof(gone));
+	churn_words(&gs->found, "found", found, sizeof(found));
+	churn_words(&gs->gone, "gone", gone, sizeof(gone));
 	pr_info("groups: %s, %s; %zu tracked", found, gone, d->nr_groups);
-	memset(&d->churn, 0, sizeof(d->churn));
+	memset(&gs->found, 0, sizeof(gs->found));
+	memset(&gs->gone, 0, sizeof(gs->gone));
+}
+
+static void group_free(struct moatd *d, struct moatd_group *g, int upto)
+{
+	char dir[MOAT_KNOB_PATH_MAX];
+	int m;
+
+	for (m = upto; m-- > 0;)
+		if (moatd_modules[m]->group_del)
+			moatd_modules[m]->group_del(d, g);
+	snprintf(dir, sizeof(dir), "groups/%s", g->gid.id);
+	moat_knob_remove_dir(d->tree, dir);
+	for (m = 0; m < MOD_NR; m++)
+		free(g->priv[m]);
+	free(g);
 }
 
 static void drop_group(struct moatd *d, size_t i, const char *why)
 {
 	struct moatd_group *g = d->groups[i];
-	char dir[MOAT_KNOB_PATH_MAX];
 
-	snprintf(dir, sizeof(dir), "groups/%s", g->gid.id);
-	moat_knob_remove_dir(d->tree, dir);
-	if (g->watched && d->rqlat)
-		moat_rqlat_watch(d->rqlat, g->cgid, false);
 	pr_debug("group %s (%s): %s", g->gid.id, g->path, why);
-	churn_note(&d->churn.gone, g->gid.id);
-	enforce_drop_group(d, g);
-	observe_close(g);
-	cpi_free_group(g);
-	moat_ts_group_free(&g->ts);
-	free(g);
+	churn_note(&G(d)->gone, g->gid.id);
+	group_free(d, g, MOD_NR);
 	d->groups[i] = d->groups[--d->nr_groups];
+}
+
+/* The window before any was read: nothing known. */
+static const struct group_window no_window = {
+	.rqlat_p50_us = NAN, .rqlat_p99_us = NAN, .rqlat_p999_us = NAN,
+	.rqlat_wp99_us = NAN, .cpu_usage = NAN, .throttled_periods = NAN,
+	.throttled_ms = NAN, .cpu_pressure_pct = NAN,
+	.memory_pressure_pct = NAN, .memory_bytes = NAN, .cpi = NAN,
+	.llc_mpki = NAN,
+};
+
+static void group_clear(struct moatd_group *g)
+{
+	unsigned int i;
+
+	g->win = no_window;
+	memset(&g->win_hist, 0, sizeof(g->win_hist));
+	g->sample = (struct group_sample){
+		.cpu_s = NAN, .nr_throttled = NAN, .throttled_s = NAN,
+		.cpu_stall_s = NAN, .memory_stall_s = NAN,
+		.pmu = { NAN, NAN, NAN },
+	};
+	for (i = 0; i < GROUP_HISTORY; i++)
+		g->history[i] = no_window;
 }
 
 static int new_group(struct moatd *d, const struct moat_group_id *gid,
 		     const char *path, __u64 cgid)
 {
 	struct moatd_group *g = calloc(1, sizeof(*g));
-	int err;
+	int err = 0, m;
 
 	if (!g)
 		return -ENOMEM;
-	g->d = d;
 	g->gid = *gid;
 	g->cgid = cgid;
 	g->seen = true;
+	g->unit = g;
 	snprintf(g->path, sizeof(g->path), "%s", path);
+	group_clear(g);
 	err = moat_cgroup_dir(d->cpu, path, g->dir, sizeof(g->dir));
-	observe_init(g);
-	if (!err)
-		observe_reset(d, g);
+	for (m = 0; m < MOD_NR && !err; m++) {
+		size_t n = moatd_modules[m]->group_size;
+
+		if (n && !(g->priv[m] = calloc(1, n)))
+			err = -ENOMEM;
+	}
 	if (!err && d->nr_groups == d->cap_groups) {
 		size_t cap = d->cap_groups ? d->cap_groups * 2 : 64;
 		void *v = realloc(d->groups, cap * sizeof(*d->groups));
@@ -218,38 +464,38 @@ static int new_group(struct moatd *d, const struct moat_group_id *gid,
 			err = -ENOMEM;
 		}
 	}
-	if (!err)
-		err = add_knobs(d, g);
+	if (!err) {
+		((struct group_in *)g->priv[MOD_GROUPS])->gs = G(d);
+		update_class(G(d), g);
+		err = group_knobs(d, g);
+	}
+	for (m = 0; m < MOD_NR && !err; m++)
+		if (moatd_modules[m]->group_add)
+			err = moatd_modules[m]->group_add(d, g);
 	if (err) {
-		char dir[MOAT_KNOB_PATH_MAX];
-
-		snprintf(dir, sizeof(dir), "groups/%s", gid->id);
-		moat_knob_remove_dir(d->tree, dir);
-		observe_close(g);
-		free(g);
+		group_free(d, g, m);
 		return err;
 	}
 	d->groups[d->nr_groups++] = g;
-	update_class(d, g);
 	pr_debug("group %s (%s): found, %s %s, class %s", g->gid.id, path,
 		 kind_names[gid->kind], gid->source, moat_class_names[g->class]);
-	churn_note(&d->churn.found, g->gid.id);
+	churn_note(&G(d)->found, g->gid.id);
 	return 0;
 }
 
-/* One cgroup of the rescan: a new group, a known one, or none. */
+/* One cgroup of the walk: a new group, a known one, or none. */
 static int rescan_one(__u64 cgid, const char *path, void *ctx)
 {
 	struct moatd *d = ctx;
+	struct groups *gs = G(d);
 	const char *rel = path + strlen(d->scan.root);
 	struct moat_group_id gid;
 	struct moatd_group *g;
-	int err;
+	int err, m;
 
 	if (!strcmp(d->scan.root, "/"))
 		rel = path;
-	if (moat_group_classify(rel, &d->qos, d->active_rules,
-				d->nr_active_rules, &gid))
+	if (moat_group_classify(rel, &gs->qos, gs->active, gs->nr_active, &gid))
 		return 0;
 	g = find_group(d, gid.id);
 	if (!g) {
@@ -262,29 +508,28 @@ static int rescan_one(__u64 cgid, const char *path, void *ctx)
 	if (g->seen)	/* two cgroups, one id: the first one found wins */
 		return 0;
 	g->seen = true;
-	if (g->cgid != cgid) {	/* the same pod or container, recreated */
-		if (g->watched && d->rqlat)
-			moat_rqlat_watch(d->rqlat, g->cgid, false);
-		g->watched = false;
+	if (g->cgid != cgid) {	/* the same pod or container, made anew */
 		g->cgid = cgid;
-		enforce_forget_group(d, g);
 		snprintf(g->path, sizeof(g->path), "%s", path);
 		moat_cgroup_dir(d->cpu, path, g->dir, sizeof(g->dir));
-		observe_reset(d, g);
+		group_clear(g);
+		for (m = 0; m < MOD_NR; m++)
+			if (moatd_modules[m]->group_reset)
+				moatd_modules[m]->group_reset(d, g);
 	}
 	g->gid.class = gid.class;
 	strcpy(g->gid.source, gid.source);
-	update_class(d, g);
+	update_class(gs, g);
 	return 0;
 }
 
-int groups_rescan(struct moatd *d)
+static int rescan(struct moatd *d)
 {
 	struct moat_cgroup_names *names;
 	size_t i;
 	int err;
 
-	rules_activate(d);
+	rules_activate(G(d));
 	names = moat_cgroup_names_new(&d->scan);
 	if (!names)
 		return -ENOMEM;
@@ -300,15 +545,151 @@ int groups_rescan(struct moatd *d)
 	for (i = d->nr_groups; i-- > 0;)
 		if (!d->groups[i]->seen)
 			drop_group(d, i, "gone");
-	churn_say(d);
+	churn_say(d, G(d));
 	return 0;
 }
 
-void groups_free(struct moatd *d)
+void groups_update(struct moatd *d)
 {
+	struct groups *gs = G(d);
+	int err;
+
+	if (gs->events && !gs->changed && gs->last_rescan.tv_sec &&
+	    ms_since(&gs->last_rescan) < gs->rescan_ms)
+		return;
+	gs->changed = false;
+	clock_gettime(CLOCK_MONOTONIC, &gs->last_rescan);
+	err = rescan(d);
+	if (err)
+		pr_warn("rescan of %s: %s", d->scan.mnt, strerror(-err));
+}
+
+/* ---- cgroup events ---- */
+
+static void note_removed(__u64 id, void *ctx)
+{
+	struct period *p = &((struct moatd *)ctx)->period;
+
+	if (p->nr_gone == p->cap_gone) {
+		size_t cap = p->cap_gone ? p->cap_gone * 2 : 64;
+		void *v = realloc(p->gone, cap * sizeof(*p->gone));
+
+		if (!v)
+			return;	/* it stays in the rqlat maps until they fill */
+		p->gone = v;
+		p->cap_gone = cap;
+	}
+	p->gone[p->nr_gone++] = id;
+}
+
+static void note_task(__u64 unit, __u32 tid, void *ctx)
+{
+	struct groups *gs = G(ctx);
+
+	if (gs->nr_tasks == sizeof(gs->tasks) / sizeof(gs->tasks[0])) {
+		gs->tasks_lost = true;
+		return;
+	}
+	gs->tasks[gs->nr_tasks++] = (struct task_event){ unit, tid };
+}
+
+bool groups_take_events(struct moatd *d)
+{
+	struct groups *gs = G(d);
+
+	if (gs->events && moat_cgroup_events_consume(gs->events, note_removed,
+						     note_task, d))
+		gs->changed = true;
+	return gs->nr_tasks > gs->next_task;
+}
+
+int groups_events_fd(const struct moatd *d)
+{
+	return G(d)->events ? moat_cgroup_events_fd(G(d)->events) : -1;
+}
+
+bool groups_next_task(struct moatd *d, __u64 *unit, __u32 *tid, bool *lost)
+{
+	struct groups *gs = G(d);
+
+	*lost = gs->tasks_lost;
+	if (gs->next_task == gs->nr_tasks) {
+		gs->nr_tasks = gs->next_task = 0;
+		gs->tasks_lost = false;
+		return false;
+	}
+	*unit = gs->tasks[gs->next_task].unit;
+	*tid = gs->tasks[gs->next_task++].tid;
+	return true;
+}
+
+int groups_track_tasks(struct moatd *d, const __u64 *units, size_t n)
+{
+	return G(d)->events ? moat_cgroup_events_track(G(d)->events, units, n) :
+			      -EOPNOTSUPP;
+}
+
+/* ---- the module ---- */
+
+static int groups_init(struct moatd *d)
+{
+	struct groups *gs = G(d);
+	const struct moat_knob knobs[] = {
+		{ .path = "rescan_ms", .type = MOAT_KNOB_U32, .writable = true,
+		  .min = 1000, .max = 3600000, .data = &gs->rescan_ms },
+		{ .path = "classes/guaranteed", .type = MOAT_KNOB_CHOICE,
+		  .writable = true, .choices = moat_class_names,
+		  .data = &gs->qos.guaranteed },
+		{ .path = "classes/burstable", .type = MOAT_KNOB_CHOICE,
+		  .writable = true, .choices = moat_class_names,
+		  .data = &gs->qos.burstable },
+		{ .path = "classes/besteffort", .type = MOAT_KNOB_CHOICE,
+		  .writable = true, .choices = moat_class_names,
+		  .data = &gs->qos.besteffort },
+	};
+	int err;
+
+	gs->d = d;
+	gs->rescan_ms = 10000;
+	gs->qos = (struct moat_qos_classes){ MOAT_CLASS_LC, MOAT_CLASS_LC,
+					     MOAT_CLASS_BE };
+	err = moat_knob_add_all(d->tree, "", knobs,
+				sizeof(knobs) / sizeof(knobs[0]), gs);
+	/* there, if empty: ls rules says no rules, not no such knob */
+	if (!err)
+		err = moat_knob_add_dir(d->tree, "rules");
+	if (!err)
+		err = moat_knob_add_dir(d->tree, "groups");
+	return err;
+}
+
+static int groups_open(struct moatd *d)
+{
+	moat_cgroup_events_open(&G(d)->events);	/* optional: says why not */
+	return 0;
+}
+
+static void groups_close(struct moatd *d)
+{
+	struct groups *gs = G(d);
+
 	while (d->nr_groups)
 		drop_group(d, d->nr_groups - 1, "no longer tracked: moatd stops");
-	memset(&d->churn, 0, sizeof(d->churn));
+	memset(&gs->found, 0, sizeof(gs->found));
+	memset(&gs->gone, 0, sizeof(gs->gone));
 	free(d->groups);
-	free(d->overrides);
+	d->groups = NULL;
+	d->cap_groups = 0;
+	free(gs->overrides);
+	moat_cgroup_events_close(gs->events);
+	gs->events = NULL;
 }
+
+const struct moatd_module groups_module = {
+	.name = "groups",
+	.size = sizeof(struct groups),
+	.group_size = sizeof(struct group_in),
+	.init = groups_init,
+	.open = groups_open,
+	.close = groups_close,
+};

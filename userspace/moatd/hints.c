@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Placement hints: what a scheduler needs to place the next pod on this
- * node, computed from moatd's state at request time.  Served as JSON at
+ * node, computed at request time from the committed period: the node's
+ * sample and the units, with their signals as the controller sees them.  Served as JSON at
  * /hints (Documentation/hints.rst is the schema) and as moat_hint_*
  * gauges in /metrics.
  *
@@ -12,9 +13,10 @@
  *   system usage = node usage - LC usage - BE usage   (never below 0)
  *
  * CPU: capacity the online CPUs, node usage from /proc/stat, LC and BE
- * usage the groups' CPU time over the last period.  Memory: capacity
- * MemTotal, node usage MemTotal - MemAvailable, LC and BE usage the
- * groups' memory.current.  Never below 0.
+ * usage the units' CPU time over the last period.  Memory: capacity
+ * MemTotal, node usage MemTotal - MemAvailable (/proc/meminfo, read by
+ * the node source), LC and BE usage the units' memory.current.  Never
+ * below 0.
  *
  * Interference per resource: the worst signal / target among LC units
  * (1 or more: some LC unit is at or over its target).  Slack of an LC
@@ -28,8 +30,14 @@
 #include <time.h>
 #include <unistd.h>
 #include <json-c/json.h>
-#include "hist.h"
-#include "moatd.h"
+#include "enforce.h"
+#include "hints.h"
+#include "prom.h"
+#include "units.h"
+
+struct hints_knobs {
+	unsigned int cpu_margin_pct, memory_margin_pct;
+};
 
 struct hints {
 	double be_cpus, be_memory;		/* NAN: not known yet */
@@ -38,21 +46,9 @@ struct hints {
 	double lc_memory, be_used_memory, sys_memory, mem_total, mem_used;
 };
 
-static void meminfo(double *total, double *avail)
+static struct hints_knobs *H(const struct moatd *d)
 {
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[128];
-	unsigned long long kb;
-
-	*total = *avail = NAN;
-	while (f && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "MemTotal: %llu kB", &kb) == 1)
-			*total = kb * 1024.0;
-		else if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-			*avail = kb * 1024.0;
-	}
-	if (f)
-		fclose(f);
+	return moatd_mod(d, MOD_HINTS);
 }
 
 static double nz(double v)
@@ -60,87 +56,70 @@ static double nz(double v)
 	return isnan(v) ? 0 : v;
 }
 
-/* The LC unit @g's worst signal over target, NAN where none measured. */
-static double lc_ratio(const struct moatd *d, const struct moatd_group *g,
-		       bool memory)
+/* The LC unit @u's worst signal over target, NAN where none measured. */
+static double worst_ratio(const struct unit *u)
 {
-	unsigned int t;
+	double r = unit_ratio(u, false), m = unit_ratio(u, true);
 
-	if (memory) {
-		t = d->ek.memory_pressure_target_pct;
-		return t ? g->win.memory_pressure_pct / t : NAN;
-	}
-	t = g->rqlat_p99_target_us ? g->rqlat_p99_target_us :
-				     d->ek.rqlat_p99_target_us;
-	return t ? g->win.rqlat_wp99_us / t : NAN;
-}
-
-/* Units are set once a cycle (enforce_find_units()); a group new since: one. */
-static bool is_unit(const struct moatd_group *g)
-{
-	return !g->unit || g->unit == g;
+	return isnan(r) || (!isnan(m) && m > r) ? m : r;
 }
 
 static void compute(struct moatd *d, struct hints *h)
 {
-	double avail, worst[2] = { NAN, NAN };
+	const struct period *p = &d->period;
+	const struct hints_knobs *k = H(d);
+	double worst[2] = { NAN, NAN }, node_mem;
 	size_t i;
 
 	memset(h, 0, sizeof(*h));
-	h->ncpus = sysconf(_SC_NPROCESSORS_ONLN);
-	h->node_cpus = d->node.cpu_usage;
-	meminfo(&h->mem_total, &avail);
-	h->mem_used = h->mem_total - avail;
-	for (i = 0; i < d->nr_groups; i++) {
-		const struct moatd_group *g = d->groups[i];
+	h->ncpus = p->node.ncpus ? p->node.ncpus : sysconf(_SC_NPROCESSORS_ONLN);
+	h->node_cpus = p->node.cpu_usage;
+	h->mem_total = p->node.mem_total;
+	h->mem_used = p->node.mem_total - p->node.mem_available;
+	for (i = 0; i < p->nr_units; i++) {
+		const struct unit *u = &p->units[i];
 		unsigned int m;
 
-		if (!is_unit(g))
-			continue;	/* a pod's containers are in the pod */
-		if (g->class == MOAT_CLASS_LC) {
-			h->lc_cpus += nz(g->win.cpu_usage);
-			h->lc_memory += nz(g->win.memory_bytes);
+		if (u->class == MOAT_CLASS_LC) {
+			h->lc_cpus += nz(u->cpu_usage);
+			h->lc_memory += nz(u->g->win.memory_bytes);
 			for (m = 0; m < 2; m++) {
-				double r = lc_ratio(d, g, m);
+				double r = unit_ratio(u, m);
 
 				if (!isnan(r) && !(r <= worst[m]))
 					worst[m] = r;
 			}
 			/* a CPI² victim's CPI over its outlier threshold */
-			if (g->cpi2_lc && g->cpi2_lc->victim && g->cpi2_threshold > 0 &&
-			    g->cpi2_cpi / g->cpi2_threshold > h->cache_interference)
-				h->cache_interference = g->cpi2_cpi / g->cpi2_threshold;
-		} else if (g->class == MOAT_CLASS_BE) {
-			h->be_used_cpus += nz(g->win.cpu_usage);
-			h->be_used_memory += nz(g->win.memory_bytes);
+			if (u->victim && u->cpi_threshold > 0 &&
+			    u->cpi / u->cpi_threshold > h->cache_interference)
+				h->cache_interference = u->cpi / u->cpi_threshold;
+		} else if (u->class == MOAT_CLASS_BE) {
+			h->be_used_cpus += nz(u->cpu_usage);
+			h->be_used_memory += nz(u->g->win.memory_bytes);
 		}
 	}
 	h->cpu_interference = nz(worst[0]);
 	/* the node's memory pressure counts as one more LC row, as enforce.c */
-	if (d->ek.memory_pressure_target_pct && !isnan(d->node.psi_some_avg10[1]) &&
-	    !(d->node.psi_some_avg10[1] / d->ek.memory_pressure_target_pct <= nz(worst[1])))
-		worst[1] = d->node.psi_some_avg10[1] / d->ek.memory_pressure_target_pct;
+	node_mem = node_memory_ratio(d, p);
+	if (!isnan(node_mem) && !(node_mem <= nz(worst[1])))
+		worst[1] = node_mem;
 	h->memory_interference = nz(worst[1]);
 
 	h->sys_cpus = fmax(0, nz(h->node_cpus) - h->lc_cpus - h->be_used_cpus);
 	h->be_cpus = isnan(h->node_cpus) ? NAN :
-		     fmax(0, h->ncpus * (100 - d->hint_cpu_margin_pct) / 100 -
+		     fmax(0, h->ncpus * (100 - k->cpu_margin_pct) / 100 -
 			     h->lc_cpus - h->sys_cpus);
 	h->sys_memory = fmax(0, nz(h->mem_used) - h->lc_memory - h->be_used_memory);
 	h->be_memory = isnan(h->mem_used) ? NAN :
-		       fmax(0, h->mem_total * (100 - d->hint_memory_margin_pct) / 100 -
+		       fmax(0, h->mem_total * (100 - k->memory_margin_pct) / 100 -
 			       h->lc_memory - h->sys_memory);
 }
 
 static void gauge(FILE *f, const char *name, const char *help, double v)
 {
-	fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
-	char buf[32];
-
-	if (isnan(v))
-		fprintf(f, "%s NaN\n", name);
-	else
-		fprintf(f, "%s %s\n", name, shortest(buf, sizeof(buf), v));
+	prom_family(f, name, "gauge", help);
+	fputs(name, f);
+	prom_value(f, v);
 }
 
 int hints_write_metrics(struct moatd *d, FILE *f)
@@ -158,24 +137,22 @@ int hints_write_metrics(struct moatd *d, FILE *f)
 	fputs("# HELP moat_hint_interference_ratio The worst LC signal / target per resource: 1 or more, some LC group is at or over its target.\n"
 	      "# TYPE moat_hint_interference_ratio gauge\n", f);
 	fprintf(f, "moat_hint_interference_ratio{resource=\"cpu\"} %s\n",
-		shortest(buf, sizeof(buf), h.cpu_interference));
+		prom_shortest(buf, sizeof(buf), h.cpu_interference));
 	fprintf(f, "moat_hint_interference_ratio{resource=\"memory\"} %s\n",
-		shortest(buf, sizeof(buf), h.memory_interference));
+		prom_shortest(buf, sizeof(buf), h.memory_interference));
 	fprintf(f, "moat_hint_interference_ratio{resource=\"cache\"} %s\n",
-		shortest(buf, sizeof(buf), h.cache_interference));
+		prom_shortest(buf, sizeof(buf), h.cache_interference));
 	fputs("# HELP moat_hint_lc_slack_ratio 1 - signal / target of the LC group's worst signal; negative: over its target.\n"
 	      "# TYPE moat_hint_lc_slack_ratio gauge\n", f);
-	for (i = 0; i < d->nr_groups; i++) {
-		const struct moatd_group *g = d->groups[i];
-		double r = lc_ratio(d, g, false), m = lc_ratio(d, g, true);
+	for (i = 0; i < d->period.nr_units; i++) {
+		const struct unit *u = &d->period.units[i];
+		double r = worst_ratio(u);
 
-		if (g->class != MOAT_CLASS_LC || !is_unit(g))
+		if (u->class != MOAT_CLASS_LC || isnan(r))
 			continue;
-		if (isnan(r) || (!isnan(m) && m > r))
-			r = m;
-		if (!isnan(r))
-			fprintf(f, "moat_hint_lc_slack_ratio{group=\"%s\"} %s\n",
-				g->gid.id, shortest(buf, sizeof(buf), 1 - r));
+		fputs("moat_hint_lc_slack_ratio{group=\"", f);
+		prom_label_value(f, u->g->gid.id);
+		fprintf(f, "\"} %s\n", prom_shortest(buf, sizeof(buf), 1 - r));
 	}
 	return 0;
 }
@@ -194,12 +171,12 @@ static json_object *num(double v)
 static json_object *limits(const struct moatd_group *g)
 {
 	json_object *o = json_object_new_object();
-	const struct moat_ctl_limit *l = g->lim;
+	double prio = enforce_limit(g, MOAT_RES_CPU_PRIO);
 
-	json_object_object_add(o, "cpuWeight", isinf(l[MOAT_RES_CPU_PRIO].limit) ?
-			       NULL : num(l[MOAT_RES_CPU_PRIO].limit));
-	json_object_object_add(o, "cpus", num(l[MOAT_RES_CPU].limit));
-	json_object_object_add(o, "memoryHighBytes", num(l[MOAT_RES_MEMORY].limit));
+	json_object_object_add(o, "cpuWeight", isinf(prio) ? NULL : num(prio));
+	json_object_object_add(o, "cpus", num(enforce_limit(g, MOAT_RES_CPU)));
+	json_object_object_add(o, "memoryHighBytes",
+			       num(enforce_limit(g, MOAT_RES_MEMORY)));
 	return o;
 }
 
@@ -208,7 +185,7 @@ static bool throttled(const struct moatd_group *g)
 	unsigned int r;
 
 	for (r = 0; r < MOAT_RES_NR; r++)
-		if (!isinf(g->lim[r].limit))
+		if (!isinf(enforce_limit(g, r)))
 			return true;
 	return false;
 }
@@ -217,18 +194,19 @@ static bool throttled(const struct moatd_group *g)
 static json_object *hints_json(struct moatd *d, bool with_time)
 {
 	json_object *o = json_object_new_object(), *cap, *itf, *lc, *cul, *f;
-	char host[256] = "", when[32];
+	const struct hints_knobs *k = H(d);
+	char node[256], when[32];
 	struct hints h;
 	time_t now = time(NULL);
 	struct tm tm;
 	size_t i;
 
 	compute(d, &h);
-	gethostname(host, sizeof(host) - 1);
+	moatd_node_name(node, sizeof(node));
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
 	json_object_object_add(o, "apiVersion", json_object_new_string("moat.io/v1"));
 	json_object_object_add(o, "kind", json_object_new_string("NodeHints"));
-	json_object_object_add(o, "node", json_object_new_string(host));
+	json_object_object_add(o, "node", json_object_new_string(node));
 	if (with_time)
 		json_object_object_add(o, "time", json_object_new_string(when));
 	json_object_object_add(o, "periodSeconds", num(d->period_ms / 1e3));
@@ -243,13 +221,13 @@ static json_object *hints_json(struct moatd *d, bool with_time)
 
 	f = json_object_new_object();
 	json_object_object_add(f, "cpus", num(h.ncpus));
-	json_object_object_add(f, "cpuMarginPercent", json_object_new_int(d->hint_cpu_margin_pct));
+	json_object_object_add(f, "cpuMarginPercent", json_object_new_int(k->cpu_margin_pct));
 	json_object_object_add(f, "nodeCpus", num(h.node_cpus));
 	json_object_object_add(f, "lcCpus", num(h.lc_cpus));
 	json_object_object_add(f, "beCpus", num(h.be_used_cpus));
 	json_object_object_add(f, "systemCpus", num(h.sys_cpus));
 	json_object_object_add(f, "memoryBytes", num(h.mem_total));
-	json_object_object_add(f, "memoryMarginPercent", json_object_new_int(d->hint_memory_margin_pct));
+	json_object_object_add(f, "memoryMarginPercent", json_object_new_int(k->memory_margin_pct));
 	json_object_object_add(f, "nodeMemoryBytes", num(h.mem_used));
 	json_object_object_add(f, "lcMemoryBytes", num(h.lc_memory));
 	json_object_object_add(f, "beMemoryBytes", num(h.be_used_memory));
@@ -264,35 +242,31 @@ static json_object *hints_json(struct moatd *d, bool with_time)
 
 	lc = json_object_new_array();
 	cul = json_object_new_array();
-	for (i = 0; i < d->nr_groups; i++) {
-		const struct moatd_group *g = d->groups[i];
+	for (i = 0; i < d->period.nr_units; i++) {
+		const struct unit *u = &d->period.units[i];
+		const struct moatd_group *g = u->g;
 		json_object *e;
-		double r, m;
 
-		if (!is_unit(g))
-			continue;
-		if (g->class == MOAT_CLASS_BE && throttled(g)) {
+		if (u->class == MOAT_CLASS_BE && throttled(g)) {
 			e = json_object_new_object();
 			json_object_object_add(e, "group", json_object_new_string(g->gid.id));
 			json_object_object_add(e, "limits", limits(g));
-			json_object_object_add(e, "throttles", json_object_new_int64(g->throttles));
+			json_object_object_add(e, "throttles",
+					       json_object_new_int64(enforce_throttles(g)));
 			json_object_array_add(cul, e);
 		}
-		if (g->class != MOAT_CLASS_LC)
+		if (u->class != MOAT_CLASS_LC)
 			continue;
-		r = lc_ratio(d, g, false);
-		m = lc_ratio(d, g, true);
 		e = json_object_new_object();
 		json_object_object_add(e, "group", json_object_new_string(g->gid.id));
-		json_object_object_add(e, "rqlatWp99Seconds", num(g->win.rqlat_wp99_us / 1e6));
+		/* the unit's: its members' waits merged (units.c) */
+		json_object_object_add(e, "rqlatWp99Seconds",
+				       num(u->lc.value[MOAT_SIG_RQLAT_P99] / 1e6));
 		json_object_object_add(e, "rqlatTargetSeconds",
-				       num((g->rqlat_p99_target_us ?
-							       g->rqlat_p99_target_us :
-							       d->ek.rqlat_p99_target_us) / 1e6));
-		json_object_object_add(e, "memoryPressurePercent", num(g->win.memory_pressure_pct));
-		if (isnan(r) || (!isnan(m) && m > r))
-			r = m;
-		json_object_object_add(e, "slack", num(1 - r));
+				       num(u->lc.target[MOAT_SIG_RQLAT_P99] / 1e6));
+		json_object_object_add(e, "memoryPressurePercent",
+				       num(u->lc.value[MOAT_SIG_MEMORY_PRESSURE]));
+		json_object_object_add(e, "slack", num(1 - worst_ratio(u)));
 		json_object_array_add(lc, e);
 	}
 	json_object_object_add(o, "lc", lc);
@@ -334,3 +308,28 @@ int hints_for_kube(struct moatd *d, struct kube_hints *out)
 	json_object_put(o);
 	return out->json ? 0 : -ENOMEM;
 }
+
+static int hints_init(struct moatd *d)
+{
+	struct hints_knobs *k = H(d);
+	const struct moat_knob knobs[] = {
+		{ .path = "hints/cpu_margin_pct", .type = MOAT_KNOB_U32,
+		  .writable = true, .min = 0, .max = 100,
+		  .data = &k->cpu_margin_pct },
+		{ .path = "hints/memory_margin_pct", .type = MOAT_KNOB_U32,
+		  .writable = true, .min = 0, .max = 100,
+		  .data = &k->memory_margin_pct },
+	};
+
+	/* koordlet's default reclaim thresholds are 65% of CPU and memory */
+	k->cpu_margin_pct = 35;
+	k->memory_margin_pct = 35;
+	return moat_knob_add_all(d->tree, "", knobs, sizeof(knobs) / sizeof(knobs[0]),
+				 k);
+}
+
+const struct moatd_module hints_module = {
+	.name = "hints",
+	.size = sizeof(struct hints_knobs),
+	.init = hints_init,
+};

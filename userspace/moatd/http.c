@@ -31,8 +31,11 @@
 #include <sys/socket.h>
 #include <microhttpd.h>
 #include "endpoint.h"
+#include "enforce.h"
+#include "hints.h"
+#include "http.h"
 #include "log.h"
-#include "moatd.h"
+#include "metrics.h"
 
 #define HTTP_CONNECTIONS	32
 #define HTTP_PER_ADDRESS	8
@@ -46,6 +49,14 @@ struct http_conn {
 	unsigned long long seq;		/* accept order: the oldest is least */
 };
 
+/*
+ * Loopback: /metrics and /hints name every pod and what moat does to it,
+ * so a node serves them to the network only when told to (the DaemonSet
+ * passes --listen with the pod's address).  9590: not taken in
+ * Prometheus's list of default ports.
+ */
+#define DEFAULT_LISTEN		"127.0.0.1:9590"
+
 struct http {
 	struct MHD_Daemon *mhd;
 	int epoll_fd, lfd;
@@ -54,8 +65,21 @@ struct http {
 	unsigned long long seq, evicted;
 };
 
+/* The module: where to listen, and the server while it runs. */
+struct http_mod {
+	struct moatd *d;
+	char listen[64];		/* http/listen: "" none */
+	bool listen_changed;
+	struct http *h;
+};
+
+static struct http_mod *HM(const struct moatd *d)
+{
+	return moatd_mod(d, MOD_HTTP);
+}
+
 /* Whether @addr can be bound now (for a knob's check): 0 or -errno. */
-int http_try_bind(const char *addr)
+static int http_try_bind(const char *addr)
 {
 	struct sockaddr_storage ss;
 	const char *why;
@@ -236,7 +260,7 @@ static int listen_socket(const struct sockaddr_storage *ss, socklen_t len)
 	return fd;
 }
 
-int http_open(struct http **out, struct moatd *d, const char *addr)
+static int server_open(struct http **out, struct moatd *d, const char *addr)
 {
 	const union MHD_DaemonInfo *info;
 	struct sockaddr_storage ss;
@@ -290,7 +314,7 @@ int http_open(struct http **out, struct moatd *d, const char *addr)
 	return 0;
 }
 
-void http_close(struct http *h)
+static void server_close(struct http *h)
 {
 	if (!h)
 		return;
@@ -299,9 +323,10 @@ void http_close(struct http *h)
 	free(h);
 }
 
-void http_poll_fd(struct http *h, struct pollfd *pfd, unsigned int *n,
-		  unsigned int max, int *timeout_ms)
+void http_poll_fds(struct moatd *d, struct pollfd *pfd, unsigned int *n,
+		   unsigned int max, int *timeout_ms)
 {
+	struct http *h = HM(d)->h;
 	MHD_UNSIGNED_LONG_LONG t;
 
 	if (!h || *n + 2 > max)
@@ -378,31 +403,49 @@ static void accept_all(struct http *h)
 	}
 }
 
-void http_work(struct http *h)
+/* http/listen changed: serve on the new address, or keep the old. */
+static void relisten(struct moatd *d, struct http_mod *hm)
 {
-	if (!h)
+	struct http *h;
+
+	hm->listen_changed = false;
+	if (!server_open(&h, d, hm->listen) || !*hm->listen) {
+		server_close(hm->h);
+		hm->h = h;
+		if (!*hm->listen)
+			pr_info("http: no longer served");
+	}
+}
+
+void http_work(struct moatd *d)
+{
+	struct http_mod *hm = HM(d);
+
+	if (hm->listen_changed)
+		relisten(d, hm);
+	if (!hm->h)
 		return;
-	accept_all(h);
-	MHD_run(h->mhd);
+	accept_all(hm->h);
+	MHD_run(hm->h->mhd);
 }
 
 static int listen_check(const struct moat_knob *k, const char *val,
 			char *why, size_t whylen)
 {
-	struct moatd *d = k->owner;
+	struct http_mod *hm = k->owner;
 	struct sockaddr_storage ss;
 	const char *bad;
 	socklen_t len;
 	int err;
 
-	if (!*val || !strcmp(val, d->listen))
+	if (!*val || !strcmp(val, hm->listen))
 		return 0;
 	if (moat_listen_parse(val, &ss, &len, &bad)) {
 		snprintf(why, whylen, "%s", bad);
 		return -EINVAL;
 	}
 	/* Running: the new address must be free now (the old one is ours). */
-	err = d->http ? http_try_bind(val) : 0;
+	err = hm->h ? http_try_bind(val) : 0;
 	if (err)
 		snprintf(why, whylen, "cannot listen there: %s", strerror(-err));
 	return err ? -EINVAL : 0;
@@ -411,44 +454,64 @@ static int listen_check(const struct moat_knob *k, const char *val,
 static void listen_store(const struct moat_knob *k, unsigned int u,
 			 const char *val)
 {
-	struct moatd *d = k->owner;
+	struct http_mod *hm = k->owner;
 
-	if (strcmp(val, d->listen))
-		d->listen_changed = true;
-	snprintf(d->listen, sizeof(d->listen), "%s", val);
+	if (strcmp(val, hm->listen))
+		hm->listen_changed = true;
+	snprintf(hm->listen, sizeof(hm->listen), "%s", val);
 }
 
 /* The port bound: http/listen may ask for port 0, any free one. */
 static int show_port(const struct moat_knob *k, char *buf, size_t len)
 {
-	const struct moatd *d = k->owner;
+	const struct http_mod *hm = k->owner;
 	struct sockaddr_storage ss = {};
 	socklen_t sl = sizeof(ss);
 	unsigned int port = 0;
 
-	if (d->http && !getsockname(d->http->lfd, (struct sockaddr *)&ss, &sl))
+	if (hm->h && !getsockname(hm->h->lfd, (struct sockaddr *)&ss, &sl))
 		port = ntohs(ss.ss_family == AF_INET6 ?
 			     ((struct sockaddr_in6 *)&ss)->sin6_port :
 			     ((struct sockaddr_in *)&ss)->sin_port);
 	return snprintf(buf, len, "%u", port) >= (int)len ? -EOVERFLOW : 0;
 }
 
-int http_add_knobs(struct moatd *d)
+static int http_init(struct moatd *d)
 {
+	struct http_mod *hm = HM(d);
 	const struct moat_knob knobs[] = {
 		{ .path = "http/listen", .type = MOAT_KNOB_STRING, .writable = true,
-		  .data = d->listen, .str_max = sizeof(d->listen),
+		  .data = hm->listen, .str_max = sizeof(hm->listen),
 		  .check = listen_check, .store = listen_store,
 		  .expects = "ADDR:PORT with a numeric address (127.0.0.1:9590, [::1]:9590), free to bind; '' serves no HTTP" },
-			{ .path = "http/port", .type = MOAT_KNOB_SHOW, .show = show_port },
-		{ .path = "hints/cpu_margin_pct", .type = MOAT_KNOB_U32,
-		  .writable = true, .min = 0, .max = 100,
-		  .data = &d->hint_cpu_margin_pct },
-		{ .path = "hints/memory_margin_pct", .type = MOAT_KNOB_U32,
-		  .writable = true, .min = 0, .max = 100,
-		  .data = &d->hint_memory_margin_pct },
+		{ .path = "http/port", .type = MOAT_KNOB_SHOW, .show = show_port },
 	};
 
+	hm->d = d;
+	snprintf(hm->listen, sizeof(hm->listen), "%s", DEFAULT_LISTEN);
 	return moat_knob_add_all(d->tree, "", knobs,
-				 sizeof(knobs) / sizeof(knobs[0]), d);
+				 sizeof(knobs) / sizeof(knobs[0]), hm);
 }
+
+static int http_open(struct moatd *d)
+{
+	struct http_mod *hm = HM(d);
+	int err = server_open(&hm->h, d, hm->listen);
+
+	hm->listen_changed = false;
+	return err;
+}
+
+static void http_close(struct moatd *d)
+{
+	server_close(HM(d)->h);
+	HM(d)->h = NULL;
+}
+
+const struct moatd_module http_module = {
+	.name = "http",
+	.size = sizeof(struct http_mod),
+	.init = http_init,
+	.open = http_open,
+	.close = http_close,
+};

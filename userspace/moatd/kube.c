@@ -18,7 +18,8 @@
  * account's token (re-read for every request: bound tokens rotate) and CA
  * from /var/run/secrets/kubernetes.io/serviceaccount ($MOAT_KUBE_SA_DIR
  * instead, for tests and for moatd outside a pod).  The node's name from
- * $NODE_NAME (the downward API), else the host name.
+ * $NODE_NAME (the downward API), else the host name (moatd_node_name(),
+ * as /hints says it).
  *
  * libcurl is loaded with dlopen() when publishing starts, not linked:
  * with its dependencies it is 4.5 MiB of moatd's RSS, which a node that
@@ -45,8 +46,9 @@
 #include <unistd.h>
 #include <curl/curl.h>
 #include <json-c/json.h>
+#include "hints.h"
+#include "kube.h"
 #include "log.h"
-#include "moatd.h"
 
 #define SA_DIR		"/var/run/secrets/kubernetes.io/serviceaccount"
 #define TAINT_KEY	"moat.io/interference"
@@ -132,6 +134,18 @@ struct kube {
 	/* counters, read by the loop for knobs and metrics */
 	unsigned long long updates, errors;
 };
+
+/* The module: its knobs, and the publisher while it runs. */
+struct kube_mod {
+	struct moatd *d;
+	unsigned int publish, interval_ms, untaint_s, change_pct, resync_s;
+	struct kube *k;
+};
+
+static struct kube_mod *K(const struct moatd *d)
+{
+	return moatd_mod(d, MOD_KUBE);
+}
 
 static double mono_ms(void)
 {
@@ -400,16 +414,16 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-int kube_open(struct moatd *d)
+static int kube_start(struct moatd *d)
 {
 	const char *host = getenv("KUBERNETES_SERVICE_HOST");
 	const char *port = getenv("KUBERNETES_SERVICE_PORT");
-	const char *node = getenv("NODE_NAME"), *sa = getenv("MOAT_KUBE_SA_DIR");
+	const char *sa = getenv("MOAT_KUBE_SA_DIR");
 	sigset_t all, old;
 	struct kube *k;
 	int err;
 
-	if (!d->kube_publish)
+	if (!K(d)->publish || K(d)->k)
 		return 0;
 	if (!host || !port) {
 		pr_warn("kube/publish is on but KUBERNETES_SERVICE_HOST/PORT are not set: not in a pod; nothing goes to the Node object");
@@ -421,10 +435,7 @@ int kube_open(struct moatd *d)
 	snprintf(k->server, sizeof(k->server), strchr(host, ':') ?
 		 "https://[%s]:%s" : "https://%s:%s", host, port);
 	snprintf(k->sa_dir, sizeof(k->sa_dir), "%s", sa ? sa : SA_DIR);
-	if (node && *node)
-		snprintf(k->node, sizeof(k->node), "%s", node);
-	else
-		gethostname(k->node, sizeof(k->node) - 1);
+	moatd_node_name(k->node, sizeof(k->node));
 	k->want.be_cpu_milli = k->want.be_memory = -1;
 	if (curl_load()) {
 		free(k);
@@ -446,7 +457,7 @@ int kube_open(struct moatd *d)
 		return -EAGAIN;
 	}
 	pr_info("kube: hints go to node %s through %s", k->node, k->server);
-	d->kube = k;
+	K(d)->k = k;
 	return 0;
 }
 
@@ -483,9 +494,9 @@ static void withdraw(struct kube *k)
 			k->node);
 }
 
-void kube_close(struct moatd *d)
+static void kube_stop(struct moatd *d)
 {
-	struct kube *k = d->kube;
+	struct kube *k = K(d)->k;
 
 	if (!k)
 		return;
@@ -499,7 +510,7 @@ void kube_close(struct moatd *d)
 	state_free(&k->want);
 	state_free(&k->sent);
 	free(k);	/* libcurl stays loaded: publishing may start again */
-	d->kube = NULL;
+	K(d)->k = NULL;
 }
 
 /* Whether @now differs from @was by more than @pct% of @was. */
@@ -515,9 +526,10 @@ static bool moved(long long now, long long was, unsigned int pct)
  * kube/change_pct, or the last update is kube/resync_s old (the
  * annotation rides along).  Never more often than kube/interval_ms.
  */
-void kube_cycle(struct moatd *d)
+void kube_publish(struct moatd *d)
 {
-	struct kube *k = d->kube;
+	struct kube_mod *km = K(d);
+	struct kube *k = km->k;
 	struct kube_state s;
 	struct kube_hints h;
 	double now = mono_ms();
@@ -532,7 +544,7 @@ void kube_cycle(struct moatd *d)
 	if (over) {
 		k->over_ms = now;
 		k->tainted = true;
-	} else if (k->tainted && now - k->over_ms >= d->kube_untaint_s * 1e3) {
+	} else if (k->tainted && now - k->over_ms >= km->untaint_s * 1e3) {
 		k->tainted = false;
 	}
 	s.be_cpu_milli = isnan(h.be_cpus) ? -1 : llround(h.be_cpus * 1000);
@@ -541,25 +553,25 @@ void kube_cycle(struct moatd *d)
 	s.hints = h.json;
 	pthread_mutex_lock(&k->lock);
 	send = !k->sent_valid || s.taint != k->sent.taint ||
-	       moved(s.be_cpu_milli, k->sent.be_cpu_milli, d->kube_change_pct) ||
-	       moved(s.be_memory, k->sent.be_memory, d->kube_change_pct) ||
-	       now - k->sent_ms >= d->kube_resync_s * 1e3;
+	       moved(s.be_cpu_milli, k->sent.be_cpu_milli, km->change_pct) ||
+	       moved(s.be_memory, k->sent.be_memory, km->change_pct) ||
+	       now - k->sent_ms >= km->resync_s * 1e3;
 	if (send) {
 		state_free(&k->want);
 		k->want = s;
 		k->pending = true;
 		k->sent_ms = now;	/* asked for; the thread retries errors */
 		pthread_cond_signal(&k->cond);
-		k->next_ms = now + d->kube_interval_ms;
+		k->next_ms = now + km->interval_ms;
 	} else {
 		free(s.hints);
 	}
 	pthread_mutex_unlock(&k->lock);
 }
 
-unsigned long long kube_counter(struct moatd *d, bool errors)
+unsigned long long kube_counter(const struct moatd *d, bool errors)
 {
-	struct kube *k = d->kube;
+	struct kube *k = K(d)->k;
 	unsigned long long v;
 
 	if (!k)
@@ -582,7 +594,7 @@ static int show_node(const struct moat_knob *k, char *buf, size_t len)
 {
 	const struct moatd *d = k->owner;
 
-	return snprintf(buf, len, "%s", d->kube ? d->kube->node : "") >= (int)len ?
+	return snprintf(buf, len, "%s", K(d)->k ? K(d)->k->node : "") >= (int)len ?
 	       -EOVERFLOW : 0;
 }
 
@@ -592,39 +604,49 @@ static void store_publish(const struct moat_knob *k, unsigned int u,
 {
 	struct moatd *d = k->owner;
 
-	d->kube_publish = u;
+	K(d)->publish = u;
 	if (!d->started)
-		return;		/* main() opens it once the knobs are read */
-	if (u && !d->kube)
-		kube_open(d);
-	else if (!u)
-		kube_close(d);
+		return;		/* started once moatd detached */
+	if (u)
+		kube_start(d);
+	else
+		kube_stop(d);
 }
 
-int kube_add_knobs(struct moatd *d)
+static int kube_init(struct moatd *d)
 {
+	struct kube_mod *km = K(d);
 #define U32(p, lo, hi, v) { .path = p, .type = MOAT_KNOB_U32, .writable = true, \
 			    .min = lo, .max = hi, .data = v }
 	const struct moat_knob knobs[] = {
 		{ .path = "kube/publish", .type = MOAT_KNOB_U32, .writable = true,
-		  .min = 0, .max = 1, .data = &d->kube_publish,
+		  .min = 0, .max = 1, .data = &km->publish,
 		  .store = store_publish },
-		U32("kube/interval_ms", 100, 3600000, &d->kube_interval_ms),
-		U32("kube/untaint_s", 0, 86400, &d->kube_untaint_s),
-		U32("kube/change_pct", 1, 100, &d->kube_change_pct),
-		U32("kube/resync_s", 1, 86400, &d->kube_resync_s),
+		U32("kube/interval_ms", 100, 3600000, &km->interval_ms),
+		U32("kube/untaint_s", 0, 86400, &km->untaint_s),
+		U32("kube/change_pct", 1, 100, &km->change_pct),
+		U32("kube/resync_s", 1, 86400, &km->resync_s),
 		{ .path = "kube/node", .type = MOAT_KNOB_SHOW, .show = show_node },
 		{ .path = "kube/updates", .type = MOAT_KNOB_SHOW, .show = show_counter },
 		{ .path = "kube/errors", .type = MOAT_KNOB_SHOW, .show = show_counter },
 	};
 #undef U32
 
+	km->d = d;
 	/* On by default in a pod, where the API server is. */
-	d->kube_publish = getenv("KUBERNETES_SERVICE_HOST") != NULL;
-	d->kube_interval_ms = 10000;
-	d->kube_untaint_s = 60;
-	d->kube_change_pct = 10;
-	d->kube_resync_s = 300;
+	km->publish = getenv("KUBERNETES_SERVICE_HOST") != NULL;
+	km->interval_ms = 10000;
+	km->untaint_s = 60;
+	km->change_pct = 10;
+	km->resync_s = 300;
 	return moat_knob_add_all(d->tree, "", knobs, sizeof(knobs) / sizeof(knobs[0]),
 				 d);
 }
+
+const struct moatd_module kube_module = {
+	.name = "kube",
+	.size = sizeof(struct kube_mod),
+	.init = kube_init,
+	.start = kube_start,
+	.close = kube_stop,
+};

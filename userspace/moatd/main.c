@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * moatd: finds the groups on this node, observes them every period, and
- * serves everything it knows and every tunable as one knob tree on its
- * control socket.
+ * moatd: finds the groups on this node, observes them every period,
+ * protects the LC ones in enforce mode, and serves everything it knows and
+ * every tunable as one knob tree on its control socket.
+ *
+ * This file is the loop: the modules (moatd_modules[]), start-up and
+ * shut-down through them, and cycle(), the one place that says the
+ * order of a period's steps (Documentation/design.rst).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -19,20 +23,41 @@
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include "cgroup.h"
+#include "cpi.h"
 #include "ctl.h"
+#include "delay.h"
+#include "enforce.h"
+#include "groups.h"
+#include "hints.h"
+#include "http.h"
+#include "kube.h"
 #include "log.h"
-#include "moatd.h"
+#include "node.h"
+#include "observe.h"
+#include "rdt.h"
+#include "server.h"
+#include "settings.h"
+#include "units.h"
 
 #define DEFAULT_CONFIG		"/etc/moat/moat.conf"
 #define DEFAULT_STATE_DIR	"/var/lib/moat"
-/*
- * Loopback: /metrics and /hints name every pod and what moat does to it,
- * so a node serves them to the network only when told to (the DaemonSet
- * passes --listen with the pod's address).  9590: not taken in
- * Prometheus's list of default ports.
- */
-#define DEFAULT_LISTEN		"127.0.0.1:9590"
-#define MAX_POLL		32
+#define MAX_POLL		40
+
+/* Each module, at its place in enum moatd_mod: the order they open. */
+const struct moatd_module *const moatd_modules[MOD_NR] = {
+	[MOD_SETTINGS] = &settings_module,
+	[MOD_GROUPS] = &groups_module,
+	[MOD_NODE] = &node_module,
+	[MOD_DELAY] = &delay_module,
+	[MOD_OBSERVE] = &observe_module,
+	[MOD_SIGNALS] = &signals_module,
+	[MOD_CPI] = &cpi_module,
+	[MOD_ENFORCE] = &enforce_module,
+	[MOD_RDT] = &rdt_module,
+	[MOD_HINTS] = &hints_module,
+	[MOD_HTTP] = &http_module,
+	[MOD_KUBE] = &kube_module,
+};
 
 struct options {
 	const char *config, *cgroup_root, *state_dir, *socket, *socket_group;
@@ -58,7 +83,7 @@ static const char usage[] =
 "  -g, --socket-group GRP  let this group read the socket (mode 0660)\n"
 "  -m, --mode MODE         observe or enforce; wins over the config\n"
 "  -l, --listen ADDR:PORT  serve /metrics, /hints and /healthz over HTTP here;\n"
-"                          wins over the config (default " DEFAULT_LISTEN ";\n"
+"                          wins over the config (default 127.0.0.1:9590;\n"
 "                          '' serves no HTTP)\n"
 "  -f, --foreground        do not detach\n"
 "  -v, --verbose           debug messages; twice: libbpf's too\n";
@@ -128,46 +153,6 @@ static int parse_args(int argc, char **argv, struct options *o)
 	return 0;
 }
 
-const char *moatd_version(void)
-{
-	return MOAT_VERSION;
-}
-
-double moatd_since_cycle_us(const struct moatd *d)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (now.tv_sec - d->last_cycle.tv_sec) * 1e6 +
-	       (now.tv_nsec - d->last_cycle.tv_nsec) / 1e3;
-}
-
-int moatd_set(struct moatd *d, const char *path, const char *val)
-{
-	const char *name = path + strlen("rules/");
-	bool rule = !strncmp(path, "rules/", 6) && !strchr(name, '/');
-	bool created = false;
-	int err;
-
-	if (rule && !moat_knob_find(d->tree, path)) {
-		if (!*val)
-			return -ENOENT;
-		err = rules_create(d, name);
-		if (err)
-			return err == -E2BIG ? -E2BIG : -ENOENT;
-		created = true;
-	}
-	err = moat_knob_set(d->tree, path, val);
-	if (rule && ((err && created) || (!err && !*val)))
-		rules_remove(d, name);
-	if (!err)
-		pr_info("knob %s set to '%s'", path, val);
-	/* a rule classifies at once: rescan now, not in rescan_ms */
-	if (!err && rule)
-		d->cgroups_changed = true;
-	return err;
-}
-
 static int show_version(const struct moat_knob *k, char *buf, size_t len)
 {
 	return snprintf(buf, len, "%s", MOAT_VERSION) >= (int)len ? -EOVERFLOW : 0;
@@ -189,8 +174,7 @@ static void store_mode(const struct moat_knob *k, unsigned int u,
 	struct moatd *d = k->owner;
 
 	if (d->mode == MOATD_ENFORCE && u != MOATD_ENFORCE)
-		enforce_restore_all(d, "mode observe");
-	d->blame_valid = false;
+		moatd_restore(d, "mode observe");
 	d->mode = u;
 }
 
@@ -211,40 +195,10 @@ static int add_base_knobs(struct moatd *d)
 		  .min = 50, .max = 60000, .data = &d->period_ms,
 		  .store = store_period },
 		{ .path = "cycle_us", .type = MOAT_KNOB_SHOW, .show = show_cycle_us },
-		{ .path = "rescan_ms", .type = MOAT_KNOB_U32, .writable = true,
-		  .min = 1000, .max = 3600000, .data = &d->rescan_ms },
-		{ .path = "classes/guaranteed", .type = MOAT_KNOB_CHOICE,
-		  .writable = true, .choices = moat_class_names,
-		  .data = &d->qos.guaranteed },
-		{ .path = "classes/burstable", .type = MOAT_KNOB_CHOICE,
-		  .writable = true, .choices = moat_class_names,
-		  .data = &d->qos.burstable },
-		{ .path = "classes/besteffort", .type = MOAT_KNOB_CHOICE,
-		  .writable = true, .choices = moat_class_names,
-		  .data = &d->qos.besteffort },
 	};
-	int err;
 
-	err = moat_knob_add_all(d->tree, "", knobs,
-				sizeof(knobs) / sizeof(knobs[0]), d);
-	/* there, if empty: ls rules says no rules, not no such knob */
-	if (!err)
-		err = moat_knob_add_dir(d->tree, "rules");
-	if (!err)
-		err = moat_knob_add_dir(d->tree, "groups");
-	if (!err)
-		err = enforce_add_knobs(d);
-	if (!err)
-		err = http_add_knobs(d);
-	if (!err)
-		err = kube_add_knobs(d);
-	if (!err)
-		err = cpi_add_knobs(d);
-	if (!err)
-		err = delay_add_knobs(d);
-	if (!err)
-		err = rdt_add_knobs(d);
-	return err ? err : node_add_knobs(d);
+	return moat_knob_add_all(d->tree, "", knobs,
+				 sizeof(knobs) / sizeof(knobs[0]), d);
 }
 
 static int setup_cgroups(struct moatd *d, const struct options *o)
@@ -371,90 +325,74 @@ static double now_us(void)
 	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-static double ms_since(const struct timespec *t)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (now.tv_sec - t->tv_sec) * 1e3 + (now.tv_nsec - t->tv_nsec) / 1e6;
-}
-
-static void note_removed(__u64 id, void *ctx)
-{
-	struct moatd *d = ctx;
-
-	if (d->gone.n < sizeof(d->gone.ids) / sizeof(d->gone.ids[0]))
-		d->gone.ids[d->gone.n++] = id;
-	else
-		d->gone.overflow = true;
-}
-
-static void note_task(__u64 unit, __u32 tid, void *ctx)
-{
-	rdt_task_event(ctx, unit, tid);
-}
-
 /* Take the cgroup events in; the tasks among them go to resctrl at once. */
 static void take_events(struct moatd *d)
 {
-	if (d->events && moat_cgroup_events_consume(d->events, note_removed,
-						    note_task, d))
-		d->cgroups_changed = true;
-	rdt_flush(d);
+	if (groups_take_events(d))
+		rdt_take_tasks(d);
+}
+
+/* The windows of this period join the groups' history, whole. */
+static void commit(struct moatd *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->nr_groups; i++) {
+		struct moatd_group *g = d->groups[i];
+
+		g->history[g->history_next++ % GROUP_HISTORY] = g->win;
+	}
 }
 
 /*
- * Walking the hierarchy is most of a period's work, so it is done when a
- * cgroup event says something changed, and every rescan_ms in case an
- * event was missed; without the events, every period.
+ * One period, in the order the data flows (Documentation/design.rst):
+ * the groups; the sources, each read once; what is derived from them;
+ * the policies, which read only the period; the actuators, the only
+ * writers, through the journal; then the period is committed, for the
+ * reporters to read until the next one.
  */
 static void cycle(struct moatd *d)
 {
+	struct period *p = &d->period;
+	struct timespec now;
 	double start = now_us();
-	int err;
 
+	/* the groups */
 	take_events(d);
-	/* Removed cgroups leave the rqlat maps at once, not when they fill. */
-	if (d->gone.n && d->rqlat)
-		moat_rqlat_forget(d->rqlat, d->gone.ids, d->gone.n);
-	if (d->gone.overflow)
-		pr_debug("more than %zu cgroups removed in a period: some stay in the rqlat maps",
-			 sizeof(d->gone.ids) / sizeof(d->gone.ids[0]));
-	d->gone.n = 0;
-	d->gone.overflow = false;
+	groups_update(d);
+	moatd_index_groups(d);
 
-	if (!d->events || d->cgroups_changed || !d->last_rescan.tv_sec ||
-	    ms_since(&d->last_rescan) >= d->rescan_ms) {
-		d->cgroups_changed = false;
-		clock_gettime(CLOCK_MONOTONIC, &d->last_rescan);
-		err = groups_rescan(d);
-		if (err)
-			pr_warn("rescan of %s: %s", d->scan.mnt, strerror(-err));
-	}
-	node_observe(d);
-	groups_observe(d);
-	if (enforce_find_units(d))
-		pr_warn("out of memory: the groups' units are as they were");
-	cpi_cycle(d);
-	enforce_cycle(d);
-	rdt_cycle(d);
-	kube_cycle(d);
+	/* the sources */
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	p->secs = p->at.tv_sec ? (now.tv_sec - p->at.tv_sec) +
+				 (now.tv_nsec - p->at.tv_nsec) / 1e9 : 0;
+	p->at = now;
+	node_sample(d, &p->node);
+	delay_sample(d, p);	/* run-queue waits and their blame */
+	p->nr_gone = 0;		/* (the cgroup events' removed ids, forgotten) */
+	observe_sample(d, p);	/* the cgroup files */
+	cpi_sample(d, p);	/* PMU counters */
+	rdt_sample(d, p);	/* resctrl: BE's originals, monitoring */
+
+	/* derived, once, for everyone after */
+	if (units_build(d, p))
+		pr_warn("out of memory: no units this period");
+	enforce_sample(d, p);	/* the originals a first step starts from */
+
+	/* the policies: the period in, a plan out */
+	d->plan.nr = 0;
+	cpi_detect(d, p);
+	enforce_decide(d, p, &d->plan);
+
+	/* the actuators: the plan out, through the journal */
+	enforce_act(d, &d->plan);
+	rdt_act(d, &d->plan);
+
+	/* committed: reporters read it from here on */
+	commit(d);
 	d->cycle_us = now_us() - start;
 	clock_gettime(CLOCK_MONOTONIC, &d->last_cycle);
-}
-
-/* http/listen changed: serve on the new address, or keep the old. */
-static void relisten(struct moatd *d)
-{
-	struct http *h;
-
-	d->listen_changed = false;
-	if (!http_open(&h, d, d->listen) || !*d->listen) {
-		http_close(d->http);
-		d->http = h;
-		if (!*d->listen)
-			pr_info("http: no longer served");
-	}
+	kube_publish(d);
 }
 
 /* The signals moatd handles, read from a signalfd in run(). */
@@ -469,8 +407,8 @@ static void stop_signals(sigset_t *mask)
 static int run(struct moatd *d, struct server *srv)
 {
 	struct pollfd pfd[MAX_POLL];
+	int tfd, sfd, efd, err = 0;
 	sigset_t mask;
-	int tfd, sfd, err = 0;
 
 	stop_signals(&mask);	/* blocked since main() began */
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -485,15 +423,16 @@ static int run(struct moatd *d, struct server *srv)
 	for (;;) {
 		struct signalfd_siginfo si;
 		unsigned int n = 2;
-		int timeout = -1;
+		int timeout = -1, ev = -1;
 		__u64 ticks;
 
 		pfd[0] = (struct pollfd){ .fd = tfd, .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = sfd, .events = POLLIN };
-		if (d->events)
-			pfd[n++] = (struct pollfd){
-				.fd = moat_cgroup_events_fd(d->events),
-				.events = POLLIN };
+		efd = groups_events_fd(d);
+		if (efd >= 0) {
+			ev = n;
+			pfd[n++] = (struct pollfd){ .fd = efd, .events = POLLIN };
+		}
 		/*
 		 * The socket's work before its fds: a connection accepted
 		 * now is polled now, and its request answered when it
@@ -501,9 +440,8 @@ static int run(struct moatd *d, struct server *srv)
 		 */
 		server_work(srv, d, &timeout);
 		server_poll_fds(srv, pfd, &n, MAX_POLL);
-		if (d->listen_changed)
-			relisten(d);
-		http_poll_fd(d->http, pfd, &n, MAX_POLL, &timeout);
+		http_work(d);
+		http_poll_fds(d, pfd, &n, MAX_POLL, &timeout);
 		if (poll(pfd, n, timeout) < 0 && errno != EINTR) {
 			err = -errno;
 			break;
@@ -518,9 +456,9 @@ static int run(struct moatd *d, struct server *srv)
 		}
 		if (read(tfd, &ticks, sizeof(ticks)) == sizeof(ticks))
 			cycle(d);
-		else if (d->events && pfd[2].revents & POLLIN)
+		else if (ev >= 0 && pfd[ev].revents & POLLIN)
 			take_events(d);	/* a task to follow, promptly */
-		http_work(d->http);
+		http_work(d);
 		if (d->period_changed) {
 			d->period_changed = false;
 			arm_timer(tfd, d->period_ms);
@@ -534,15 +472,67 @@ out:
 	return err;
 }
 
+/*
+ * The journal, before anything else: put back the values a moatd that
+ * did not stop cleanly left (the directories it made are resctrl's to
+ * remove, rdt.c, once it knows where resctrl is).
+ */
+static int open_journal(struct moatd *d)
+{
+	char file[PATH_MAX], legacy[PATH_MAX + 32];
+	int err;
+
+	file[0] = '\0';
+	if (*d->state_dir &&
+	    (size_t)snprintf(file, sizeof(file), "%s/journal", d->state_dir) >=
+	    sizeof(file))
+		return -ENAMETOOLONG;
+	err = moat_journal_open(file, &d->journal);
+	if (err) {
+		if (err == -EBADMSG)
+			pr_err("journal %s: its originals cannot be trusted, so nothing was restored and moatd does not start; check the values it lists by hand, then remove it",
+			       file);
+		return err;
+	}
+	if (!*file)
+		pr_warn("no state dir: the journal of original values is in memory only, and a crash would leave throttled values behind");
+	if (d->journal->n) {
+		pr_info("journal %s: %zu values from a moatd that did not stop cleanly: restoring",
+			file, d->journal->n);
+		moat_journal_restore_some(d->journal, "", MOAT_J_VALUES);
+	}
+	/* kernel.task_delayacct, from a moatd of before the one journal */
+	snprintf(legacy, sizeof(legacy), "%s/taskstats.journal", d->state_dir);
+	if (*d->state_dir && !access(legacy, F_OK)) {
+		struct moat_journal *old;
+
+		if (!moat_journal_open(legacy, &old)) {
+			moat_journal_restore(old, "");
+			moat_journal_free(old);
+			unlink(legacy);
+		}
+	}
+	return 0;
+}
+
+static void close_modules(struct moatd *d, int opened)
+{
+	int m;
+
+	for (m = opened; m-- > 0;)
+		if (moatd_modules[m]->close)
+			moatd_modules[m]->close(d);
+}
+
 int main(int argc, char **argv)
 {
-	struct moat_rqlat_opts ropts = {};
 	struct server *srv = NULL;
 	sigset_t mask;
 	struct options o = {};
+	char state_file[PATH_MAX + 16] = "";
 	struct moatd *d;
 	unsigned int mode = 0;
-	int err, lock;
+	int err = 0, lock, m, inited = 0;
 
 	/*
 	 * Blocked before anything else: the control socket appears before
@@ -569,21 +559,27 @@ int main(int argc, char **argv)
 	if (!d)
 		return 1;
 	d->period_ms = 500;
-	snprintf(d->listen, sizeof(d->listen), "%s", DEFAULT_LISTEN);
-	/* koordlet's default reclaim thresholds are 65% of CPU and memory */
-	d->hint_cpu_margin_pct = 35;
-	d->hint_memory_margin_pct = 35;
-	d->rescan_ms = 10000;
-	d->qos = (struct moat_qos_classes){ MOAT_CLASS_LC, MOAT_CLASS_LC,
-					    MOAT_CLASS_BE };
-	/* Before anything else: put back what a crashed moatd left. */
-	err = enforce_open(d, o.state_dir);
+	snprintf(d->state_dir, sizeof(d->state_dir), "%s", o.state_dir);
+	if (strlen(o.state_dir) >= sizeof(d->state_dir)) {
+		pr_err("--state-dir %s: path too long", o.state_dir);
+		free(d);
+		return 1;
+	}
+	err = open_journal(d);
 	if (err) {
 		free(d);
 		return 1;
 	}
 	d->tree = moat_knob_tree_new();
 	err = d->tree ? add_base_knobs(d) : -ENOMEM;
+	for (m = 0; m < MOD_NR && !err; m++) {
+		d->mod[m] = calloc(1, moatd_modules[m]->size ? moatd_modules[m]->size : 1);
+		if (!d->mod[m])
+			err = -ENOMEM;
+		else if (moatd_modules[m]->init)
+			err = moatd_modules[m]->init(d);
+		inited += !err;
+	}
 	if (!err && o.mode) {
 		for (mode = 0; mode_names[mode] && strcmp(mode_names[mode], o.mode); mode++)
 			;
@@ -596,33 +592,19 @@ int main(int argc, char **argv)
 	}
 	if (!err && o.listen)
 		err = settings_cli(d, "http/listen", o.listen);
-	d->config_path = o.config;
-	d->config_given = o.config_given;
-	if (!err && *o.state_dir &&
-	    (size_t)snprintf(d->state_path, sizeof(d->state_path), "%s/moat.state",
-			     o.state_dir) >= sizeof(d->state_path)) {
-		pr_err("--state-dir %s: path too long", o.state_dir);
-		err = -ENAMETOOLONG;
-	}
+	if (*o.state_dir)
+		snprintf(state_file, sizeof(state_file), "%s/moat.state", o.state_dir);
+	if (!err)
+		err = settings_configure(d, o.config, o.config_given, state_file);
 	if (!err)
 		err = setup_cgroups(d, &o);
 	if (!err)
 		err = settings_load(d);
+	for (m = 0; m < MOD_NR && !err; m++)
+		if (moatd_modules[m]->open)
+			err = moatd_modules[m]->open(d);
 	if (!err)
-		err = settings_read_state(d);
-	if (err)
-		goto out;
-
-	err = delay_open(d, &ropts, o.state_dir, o.verbose);
-	if (err)
-		goto out;
-	moat_cgroup_events_open(&d->events);	/* optional: says why not */
-	cpi_open(d);				/* optional: says which events */
-	rdt_open(d, o.state_dir);		/* optional: says what there is */
-	err = server_open(&srv, o.socket, o.socket_group);
-	if (!err)
-		err = http_open(&d->http, d, d->listen);
-	d->listen_changed = false;
+		err = server_open(&srv, o.socket, o.socket_group);
 	if (err)
 		goto out;
 	cycle(d);
@@ -634,25 +616,37 @@ int main(int argc, char **argv)
 	if (lock >= 0)
 		lock_owner(lock);	/* daemon() forked: another pid */
 	/* After daemon(): a thread does not survive its fork. */
-	err = kube_open(d);
+	for (m = 0; m < MOD_NR && !err; m++)
+		if (moatd_modules[m]->start)
+			err = moatd_modules[m]->start(d);
 	d->started = true;
 	if (!err)
 		err = run(d, srv);
 out:
-	kube_close(d);
-	http_close(d->http);
+	/*
+	 * Every module that was set up closes, opened or not (a close does
+	 * nothing where there is nothing), the reporters first: the Node's
+	 * hints are withdrawn before the values they describe are put back.
+	 */
 	server_close(srv);
-	enforce_restore_all(d, "moatd stops");
+	if (inited == MOD_NR) {
+		moatd_modules[MOD_KUBE]->close(d);
+		moatd_modules[MOD_HTTP]->close(d);
+		inited = MOD_HTTP;
+	}
+	moatd_restore(d, "moatd stops");
 	if (enforce_report_stale(d) && !err)
 		err = -EIO;
-	rdt_close(d);
-	groups_free(d);
-	enforce_close(d);
-	cpi_close(d);
-	moat_cgroup_events_close(d->events);
-	delay_close(d);
+	close_modules(d, inited);
+	for (m = 0; m < MOD_NR; m++)
+		free(d->mod[m]);
 	moat_knob_tree_free(d->tree);
-	settings_free(d);
+	moat_journal_free(d->journal);
+	free(d->by_cgid);
+	free(d->period.gone);
+	free(d->period.blame);
+	free(d->period.units);
+	free(d->plan.steps);
 	free(d);
 	if (err)
 		pr_err("not started or stopped on error: %s", strerror(-err));

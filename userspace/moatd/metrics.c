@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * /metrics: Prometheus text format 0.0.4, built from moatd's state at
- * scrape time.  Names start with moat_, values are in base units
+ * /metrics, a reporter: Prometheus text format 0.0.4, built at scrape
+ * time from the committed period and the modules' counters.  Names start with moat_, values are in base units
  * (seconds, bytes, CPUs), counters end in _total, no sample carries a
  * timestamp.  Every metric is listed in Documentation/metrics.rst.
  *
@@ -14,49 +14,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cpi.h"
+#include "delay.h"
+#include "enforce.h"
+#include "hints.h"
 #include "hist.h"
-#include "moatd.h"
-
-static void family(FILE *f, const char *name, const char *type,
-		   const char *help)
-{
-	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-/* A label value, escaped as the text format wants. */
-static void label_value(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '\\' || *s == '"')
-			fprintf(f, "\\%c", *s);
-		else if (*s == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*s, f);
-	}
-}
-
-/* The shortest of %.15g and %.17g that reads back as @v. */
-const char *shortest(char *buf, size_t len, double v)
-{
-	snprintf(buf, len, "%.15g", v);
-	if (strtod(buf, NULL) != v)
-		snprintf(buf, len, "%.17g", v);
-	return buf;
-}
-
-/* Numbers as Go's strconv does for Prometheus: NaN, +Inf, -Inf. */
-static void value(FILE *f, double v)
-{
-	char buf[32];
-
-	if (isnan(v))
-		fputs(" NaN\n", f);
-	else if (isinf(v))
-		fputs(v > 0 ? " +Inf\n" : " -Inf\n", f);
-	else
-		fprintf(f, " %s\n", shortest(buf, sizeof(buf), v));
-}
+#include "kube.h"
+#include "metrics.h"
+#include "prom.h"
+#include "rdt.h"
+#include "rqlat_bpf.h"
 
 /*
  * group="<id>",class="<class>"[,pod_uid="..."][,container_id="..."], once
@@ -68,16 +35,16 @@ static char **labels;
 static void group_labels(FILE *f, const struct moatd_group *g)
 {
 	fputs("group=\"", f);
-	label_value(f, g->gid.id);
+	prom_label_value(f, g->gid.id);
 	fprintf(f, "\",class=\"%s\"", moat_class_names[g->class]);
 	if (g->gid.kind != MOAT_GROUP_RULE && g->gid.kube.pod_uid[0]) {
 		fputs(",pod_uid=\"", f);
-		label_value(f, g->gid.kube.pod_uid);
+		prom_label_value(f, g->gid.kube.pod_uid);
 		fputc('"', f);
 	}
 	if (g->gid.kind == MOAT_GROUP_CONTAINER && g->gid.kube.container_id[0]) {
 		fputs(",container_id=\"", f);
-		label_value(f, g->gid.kube.container_id);
+		prom_label_value(f, g->gid.kube.container_id);
 		fputc('"', f);
 	}
 }
@@ -93,7 +60,7 @@ static void group_sample(FILE *f, const char *name, size_t i,
 		fputs(extra, f);
 	}
 	fputc('}', f);
-	value(f, v);
+	prom_value(f, v);
 }
 
 static int make_labels(struct moatd *d)
@@ -151,14 +118,14 @@ static void rqlat_histogram(FILE *f, struct moatd *d)
 			    hi <= LE_LAST_NS;
 		snprintf(le[s], sizeof(le[s]), "le=\"%.9g\"", hi / 1e9);
 	}
-	family(f, name, "histogram",
+	prom_family(f, name, "histogram",
 	       "Run-queue waits of the group's tasks since moatd found it.");
 	for (i = 0; i < d->nr_groups; i++) {
 		const struct moatd_group *g = d->groups[i];
-		const struct moat_rqlat_hist *h = &g->last.rqlat;
+		const struct moat_rqlat_hist *h = &g->sample.rqlat;
 		__u64 cum = 0;
 
-		if (!g->last.valid)
+		if (!g->sample.rqlat_valid)
 			continue;
 		for (s = 0; s + 1 < MOAT_HIST_SLOTS; s++) {
 			cum += h->slots[s];
@@ -181,7 +148,7 @@ static void per_group(FILE *f, struct moatd *d, const char *name,
 {
 	size_t i;
 
-	family(f, name, type, help);
+	prom_family(f, name, type, help);
 	for (i = 0; i < d->nr_groups; i++) {
 		double v = get(d->groups[i]);
 
@@ -197,32 +164,27 @@ static double g_info(const struct moatd_group *g)
 
 static double g_usage(const struct moatd_group *g)
 {
-	int fd = g->fd[g->d->cpu->v2 ? GF_CPU_STAT : GF_CPUACCT_USAGE];
-
-	return g->last.valid && fd >= 0 ? g->last.cpu_ns / 1e9 : NAN;
+	return g->sample.cpu_s;
 }
 
 static double g_nr_throttled(const struct moatd_group *g)
 {
-	return g->last.valid && g->fd[GF_CPU_STAT] >= 0 ? g->last.nr_throttled : NAN;
+	return g->sample.nr_throttled;
 }
 
 static double g_throttled(const struct moatd_group *g)
 {
-	return g->last.valid && g->fd[GF_CPU_STAT] >= 0 ?
-	       g->last.throttled_ns / 1e9 : NAN;
+	return g->sample.throttled_s;
 }
 
 static double g_cpu_stall(const struct moatd_group *g)
 {
-	return g->last.valid && g->fd[GF_CPU_PRESSURE] >= 0 ?
-	       g->last.cpu_some_us / 1e6 : NAN;
+	return g->sample.cpu_stall_s;
 }
 
 static double g_mem_stall(const struct moatd_group *g)
 {
-	return g->last.valid && g->fd[GF_MEMORY_PRESSURE] >= 0 ?
-	       g->last.memory_some_us / 1e6 : NAN;
+	return g->sample.memory_stall_s;
 }
 
 static double g_memory(const struct moatd_group *g)
@@ -237,12 +199,14 @@ static double g_wp99(const struct moatd_group *g)
 
 static double g_throttles(const struct moatd_group *g)
 {
-	return g->throttles;
+	return enforce_throttles(g);
 }
 
 static double limit(const struct moatd_group *g, enum moat_resource r)
 {
-	return isinf(g->lim[r].limit) ? NAN : g->lim[r].limit;
+	double v = enforce_limit(g, r);
+
+	return isinf(v) ? NAN : v;
 }
 
 static double g_prio(const struct moatd_group *g)
@@ -260,25 +224,19 @@ static double g_mem_high(const struct moatd_group *g)
 	return limit(g, MOAT_RES_MEMORY);
 }
 
-static double counter(const struct moatd_group *g, unsigned int role)
-{
-	return g->d->pmu && g->d->pmu_slot[role] >= 0 && g->pmu_valid ?
-	       (double)g->pmu_last[role] : NAN;
-}
-
 static double g_cycles(const struct moatd_group *g)
 {
-	return counter(g, 0);
+	return g->sample.pmu[0];
 }
 
 static double g_instructions(const struct moatd_group *g)
 {
-	return counter(g, 1);
+	return g->sample.pmu[1];
 }
 
 static double g_llc(const struct moatd_group *g)
 {
-	return counter(g, 2);
+	return g->sample.pmu[2];
 }
 
 static double g_cpi(const struct moatd_group *g)
@@ -294,23 +252,30 @@ static double known(double v)
 
 static double g_llc_bytes(const struct moatd_group *g)
 {
-	return g->rdt_mon ? known(g->mon.llc_bytes) : NAN;
+	const struct rdt_mon *m = rdt_group_mon(g);
+
+	return m ? known(m->llc_bytes) : NAN;
 }
 
 static double g_mbm_total(const struct moatd_group *g)
 {
-	return g->rdt_mon ? g->mon.total_bps : NAN;
+	const struct rdt_mon *m = rdt_group_mon(g);
+
+	return m ? m->total_bps : NAN;
 }
 
 static double g_mbm_local(const struct moatd_group *g)
 {
-	return g->rdt_mon ? g->mon.local_bps : NAN;
+	const struct rdt_mon *m = rdt_group_mon(g);
+
+	return m ? m->local_bps : NAN;
 }
 
 static double g_l3_ways(const struct moatd_group *g)
 {
-	return isinf(g->lim[MOAT_RES_L3].limit) ? NAN :
-	       floor(g->lim[MOAT_RES_L3].limit);
+	double v = enforce_limit(g, MOAT_RES_L3);
+
+	return isinf(v) ? NAN : floor(v);
 }
 
 /* moat_lc's and moat_be's monitoring, by class. */
@@ -334,7 +299,7 @@ static void rdt_classes(FILE *f, struct moatd *d)
 	int lc;
 
 	for (i = 0; i < sizeof(fam) / sizeof(fam[0]); i++) {
-		family(f, fam[i].name, "gauge", fam[i].help);
+		prom_family(f, fam[i].name, "gauge", fam[i].help);
 		for (lc = 1; lc >= 0; lc--) {
 			const struct rdt_mon *m = rdt_class_mon(d, lc);
 			double v = m ? known(*(const double *)((const char *)m +
@@ -343,72 +308,37 @@ static void rdt_classes(FILE *f, struct moatd *d)
 			if (isnan(v))
 				continue;
 			fprintf(f, "%s{class=\"%s\"}", fam[i].name, lc ? "lc" : "be");
-			value(f, v);
+			prom_value(f, v);
 		}
 	}
 }
 
 static double g_victim(const struct moatd_group *g)
 {
-	return g->cpi2_lc ? g->cpi2_lc->victim : NAN;
+	return cpi_group_victim(g);
 }
 
-struct blame_ctx {
-	FILE *f;
-	struct moatd *d;
-	struct moatd_group **by_cgid;
-};
-
-static int cmp_cgid(const void *a, const void *b)
-{
-	__u64 x = (*(struct moatd_group *const *)a)->cgid;
-	__u64 y = (*(struct moatd_group *const *)b)->cgid;
-
-	return x < y ? -1 : x > y;
-}
-
-static struct moatd_group *by_cgid(struct blame_ctx *c, __u64 id)
-{
-	struct moatd_group key = { .cgid = id }, *kp = &key, **found;
-
-	found = bsearch(&kp, c->by_cgid, c->d->nr_groups, sizeof(kp), cmp_cgid);
-	return found ? *found : NULL;
-}
-
-static int blame_sample(const struct moat_blame_key *k,
-			const struct moat_blame_val *v, void *ctx)
-{
-	struct blame_ctx *c = ctx;
-	struct moatd_group *victim = by_cgid(c, k->victim);
-	struct moatd_group *culprit = by_cgid(c, k->culprit);
-
-	if (!victim || !culprit)
-		return 0;	/* not groups: unbounded, and not moat's */
-	fputs("moat_blame_wait_seconds_total{victim=\"", c->f);
-	label_value(c->f, victim->gid.id);
-	fputs("\",culprit=\"", c->f);
-	label_value(c->f, culprit->gid.id);
-	fputs("\"}", c->f);
-	value(c->f, v->wait_ns / 1e9);
-	return 0;
-}
-
+/* The period's blame, of group pairs, as cumulative counters. */
 static void blame(FILE *f, struct moatd *d)
 {
-	struct blame_ctx c = { f, d, NULL };
+	const struct period *p = &d->period;
+	size_t i;
 
-	family(f, "moat_blame_wait_seconds_total", "counter",
-	       "Run-queue wait of the victim group's tasks behind the culprit group's, since load.");
-	if (!d->nr_groups)
-		return;
-	c.by_cgid = malloc(d->nr_groups * sizeof(*c.by_cgid));
-	if (!c.by_cgid)
-		return;
-	memcpy(c.by_cgid, d->groups, d->nr_groups * sizeof(*c.by_cgid));
-	qsort(c.by_cgid, d->nr_groups, sizeof(*c.by_cgid), cmp_cgid);
-	if (d->rqlat)
-		moat_rqlat_for_each_blame(d->rqlat, blame_sample, &c);
-	free(c.by_cgid);
+	prom_family(f, "moat_blame_wait_seconds_total", "counter",
+		    "Run-queue wait of the victim group's tasks behind the culprit group's, since load.");
+	for (i = 0; i < p->nr_blame; i++) {
+		const struct moatd_group *v = moatd_group_by_cgid(d, p->blame[i].victim);
+		const struct moatd_group *c = moatd_group_by_cgid(d, p->blame[i].culprit);
+
+		if (!v || !c)
+			continue;	/* gone since the period */
+		fputs("moat_blame_wait_seconds_total{victim=\"", f);
+		prom_label_value(f, v->gid.id);
+		fputs("\",culprit=\"", f);
+		prom_label_value(f, c->gid.id);
+		fputs("\"}", f);
+		prom_value(f, p->blame[i].wait_ns / 1e9);
+	}
 }
 
 static int prog_sample(const char *name, __u64 run_ns, __u64 runs, void *ctx)
@@ -416,9 +346,9 @@ static int prog_sample(const char *name, __u64 run_ns, __u64 runs, void *ctx)
 	FILE **f = ctx;
 
 	fprintf(f[0], "moat_bpf_prog_run_seconds_total{prog=\"%s\"}", name);
-	value(f[0], run_ns / 1e9);
+	prom_value(f[0], run_ns / 1e9);
 	fprintf(f[1], "moat_bpf_prog_runs_total{prog=\"%s\"}", name);
-	value(f[1], runs);
+	prom_value(f[1], runs);
 	return 0;
 }
 
@@ -436,24 +366,24 @@ static void bpf_stats(FILE *f, struct moatd *d)
 			on = 0;
 		fclose(s);
 	}
-	family(f, "moat_bpf_stats_enabled", "gauge",
+	prom_family(f, "moat_bpf_stats_enabled", "gauge",
 	       "1 when kernel.bpf_stats_enabled is on and the program run times below are kept.");
 	fprintf(f, "moat_bpf_stats_enabled %d\n", on);
 	if (!on)
 		return;
 	part[0] = open_memstream(&buf[0], &len[0]);
 	part[1] = open_memstream(&buf[1], &len[1]);
-	if (part[0] && part[1] && d->rqlat)
-		moat_rqlat_for_each_prog(d->rqlat, prog_sample, part);
+	if (part[0] && part[1])
+		delay_for_each_prog(d, prog_sample, part);
 	if (part[0])
 		fclose(part[0]);
 	if (part[1])
 		fclose(part[1]);
-	family(f, "moat_bpf_prog_run_seconds_total", "counter",
+	prom_family(f, "moat_bpf_prog_run_seconds_total", "counter",
 	       "Time the kernel spent in the BPF program.");
 	if (buf[0])
 		fputs(buf[0], f);
-	family(f, "moat_bpf_prog_runs_total", "counter",
+	prom_family(f, "moat_bpf_prog_runs_total", "counter",
 	       "Times the BPF program ran.");
 	if (buf[1])
 		fputs(buf[1], f);
@@ -475,48 +405,46 @@ static void daemon_metrics(FILE *f, struct moatd *d)
 	__u64 drops[MOAT_DROP_NR];
 	unsigned int h, r, a;
 
-	family(f, "moat_build_info", "gauge", "moatd's version, as a label; always 1.");
+	prom_family(f, "moat_build_info", "gauge", "moatd's version, as a label; always 1.");
 	fprintf(f, "moat_build_info{version=\"%s\"} 1\n", moatd_version());
-	family(f, "moat_enforcing", "gauge",
+	prom_family(f, "moat_enforcing", "gauge",
 	       "1 in enforce mode, 0 in observe mode (nothing written).");
 	fprintf(f, "moat_enforcing %d\n", d->mode == MOATD_ENFORCE);
-	family(f, "moat_period_seconds", "gauge", "The control period.");
+	prom_family(f, "moat_period_seconds", "gauge", "The control period.");
 	fputs("moat_period_seconds", f);
-	value(f, d->period_ms / 1e3);
-	family(f, "moat_control_cycle_seconds", "gauge",
+	prom_value(f, d->period_ms / 1e3);
+	prom_family(f, "moat_control_cycle_seconds", "gauge",
 	       "Wall time of the last control cycle: observe and decide.");
 	fputs("moat_control_cycle_seconds", f);
-	value(f, d->cycle_us / 1e6);
+	prom_value(f, d->cycle_us / 1e6);
 
 	for (i = 0; i < d->nr_groups; i++)
 		if (d->groups[i]->class < 3)
 			counts[d->groups[i]->class]++;
-	family(f, "moat_groups", "gauge", "Groups moatd tracks, by class.");
+	prom_family(f, "moat_groups", "gauge", "Groups moatd tracks, by class.");
 	for (i = 0; i < 3; i++)
 		fprintf(f, "moat_groups{class=\"%s\"} %zu\n", classes[i], counts[i]);
 
-	memset(drops, 0, sizeof(drops));
-	if (d->rqlat)
-		moat_rqlat_drops(d->rqlat, drops);
-	family(f, "moat_bpf_drops_total", "counter",
+	delay_drops(d, drops);
+	prom_family(f, "moat_bpf_drops_total", "counter",
 	       "Events the BPF programs could not record, by reason (a full map).");
 	for (i = 0; i < MOAT_DROP_NR; i++)
 		fprintf(f, "moat_bpf_drops_total{reason=\"%s\"} %llu\n",
 			moat_rqlat_drop_name(i), (unsigned long long)drops[i]);
 	bpf_stats(f, d);
 
-	family(f, "moat_errors_total", "counter", "Failed operations, by operation.");
+	prom_family(f, "moat_errors_total", "counter", "Failed operations, by operation.");
 	fprintf(f, "moat_errors_total{op=\"actuator_write\"} %llu\n",
-		d->ec.write_errors);
+		enforce_write_errors(d));
 	fprintf(f, "moat_errors_total{op=\"kube_api\"} %llu\n",
 		kube_counter(d, true));
 	fprintf(f, "moat_errors_total{op=\"journal_save\"} %llu\n",
 		d->journal ? d->journal->save_errors : 0);
-	family(f, "moat_kube_node_updates_total", "counter",
+	prom_family(f, "moat_kube_node_updates_total", "counter",
 	       "Updates of the Node object's hints (kube/publish).");
 	fprintf(f, "moat_kube_node_updates_total %llu\n", kube_counter(d, false));
 
-	family(f, "moat_actions_total", "counter",
+	prom_family(f, "moat_actions_total", "counter",
 	       "The controller's steps, by the chain (signal) that decided, resource and action.");
 	for (h = 0; h < MOAT_RES_NR; h++)
 		for (r = h; moat_chain_names[h] && r < MOAT_RES_NR;
@@ -524,8 +452,8 @@ static void daemon_metrics(FILE *f, struct moatd *d)
 			for (a = MOAT_CTL_THROTTLE; a <= MOAT_CTL_UNDO; a++)
 				fprintf(f, "moat_actions_total{chain=\"%s\",resource=\"%s\",action=\"%s\"} %llu\n",
 					moat_chain_names[h], moat_resource_names[r],
-					action_names[a], d->ec.actions[h][r][a]);
-	family(f, "moat_journal_entries", "gauge",
+					action_names[a], enforce_actions(d, h, r, a));
+	prom_family(f, "moat_journal_entries", "gauge",
 	       "Kernel values moatd changed and will put back.");
 	fprintf(f, "moat_journal_entries %zu\n", d->journal ? d->journal->n : 0);
 }
@@ -596,9 +524,9 @@ int metrics_write(struct moatd *d, FILE *f)
 	per_group(f, d, "moat_group_mbm_local_bytes_per_second", "gauge",
 		  "Its local-NUMA-node part.", g_mbm_local);
 	rdt_classes(f, d);
-	family(f, "moat_cpi2_victims_total", "counter",
+	prom_family(f, "moat_cpi2_victims_total", "counter",
 	       "Times an LC group became a CPI² victim.");
-	fprintf(f, "moat_cpi2_victims_total %llu\n", d->cpi2_victims);
+	fprintf(f, "moat_cpi2_victims_total %llu\n", cpi_victims(d));
 	blame(f, d);
 	hints_write_metrics(d, f);
 	free_labels(d);

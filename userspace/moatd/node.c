@@ -1,12 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* The node's own signals: CPU utilization and pressure (PSI), node/... */
+/*
+ * The node's own signals, a source: CPU utilization (/proc/stat), memory
+ * (/proc/meminfo) and pressure (/proc/pressure/cpu, memory and io, per
+ * accounting/psi.rst), read once a period into the period's record; and
+ * its knobs under node/.
+ */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include "log.h"
-#include "moatd.h"
+#include "node.h"
+
+struct node {
+	__u64 cpu_busy, cpu_total;	/* /proc/stat jiffies at the last read */
+};
 
 static const char *const psi_res[] = { "cpu", "memory", "io" };
 
@@ -50,22 +59,42 @@ static int read_cpu_jiffies(__u64 *busy, __u64 *total)
 	return 0;
 }
 
-void node_observe(struct moatd *d)
+/* MemTotal and MemAvailable, in bytes; NAN where missing. */
+static void read_meminfo(double *total, double *avail)
 {
-	struct node_window *w = &d->node;
+	FILE *f = fopen("/proc/meminfo", "re");
+	unsigned long long kb;
+	char line[128];
+
+	*total = *avail = NAN;
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "MemTotal: %llu kB", &kb) == 1)
+			*total = kb * 1024.0;
+		else if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			*avail = kb * 1024.0;
+	}
+	if (f)
+		fclose(f);
+}
+
+void node_sample(struct moatd *d, struct node_sample *w)
+{
+	struct node *n = moatd_mod(d, MOD_NODE);
 	__u64 busy = 0, total = 0;
 	size_t i;
 
+	w->ncpus = sysconf(_SC_NPROCESSORS_ONLN);
 	for (i = 0; i < 3; i++)
 		w->psi_some_avg10[i] = read_psi_some_avg10(psi_res[i]);
+	read_meminfo(&w->mem_total, &w->mem_available);
 	w->cpu_usage = NAN;
 	if (read_cpu_jiffies(&busy, &total))
 		return;
-	if (w->cpu_total && total > w->cpu_total)
-		w->cpu_usage = (double)(busy - w->cpu_busy) /
-			       (total - w->cpu_total) * sysconf(_SC_NPROCESSORS_ONLN);
-	w->cpu_busy = busy;
-	w->cpu_total = total;
+	if (n->cpu_total && total > n->cpu_total)
+		w->cpu_usage = (double)(busy - n->cpu_busy) /
+			       (total - n->cpu_total) * w->ncpus;
+	n->cpu_busy = busy;
+	n->cpu_total = total;
 }
 
 static int show_value(char *buf, size_t len, double v, int decimals)
@@ -79,7 +108,7 @@ static int show_cpu_usage(const struct moat_knob *k, char *buf, size_t len)
 {
 	const struct moatd *d = k->owner;
 
-	return show_value(buf, len, d->node.cpu_usage, 3);
+	return show_value(buf, len, d->period.node.cpu_usage, 3);
 }
 
 static int show_cpus(const struct moat_knob *k, char *buf, size_t len)
@@ -94,16 +123,20 @@ static int show_psi(const struct moat_knob *k, char *buf, size_t len)
 
 	for (i = 0; i < 3; i++)
 		if (strstr(k->path, psi_res[i]) == k->path + strlen("node/pressure/"))
-			return show_value(buf, len, d->node.psi_some_avg10[i], 2);
+			return show_value(buf, len, d->period.node.psi_some_avg10[i], 2);
 	return -ENODATA;
 }
 
-int node_add_knobs(struct moatd *d)
+static int node_init(struct moatd *d)
 {
 	struct moat_knob k = { .type = MOAT_KNOB_SHOW, .owner = d };
 	size_t i;
 	int err;
 
+	d->period.node = (struct node_sample){
+		.cpu_usage = NAN, .psi_some_avg10 = { NAN, NAN, NAN },
+		.mem_total = NAN, .mem_available = NAN,
+	};
 	k.show = show_cpus;
 	strcpy(k.path, "node/cpus");
 	err = moat_knob_add(d->tree, &k);
@@ -121,3 +154,9 @@ int node_add_knobs(struct moatd *d)
 		pr_info("node: no /proc/pressure (kernel without PSI): node/pressure/* stay empty");
 	return err;
 }
+
+const struct moatd_module node_module = {
+	.name = "node",
+	.size = sizeof(struct node),
+	.init = node_init,
+};

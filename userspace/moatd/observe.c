@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Each group's signals, every period: the run-queue latency window from
- * rqlat, and from the cgroup's own files CPU usage, CFS throttling,
- * pressure (PSI) and memory.  Counters become windows by difference.
+ * Each group's signals from its cgroup's own files, a source: CPU usage,
+ * CFS throttling, pressure (PSI) and memory, into the group's sample
+ * (cumulative) and window (by difference).  The run-queue waits are the
+ * delay module's.
  *
  * The files are opened once per group and re-read with pread() at offset
  * 0, which makes kernfs generate them afresh: one syscall per file per
@@ -25,37 +26,31 @@
 #include <time.h>
 #include <unistd.h>
 #include "cgroup.h"
-#include "hist.h"
 #include "log.h"
-#include "moatd.h"
+#include "observe.h"
 
-void observe_init(struct moatd_group *g)
-{
-	unsigned int i;
+/* The cgroup files a group is observed through, kept open. */
+enum group_file {
+	GF_CPU_STAT,		/* v2: usage and throttling; v1: throttling */
+	GF_CPUACCT_USAGE,	/* v1 */
+	GF_CPU_PRESSURE,	/* v2 */
+	GF_MEMORY_PRESSURE,	/* v2 */
+	GF_MEMORY_USAGE,	/* v2 memory.current, v1 memory.usage_in_bytes */
+	GF_NR,
+};
 
-	for (i = 0; i < GF_NR; i++)
-		g->fd[i] = -1;
-	g->win = (struct group_window){
-		.rqlat_p50_us = NAN, .rqlat_p99_us = NAN, .rqlat_p999_us = NAN,
-		.rqlat_wp99_us = NAN,
-		.cpu_usage = NAN, .throttled_periods = NAN, .throttled_ms = NAN,
-		.cpu_pressure_pct = NAN, .memory_pressure_pct = NAN,
-		.memory_bytes = NAN,
-	};
-	for (i = 0; i < GROUP_HISTORY; i++)
-		g->history[i] = g->win;
-}
+/* Cumulative counters at the last read. */
+struct counters {
+	__u64 cpu_ns, nr_throttled, throttled_ns;
+	__u64 cpu_some_us, memory_some_us;
+	bool valid;		/* false before the first read */
+};
 
-void observe_close(struct moatd_group *g)
-{
-	unsigned int i;
-
-	for (i = 0; i < GF_NR; i++) {
-		if (g->fd[i] >= 0)
-			close(g->fd[i]);
-		g->fd[i] = -1;
-	}
-}
+/* Its state of a group. */
+struct observe_group {
+	int fd[GF_NR];		/* -1: not available; 0 (never ours): not open */
+	struct counters last;
+};
 
 static int open_in(const struct moat_cg_hierarchy *h, const char *path,
 		   const char *file)
@@ -68,22 +63,34 @@ static int open_in(const struct moat_cg_hierarchy *h, const char *path,
 	return open(full, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 }
 
-/* (Re)open @g's files; a file this kernel or layout lacks stays -1. */
-void observe_reset(struct moatd *d, struct moatd_group *g)
+static void close_files(struct observe_group *og)
 {
+	unsigned int i;
+
+	for (i = 0; i < GF_NR; i++) {
+		if (og->fd[i] > 0)
+			close(og->fd[i]);
+		og->fd[i] = -1;
+	}
+}
+
+/* (Re)open @g's files; a file this kernel or layout lacks stays -1. */
+static void open_files(struct moatd *d, struct moatd_group *g)
+{
+	struct observe_group *og = group_mod(g, MOD_OBSERVE);
 	bool v2 = d->cpu->v2;
 
-	observe_close(g);
-	memset(&g->last, 0, sizeof(g->last));
-	g->fd[GF_CPU_STAT] = open_in(d->cpu, g->path, "cpu.stat");
+	close_files(og);
+	memset(&og->last, 0, sizeof(og->last));
+	og->fd[GF_CPU_STAT] = open_in(d->cpu, g->path, "cpu.stat");
 	if (v2) {
-		g->fd[GF_CPU_PRESSURE] = open_in(d->cpu, g->path, "cpu.pressure");
-		g->fd[GF_MEMORY_PRESSURE] = open_in(d->cpu, g->path, "memory.pressure");
-		g->fd[GF_MEMORY_USAGE] = open_in(d->cpu, g->path, "memory.current");
+		og->fd[GF_CPU_PRESSURE] = open_in(d->cpu, g->path, "cpu.pressure");
+		og->fd[GF_MEMORY_PRESSURE] = open_in(d->cpu, g->path, "memory.pressure");
+		og->fd[GF_MEMORY_USAGE] = open_in(d->cpu, g->path, "memory.current");
 	} else {
-		g->fd[GF_CPUACCT_USAGE] = open_in(d->cpuacct, g->path, "cpuacct.usage");
-		g->fd[GF_MEMORY_USAGE] = open_in(d->memory, g->path,
-						 "memory.usage_in_bytes");
+		og->fd[GF_CPUACCT_USAGE] = open_in(d->cpuacct, g->path, "cpuacct.usage");
+		og->fd[GF_MEMORY_USAGE] = open_in(d->memory, g->path,
+						  "memory.usage_in_bytes");
 	}
 }
 
@@ -140,63 +147,12 @@ static int read_psi_some(int fd, __u64 *us)
 	return key_u64(buf, "total", us);	/* the first line's: some */
 }
 
-static double percentile_us(const struct moat_rqlat_hist *h, double q)
-{
-	double ns;
-
-	return moat_hist_percentile(h, q, &ns) ? NAN : ns / 1000;
-}
-
 /* (now - before) * scale, or NAN when either is unknown. */
 static double rate(bool ok, bool had, __u64 now, __u64 before, double scale)
 {
 	if (!ok || !had || now < before)
 		return NAN;
 	return (now - before) * scale;
-}
-
-/* Every cgroup's histogram, read once a cycle, sorted by id. */
-struct hist_snap {
-	__u64 id;
-	struct moat_rqlat_hist h;
-};
-
-static struct hist_snap *snap;
-static size_t snap_nr, snap_cap;
-
-static int snap_add(__u64 id, const struct moat_rqlat_hist *h, void *ctx)
-{
-	if (snap_nr == snap_cap) {
-		size_t cap = snap_cap ? snap_cap * 2 : 256;
-		void *v = realloc(snap, cap * sizeof(*snap));
-
-		if (!v)
-			return -ENOMEM;
-		snap = v;
-		snap_cap = cap;
-	}
-	snap[snap_nr].id = id;
-	snap[snap_nr++].h = *h;
-	return 0;
-}
-
-static int cmp_snap(const void *a, const void *b)
-{
-	const struct hist_snap *x = a, *y = b;
-
-	return x->id < y->id ? -1 : x->id > y->id;
-}
-
-static void snap_hist(__u64 id, struct moat_rqlat_hist *out)
-{
-	struct hist_snap key = { .id = id }, *found;
-
-	found = snap_nr ? bsearch(&key, snap, snap_nr, sizeof(*snap), cmp_snap) :
-			  NULL;
-	if (found)
-		*out = found->h;
-	else
-		memset(out, 0, sizeof(*out));
 }
 
 /* The file and the clock are read moments apart: a share over 100% is 100%. */
@@ -207,32 +163,18 @@ static double pct(double v)
 
 static void observe_group(struct moatd *d, struct moatd_group *g, double secs)
 {
-	struct group_counters c = { .valid = true };
+	struct observe_group *og = group_mod(g, MOD_OBSERVE);
+	struct counters c = { .valid = true };
+	struct group_sample *s = &g->sample;
 	struct group_window *w = &g->win;
-	struct moat_rqlat_hist win;
-	char buf[1024];
 	bool cpu_ok, thr_ok, cpsi_ok, mpsi_ok;
-	bool had = g->last.valid && secs > 0;
-	double ns;
+	bool had = og->last.valid && secs > 0;
+	char buf[1024];
 	__u64 v;
-
-	if (d->ts)		/* no BPF: delay accounting */
-		delay_read_group(d, g, &c.rqlat);
-	else
-		snap_hist(g->cgid, &c.rqlat);
-	moat_hist_delta(&win, &c.rqlat, &g->last.rqlat);
-	g->win_hist = win;
-	w->rqlat_count = win.count;
-	w->cpi = w->llc_mpki = NAN;	/* cpi.c's, after this */
-	w->rqlat_p50_us = percentile_us(&win, 0.5);
-	w->rqlat_p99_us = percentile_us(&win, 0.99);
-	w->rqlat_p999_us = percentile_us(&win, 0.999);
-	w->rqlat_wp99_us = moat_hist_time_percentile(&win, 0.99, &ns) ? NAN :
-			   ns / 1000;
 
 	/* cpu.stat: usage (v2) and throttling (v1 and v2). */
 	thr_ok = cpu_ok = false;
-	if (!reread(g->fd[GF_CPU_STAT], buf, sizeof(buf))) {
+	if (!reread(og->fd[GF_CPU_STAT], buf, sizeof(buf))) {
 		if (d->cpu->v2) {
 			cpu_ok = !key_u64(buf, "usage_usec", &v);
 			c.cpu_ns = v * 1000;
@@ -244,47 +186,35 @@ static void observe_group(struct moatd *d, struct moatd_group *g, double secs)
 		thr_ok = thr_ok && !key_u64(buf, "nr_throttled", &c.nr_throttled);
 	}
 	if (!d->cpu->v2)
-		cpu_ok = !read_number(g->fd[GF_CPUACCT_USAGE], &c.cpu_ns);
-	cpsi_ok = !read_psi_some(g->fd[GF_CPU_PRESSURE], &c.cpu_some_us);
-	mpsi_ok = !read_psi_some(g->fd[GF_MEMORY_PRESSURE], &c.memory_some_us);
+		cpu_ok = !read_number(og->fd[GF_CPUACCT_USAGE], &c.cpu_ns);
+	cpsi_ok = !read_psi_some(og->fd[GF_CPU_PRESSURE], &c.cpu_some_us);
+	mpsi_ok = !read_psi_some(og->fd[GF_MEMORY_PRESSURE], &c.memory_some_us);
 
-	w->cpu_usage = rate(cpu_ok, had, c.cpu_ns, g->last.cpu_ns, 1e-9 / secs);
+	s->cpu_s = cpu_ok ? c.cpu_ns / 1e9 : NAN;
+	s->nr_throttled = thr_ok ? c.nr_throttled : NAN;
+	s->throttled_s = thr_ok ? c.throttled_ns / 1e9 : NAN;
+	s->cpu_stall_s = cpsi_ok ? c.cpu_some_us / 1e6 : NAN;
+	s->memory_stall_s = mpsi_ok ? c.memory_some_us / 1e6 : NAN;
+
+	w->cpu_usage = rate(cpu_ok, had, c.cpu_ns, og->last.cpu_ns, 1e-9 / secs);
 	w->throttled_periods = rate(thr_ok, had, c.nr_throttled,
-				    g->last.nr_throttled, 1);
-	w->throttled_ms = rate(thr_ok, had, c.throttled_ns, g->last.throttled_ns,
+				    og->last.nr_throttled, 1);
+	w->throttled_ms = rate(thr_ok, had, c.throttled_ns, og->last.throttled_ns,
 			       1e-6);
 	w->cpu_pressure_pct = pct(rate(cpsi_ok, had, c.cpu_some_us,
-				       g->last.cpu_some_us, 1e-4 / secs));
+				       og->last.cpu_some_us, 1e-4 / secs));
 	w->memory_pressure_pct = pct(rate(mpsi_ok, had, c.memory_some_us,
-					  g->last.memory_some_us, 1e-4 / secs));
-	w->memory_bytes = read_number(g->fd[GF_MEMORY_USAGE], &v) ? NAN : v;
-
-	g->last = c;
-	g->history[g->history_next++ % GROUP_HISTORY] = *w;
+					  og->last.memory_some_us, 1e-4 / secs));
+	w->memory_bytes = read_number(og->fd[GF_MEMORY_USAGE], &v) ? NAN : v;
+	og->last = c;
 }
 
-void groups_observe(struct moatd *d)
+void observe_sample(struct moatd *d, struct period *p)
 {
-	struct timespec now;
-	double secs;
 	size_t i;
-	int err;
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	secs = d->last_observe.tv_sec ?
-	       (now.tv_sec - d->last_observe.tv_sec) +
-	       (now.tv_nsec - d->last_observe.tv_nsec) / 1e9 : 0;
-	d->last_observe = now;
-
-	/* A few batched syscalls for all groups' histograms, not one each. */
-	snap_nr = 0;
-	err = d->rqlat ? moat_rqlat_for_each_hist(d->rqlat, snap_add, NULL) : 0;
-	if (err)
-		pr_warn("read rqlat histograms: %s", strerror(-err));
-	if (snap_nr)	/* (qsort() of NULL is undefined, even of nothing) */
-		qsort(snap, snap_nr, sizeof(*snap), cmp_snap);
 	for (i = 0; i < d->nr_groups; i++)
-		observe_group(d, d->groups[i], secs);
+		observe_group(d, d->groups[i], p->secs);
 }
 
 /* Each window field as a knob: offset into struct group_window. */
@@ -341,34 +271,55 @@ static int show_count(const struct moat_knob *k, char *buf, size_t len)
 	       (int)len ? -EOVERFLOW : 0;
 }
 
-/* The p99 of the last GROUP_HISTORY windows, oldest first; "-": none. */
+/*
+ * A window field over the last GROUP_HISTORY committed windows, oldest
+ * first; "-": not known in that one.  Which field: the knob's name,
+ * <field>_history.
+ */
 static int show_history(const struct moat_knob *k, char *buf, size_t len)
 {
 	const struct moatd_group *g = k->owner;
-	size_t n = 0;
+	const char *name = strrchr(k->path, '/') + 1;
+	size_t n = 0, f;
 	unsigned int i;
 
+	for (f = 0; f < sizeof(fields) / sizeof(fields[0]); f++)
+		if (!strncmp(name, fields[f].name, strlen(fields[f].name)) &&
+		    !strcmp(name + strlen(fields[f].name), "_history"))
+			break;
+	if (f == sizeof(fields) / sizeof(fields[0]))
+		return -ENOENT;
 	buf[0] = '\0';
 	for (i = 0; i < GROUP_HISTORY && n < len; i++) {
-		double v = g->history[(g->history_next + i) % GROUP_HISTORY].rqlat_p99_us;
+		const struct group_window *w =
+			&g->history[(g->history_next + i) % GROUP_HISTORY];
+		double v = *(const double *)((const char *)w + fields[f].off);
 
 		n += isnan(v) ? snprintf(buf + n, len - n, "%s-", i ? " " : "") :
-				snprintf(buf + n, len - n, "%s%.1f", i ? " " : "", v);
+				snprintf(buf + n, len - n, "%s%.*f", i ? " " : "",
+					 fields[f].decimals, v);
 	}
 	return n >= len ? -EOVERFLOW : 0;
 }
 
-int observe_add_knobs(struct moatd *d, struct moatd_group *g)
+static int observe_group_add(struct moatd *d, struct moatd_group *g)
 {
+	struct observe_group *og = group_mod(g, MOD_OBSERVE);
 	struct moat_knob k = { .type = MOAT_KNOB_SHOW, .owner = g };
 	size_t i;
 	int err;
 
+	for (i = 0; i < GF_NR; i++)
+		og->fd[i] = -1;
+	open_files(d, g);
 	snprintf(k.path, sizeof(k.path), "groups/%s/rqlat_count", g->gid.id);
 	k.show = show_count;
 	err = moat_knob_add(d->tree, &k);
-	snprintf(k.path, sizeof(k.path), "groups/%s/rqlat_p99_us_history", g->gid.id);
 	k.show = show_history;
+	snprintf(k.path, sizeof(k.path), "groups/%s/rqlat_p99_us_history", g->gid.id);
+	if (!err)
+		err = moat_knob_add(d->tree, &k);
+	snprintf(k.path, sizeof(k.path), "groups/%s/cpi_history", g->gid.id);
 	if (!err)
 		err = moat_knob_add(d->tree, &k);
 	k.show = show_field;
@@ -379,3 +330,21 @@ int observe_add_knobs(struct moatd *d, struct moatd_group *g)
 	}
 	return err;
 }
+
+static void observe_group_reset(struct moatd *d, struct moatd_group *g)
+{
+	open_files(d, g);
+}
+
+static void observe_group_del(struct moatd *d, struct moatd_group *g)
+{
+	close_files(group_mod(g, MOD_OBSERVE));
+}
+
+const struct moatd_module observe_module = {
+	.name = "observe",
+	.group_size = sizeof(struct observe_group),
+	.group_add = observe_group_add,
+	.group_reset = observe_group_reset,
+	.group_del = observe_group_del,
+};

@@ -9,10 +9,17 @@
  * control group, and each group's in a monitoring group of its own where
  * RMIDs allow; read llc_occupancy and the MBM byte counts.
  *
- * What moatd makes it records first in <state-dir>/resctrl.journal
- * (crash-safe), and removes again: when it stops, on a switch to observe,
+ * What moatd makes it records first in the journal (moat_kdir_make(),
+ * crash-safe), and removes again: when it stops, on a switch to observe,
  * on `moatctl restore`, and, from the journal, at the next start after a
- * crash.  rmdir of a control group is the restore of its schemata and its
+ * crash.  Its writes (schemata, tasks) go through the journal's writers
+ * too, into its own groups and the default group's tasks only.
+ *
+ * A module in the period: rdt_sample() is a source (the BE class's
+ * ways and bandwidth before the controller, the monitoring counters);
+ * rdt_act() an actuator (the groups, their schemata with the plan's cap
+ * of BE, their members).  An actuator reads only what it is about to
+ * change: a schemata to diff, a tasks file to add to.  rmdir of a control group is the restore of its schemata and its
  * members alike: the kernel moves its tasks back to the default group,
  * where they were (moatd never takes a task from a group it did not
  * make), and frees its CLOSID.  Groups moatd did not make it never
@@ -32,11 +39,14 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include "cgroup.h"
+#include "groups.h"
 #include "log.h"
-#include "moatd.h"
+#include "rdt.h"
+#include "resctrl.h"
 
 #define RDT_MNT		"/sys/fs/resctrl"
-#define JOURNAL_MAGIC	"moat-resctrl-journal 1"
+/* moatd before its journal had directories: <state-dir>/resctrl.journal */
+#define LEGACY_MAGIC	"moat-resctrl-journal 1"
 #define MAX_MADE	512
 #define SUBTREE_DEPTH	8
 
@@ -71,16 +81,18 @@ struct rdt_class {
 };
 
 struct rdt {
-	char journal[PATH_MAX];		/* "": in memory only */
+	struct moatd *d;
+	char root[PATH_MAX];		/* "": no resctrl */
+	struct moat_rdt_info info;
 	unsigned int mount, allocate, reconcile_ms;
 	unsigned int be_ways_min, be_mb_min;
-	bool mounted;			/* moatd mounted resctrl */
+	bool mounted;			/* moatd mounted resctrl (journaled) */
 	bool refused;			/* said why; again on a change */
 	struct timespec refused_at;	/* start() refused: when */
 	char said[PATH_MAX + 640];	/* the refusal last logged */
 	char state[PATH_MAX + 640];
 	struct rdt_class c[NCLASS];
-	unsigned int be_cap_ways, be_cap_mb;	/* the controller's; 0: none */
+	unsigned int be_cap_ways, be_cap_mb;	/* the plan's; 0: none */
 	char *made[MAX_MADE];		/* groups moatd made, oldest first */
 	size_t nmade;
 	struct timespec last_reconcile, last_monitor;
@@ -96,9 +108,30 @@ struct rdt {
 	unsigned long long moved, gone, write_errors, events;
 };
 
+/* Its state of a group: of a unit, its monitoring group. */
+struct rdt_group {
+	bool mon_on;			/* it has one */
+	struct rdt_mon mon;
+};
+
+/* Monitoring not read yet: reporters say nothing, not 0. */
+static const struct rdt_mon mon_unknown = {
+	.llc_bytes = -1, .total_bps = NAN, .local_bps = NAN,
+};
+
+static struct rdt *R(const struct moatd *d)
+{
+	return moatd_mod(d, MOD_RDT);
+}
+
+static struct rdt_group *RG(const struct moatd_group *g)
+{
+	return group_mod(g, MOD_RDT);
+}
+
 static bool alive(const struct moatd *d)
 {
-	return *d->rdt_root && d->rdtc;
+	return *R(d)->root;
 }
 
 static bool made(const struct rdt *r, const char *rel)
@@ -113,46 +146,16 @@ static bool made(const struct rdt *r, const char *rel)
 
 static bool allocating(const struct moatd *d)
 {
-	return alive(d) && made(d->rdtc, class_dir[LC]) &&
-	       made(d->rdtc, class_dir[BE]);
+	return alive(d) && made(R(d), class_dir[LC]) &&
+	       made(R(d), class_dir[BE]);
 }
 
-/* ---- the journal of what moatd made ---- */
-
-static int journal_save(struct moatd *d)
-{
-	struct rdt *r = d->rdtc;
-	char *buf;
-	size_t i, n = 0, cap = 256 + PATH_MAX;
-	int err;
-
-	if (!r->journal[0])
-		return 0;
-	if (!r->nmade && !r->mounted) {
-		if (unlink(r->journal) && errno != ENOENT)
-			return -errno;
-		return 0;
-	}
-	for (i = 0; i < r->nmade; i++)
-		cap += strlen(r->made[i]) + 8;
-	buf = malloc(cap);
-	if (!buf)
-		return -ENOMEM;
-	n += snprintf(buf + n, cap - n, "%s\nroot %s\nmounted %d\n", JOURNAL_MAGIC,
-		      d->rdt_root, r->mounted);
-	for (i = 0; i < r->nmade; i++)
-		n += snprintf(buf + n, cap - n, "group %s\n", r->made[i]);
-	err = moat_file_replace(r->journal, buf, n);
-	free(buf);
-	if (err)
-		pr_err("resctrl journal %s: %s", r->journal, strerror(-err));
-	return err;
-}
+/* ---- what moatd made ---- */
 
 /*
  * Whether @rel may name a group moatd makes: moat_lc, moat_be, or a
- * monitoring group under one, named by a group id.  A journal that names
- * anything else is not moatd's, and nothing it names is removed.
+ * monitoring group under one, named by a group id.  A legacy journal
+ * that names anything else is not moatd's, and nothing it names goes.
  */
 static bool ours(const char *rel)
 {
@@ -172,23 +175,27 @@ static bool ours(const char *rel)
 	return false;
 }
 
-/* Put back what a moatd that did not stop cleanly made; adopt its mount. */
-static void journal_recover(struct moatd *d)
+/*
+ * What a moatd of before the one journal left in <state-dir>/
+ * resctrl.journal ("moat-resctrl-journal 1", "root R", "group G" lines):
+ * its groups go, the file goes.
+ */
+static void legacy_recover(struct moatd *d)
 {
-	struct rdt *r = d->rdtc;
-	char line[PATH_MAX + 16], root[PATH_MAX] = "", *rel[MAX_MADE];
+	char file[PATH_MAX + 32], line[PATH_MAX + 16], root[PATH_MAX] = "";
+	char *rel[MAX_MADE];
 	size_t n = 0, i, removed = 0;
-	int mounted = 0;
 	FILE *f;
 
-	if (!r->journal[0])
+	if (!*d->state_dir)
 		return;
-	f = fopen(r->journal, "re");
+	snprintf(file, sizeof(file), "%s/resctrl.journal", d->state_dir);
+	f = fopen(file, "re");
 	if (!f)
 		return;
-	if (!fgets(line, sizeof(line), f) || strcmp(line, JOURNAL_MAGIC "\n")) {
+	if (!fgets(line, sizeof(line), f) || strcmp(line, LEGACY_MAGIC "\n")) {
 		pr_err("resctrl journal %s: not moatd's: left alone, nothing removed",
-		       r->journal);
+		       file);
 		fclose(f);
 		return;
 	}
@@ -196,58 +203,27 @@ static void journal_recover(struct moatd *d)
 		line[strcspn(line, "\n")] = '\0';
 		if (!strncmp(line, "root ", 5))
 			snprintf(root, sizeof(root), "%.*s", (int)sizeof(root) - 1, line + 5);
-		else if (!strncmp(line, "mounted ", 8))
-			mounted = atoi(line + 8);
 		else if (!strncmp(line, "group ", 6) && ours(line + 6) && n < MAX_MADE)
 			rel[n++] = strdup(line + 6);
-		else
-			pr_warn("resctrl journal %s: '%s': not a line moatd writes; ignored",
-				r->journal, line);
 	}
 	fclose(f);
-	if (!*root && n) {
-		pr_err("resctrl journal %s: no root line: nothing removed, the journal left as it is",
-		       r->journal);
-		while (n)
-			free(rel[--n]);
-		return;
-	}
-	/* the newest first: monitoring groups before their control group */
-	for (i = n; i-- > 0;) {
+	for (i = n; i-- > 0;) {	/* the newest first */
 		char path[PATH_MAX * 3];
 
 		if (!rel[i])
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", root, rel[i]);
-		if (!rmdir(path))
+		if (*root && (!rmdir(path) || errno == ENOENT))
 			removed++;
-		else if (errno != ENOENT)
-			pr_warn("resctrl: remove %s: %s", path, strerror(errno));
 		free(rel[i]);
 	}
-	if (n)
-		pr_info("resctrl journal %s: %zu groups from a moatd that did not stop cleanly: %zu removed, their tasks back in the default group",
-			r->journal, n, removed);
-	r->mounted = mounted && !strcmp(root, RDT_MNT);
-	journal_save(d);
+	pr_info("resctrl journal %s: %zu groups from a moatd that did not stop cleanly: %zu removed, their tasks back in the default group",
+		file, n, removed);
+	unlink(file);
 }
 
-static int record(struct moatd *d, const char *rel)
+static void forget(struct rdt *r, const char *rel)
 {
-	struct rdt *r = d->rdtc;
-
-	if (r->nmade == MAX_MADE)
-		return -ENOSPC;
-	r->made[r->nmade] = strdup(rel);
-	if (!r->made[r->nmade])
-		return -ENOMEM;
-	r->nmade++;
-	return journal_save(d);
-}
-
-static void forget(struct moatd *d, const char *rel)
-{
-	struct rdt *r = d->rdtc;
 	size_t i;
 
 	for (i = 0; i < r->nmade; i++)
@@ -258,48 +234,58 @@ static void forget(struct moatd *d, const char *rel)
 			r->nmade--;
 			break;
 		}
-	journal_save(d);
 }
 
 /* mkdir @rel under the root, journaled first.  0, or -errno with *@why. */
 static int make_group(struct moatd *d, const char *rel, char *why, size_t len)
 {
+	struct rdt *r = R(d);
 	char path[PATH_MAX * 3];
 	int err;
 
-	err = record(d, rel);
-	if (err) {
-		snprintf(why, len, "journal: %s", strerror(-err));
-		forget(d, rel);
-		return err;
+	if (r->nmade == MAX_MADE) {
+		snprintf(why, len, "moatd made %d groups already", MAX_MADE);
+		return -ENOSPC;
 	}
-	snprintf(path, sizeof(path), "%s/%s", d->rdt_root, rel);
-	if (!mkdir(path, 0755))
-		return 0;
-	err = -errno;
+	snprintf(path, sizeof(path), "%s/%s", r->root, rel);
+	err = moat_kdir_make(d->journal, path);
+	if (!err) {
+		r->made[r->nmade] = strdup(rel);
+		if (r->made[r->nmade]) {
+			r->nmade++;
+			return 0;
+		}
+		moat_kdir_remove(d->journal, path);
+		err = -ENOMEM;
+	}
 	if (err == -ENOSPC || err == -EINVAL) {
 		/* the kernel says why in last_cmd_status */
-		if (moat_rdt_read(d->rdt_root, "info/last_cmd_status", why, len))
+		if (moat_rdt_read(r->root, "info/last_cmd_status", why, len))
 			snprintf(why, len, "%s", strerror(-err));
 		why[strcspn(why, "\n")] = '\0';
+	} else if (d->journal->stale) {
+		snprintf(why, len, "the journal cannot be saved: %s",
+			 strerror(-d->journal->save_err));
 	} else {
-		snprintf(why, len, "%s", strerror(-err));
+		snprintf(why, len, "%s", moat_kfile_strerror(err));
 	}
-	forget(d, rel);		/* EEXIST: someone else's, not to remove */
-	return err;
+	return err;	/* EEXIST: someone else's, not to remove */
 }
 
 static void remove_group(struct moatd *d, const char *rel)
 {
+	struct rdt *r = R(d);
 	char path[PATH_MAX * 3];
+	int err;
 
-	snprintf(path, sizeof(path), "%s/%s", d->rdt_root, rel);
-	if (rmdir(path) && errno != ENOENT) {
-		d->rdtc->write_errors++;
-		pr_warn("resctrl: remove %s: %s", path, strerror(errno));
+	snprintf(path, sizeof(path), "%s/%s", r->root, rel);
+	err = moat_kdir_remove(d->journal, path);
+	if (err && err != -ENOENT) {
+		r->write_errors++;
+		pr_warn("resctrl: remove %s: %s", path, strerror(-err));
 		return;
 	}
-	forget(d, rel);
+	forget(r, rel);
 }
 
 /* ---- tid sets ---- */
@@ -390,13 +376,13 @@ static void subtree_tids(const char *dir, bool v2, int depth, struct tids *t)
 static int foreign_tids(struct moatd *d, struct tids *t)
 {
 	char **names = NULL, path[PATH_MAX * 2];
-	int i, n = moat_rdt_groups(d->rdt_root, &names);
+	int i, n = moat_rdt_groups(R(d)->root, &names);
 
 	if (n < 0)
 		return n;
 	for (i = 0; i < n; i++) {
 		if (strcmp(names[i], class_dir[LC]) && strcmp(names[i], class_dir[BE])) {
-			snprintf(path, sizeof(path), "%s/%s/tasks", d->rdt_root,
+			snprintf(path, sizeof(path), "%s/%s/tasks", R(d)->root,
 				 names[i]);
 			tids_read(t, path);
 		}
@@ -410,20 +396,20 @@ static int foreign_tids(struct moatd *d, struct tids *t)
 /* Write @n @tids to @rel's tasks, the ones not in @skip. */
 static void move(struct moatd *d, const char *rel, const __u32 *tids, size_t n)
 {
-	struct rdt *r = d->rdtc;
+	struct rdt *r = R(d);
 	char dir[PATH_MAX * 2];
 	size_t gone = 0;
 	ssize_t moved;
 
 	if (!n)
 		return;
-	snprintf(dir, sizeof(dir), "%s%s%s", d->rdt_root, *rel ? "/" : "", rel);
-	moved = moat_rdt_add_tasks(dir, tids, n, &gone);
+	snprintf(dir, sizeof(dir), "%s%s%s", R(d)->root, *rel ? "/" : "", rel);
+	moved = moat_rdt_add_tasks(d->journal, dir, tids, n, &gone);
 	if (moved < 0) {
 		char st[256] = "";
 
 		r->write_errors++;
-		moat_rdt_read(d->rdt_root, "info/last_cmd_status", st, sizeof(st));
+		moat_rdt_read(R(d)->root, "info/last_cmd_status", st, sizeof(st));
 		st[strcspn(st, "\n")] = '\0';
 		pr_warn("resctrl: tasks of %s: %s (last_cmd_status: %s)",
 			*rel ? rel : "the default group", strerror(-moved), st);
@@ -460,12 +446,12 @@ static void reconcile(struct moatd *d)
 	size_t i, j, n;
 	int c;
 
-	clock_gettime(CLOCK_MONOTONIC, &d->rdtc->last_reconcile);
-	d->rdtc->reconcile_now = false;
+	clock_gettime(CLOCK_MONOTONIC, &R(d)->last_reconcile);
+	R(d)->reconcile_now = false;
 	if (foreign_tids(d, &foreign))
 		goto out;
 	for (c = 0; c < NCLASS; c++) {
-		snprintf(path, sizeof(path), "%s/%s/tasks", d->rdt_root, class_dir[c]);
+		snprintf(path, sizeof(path), "%s/%s/tasks", R(d)->root, class_dir[c]);
 		tids_read(&mine[c], path);
 		tids_sort(&mine[c]);
 	}
@@ -487,9 +473,9 @@ static void reconcile(struct moatd *d)
 		n = moat_rdt_tids_to_move(want.v, want.n, mine[c].v, mine[c].n,
 					  foreign.v, foreign.n, to);
 		move(d, class_dir[c], to, n);
-		if (u->rdt_mon) {
+		if (RG(u)->mon_on) {
 			mon_rel(u, c, rel, sizeof(rel));
-			snprintf(path, sizeof(path), "%s/%s/tasks", d->rdt_root, rel);
+			snprintf(path, sizeof(path), "%s/%s/tasks", R(d)->root, rel);
 			tids_read(&mon, path);
 			tids_sort(&mon);
 			n = moat_rdt_tids_to_move(want.v, want.n, mon.v, mon.n,
@@ -514,7 +500,7 @@ static void reconcile(struct moatd *d)
 			if (!tids_has(&keep, mine[c].v[i]))
 				to[n++] = mine[c].v[i];
 		move(d, "", to, n);	/* no unit's: back to the default */
-		d->rdtc->c[c].ntasks = placed[c];
+		R(d)->c[c].ntasks = placed[c];
 	}
 out:
 	free(to);
@@ -530,26 +516,26 @@ static unsigned int l3_ways_total(const struct moatd *d)
 {
 	size_t i;
 
-	for (i = 0; i < d->rdt.nres; i++)
-		if (!strncmp(d->rdt.res[i].name, "L3", 2))
-			return __builtin_popcountll(d->rdt.res[i].cbm_mask);
+	for (i = 0; i < R(d)->info.nres; i++)
+		if (!strncmp(R(d)->info.res[i].name, "L3", 2))
+			return __builtin_popcountll(R(d)->info.res[i].cbm_mask);
 	return 0;
 }
 
 static bool has_res(const struct moatd *d, const char *name)
 {
-	return moat_rdt_res_find(&d->rdt, name) ||
-	       (!strcmp(name, "L3") && d->rdt.cdp);
+	return moat_rdt_res_find(&R(d)->info, name) ||
+	       (!strcmp(name, "L3") && R(d)->info.cdp);
 }
 
-double rdt_be_original(const struct moatd *d, enum moat_resource r)
+static double be_original(const struct moatd *d, enum moat_resource r)
 {
 	const struct rdt_class *be;
 	unsigned int ways;
 
 	if (!allocating(d))
 		return NAN;
-	be = &d->rdtc->c[BE];
+	be = &R(d)->c[BE];
 	if (r == MOAT_RES_L3) {
 		if (!has_res(d, "L3"))
 			return NAN;
@@ -557,7 +543,7 @@ double rdt_be_original(const struct moatd *d, enum moat_resource r)
 		return ways;
 	}
 	if (r == MOAT_RES_MB) {
-		const struct moat_rdt_res *mb = moat_rdt_res_find(&d->rdt, "MB");
+		const struct moat_rdt_res *mb = moat_rdt_res_find(&R(d)->info, "MB");
 
 		/* mba_MBps: no maximum to take a share of */
 		return mb && mb->unit != MOAT_RDT_MB_MBPS ? be->mb_pct : NAN;
@@ -565,34 +551,24 @@ double rdt_be_original(const struct moatd *d, enum moat_resource r)
 	return NAN;
 }
 
-double rdt_be_floor(const struct moatd *d, enum moat_resource r)
+static double be_floor(const struct moatd *d, enum moat_resource r)
 {
 	const struct moat_rdt_res *l3 = NULL;
 	size_t i;
 
-	if (!d->rdtc)
-		return 0;
 	if (r == MOAT_RES_MB)
-		return d->rdtc->be_mb_min;
-	for (i = 0; i < d->rdt.nres && !l3; i++)
-		if (!strncmp(d->rdt.res[i].name, "L3", 2))
-			l3 = &d->rdt.res[i];
-	return l3 && l3->min_cbm_bits > d->rdtc->be_ways_min ? l3->min_cbm_bits :
-								   d->rdtc->be_ways_min;
-}
-
-void rdt_be_cap(struct moatd *d, double ways, double mb_pct)
-{
-	if (!alive(d))
-		return;
-	d->rdtc->be_cap_ways = isinf(ways) || isnan(ways) ? 0 : (unsigned int)ways;
-	d->rdtc->be_cap_mb = isinf(mb_pct) || isnan(mb_pct) ? 0 : (unsigned int)mb_pct;
+		return R(d)->be_mb_min;
+	for (i = 0; i < R(d)->info.nres && !l3; i++)
+		if (!strncmp(R(d)->info.res[i].name, "L3", 2))
+			l3 = &R(d)->info.res[i];
+	return l3 && l3->min_cbm_bits > R(d)->be_ways_min ? l3->min_cbm_bits :
+								   R(d)->be_ways_min;
 }
 
 /* Write @c's schemata where it differs from what the knobs and the cap say. */
 static void apply(struct moatd *d, int c)
 {
-	struct rdt *r = d->rdtc;
+	struct rdt *r = R(d);
 	struct rdt_class *k = &r->c[c];
 	struct moat_rdt_alloc a = { .l3 = k->ways, .high = c == LC,
 				    .mb_pct = k->mb_pct };
@@ -605,16 +581,16 @@ static void apply(struct moatd *d, int c)
 		if (r->be_cap_mb && r->be_cap_mb < a.mb_pct)
 			a.mb_pct = r->be_cap_mb;
 	}
-	snprintf(path, sizeof(path), "%s/%s", d->rdt_root, class_dir[c]);
-	if (moat_rdt_read(d->rdt_root, "schemata", text, sizeof(text)) ||
+	snprintf(path, sizeof(path), "%s/%s", R(d)->root, class_dir[c]);
+	if (moat_rdt_read(R(d)->root, "schemata", text, sizeof(text)) ||
 	    moat_schemata_parse(text, &dflt, why, sizeof(why)))
 		return;
 	if (moat_rdt_read(path, "schemata", text, sizeof(text)) ||
 	    moat_schemata_parse(text, &cur, why, sizeof(why)))
 		return;
 	snprintf(k->schemata, sizeof(k->schemata), "%s", text);
-	if (moat_rdt_compose(&d->rdt, &dflt, &a, &want, why, sizeof(why)) ||
-	    (n = moat_schemata_diff(&d->rdt, &cur, &want, text, sizeof(text), why,
+	if (moat_rdt_compose(&R(d)->info, &dflt, &a, &want, why, sizeof(why)) ||
+	    (n = moat_schemata_diff(&R(d)->info, &cur, &want, text, sizeof(text), why,
 				    sizeof(why))) < 0) {
 		snprintf(r->state, sizeof(r->state), "allocating; %s: %s",
 			 class_dir[c], why);
@@ -626,7 +602,7 @@ static void apply(struct moatd *d, int c)
 	}
 	if (!n)
 		return;
-	if (moat_rdt_write(d->rdt_root, path, text, why, sizeof(why))) {
+	if (moat_rdt_write(d->journal, R(d)->root, path, text, why, sizeof(why))) {
 		r->write_errors++;
 		snprintf(r->state, sizeof(r->state), "allocating; %s/schemata refused: %s",
 			 class_dir[c], why);
@@ -643,14 +619,14 @@ static void apply(struct moatd *d, int c)
 /* Make moat_lc and moat_be, both or neither. */
 static bool start(struct moatd *d)
 {
-	struct rdt *r = d->rdtc;
+	struct rdt *r = R(d);
 	char **names = NULL, why[512];
 	unsigned int left;
 	int n, i, c, err = 0;
 
-	n = moat_rdt_groups(d->rdt_root, &names);
+	n = moat_rdt_groups(R(d)->root, &names);
 	if (n < 0) {
-		snprintf(r->state, sizeof(r->state), "refused: %s: %s", d->rdt_root,
+		snprintf(r->state, sizeof(r->state), "refused: %s: %s", R(d)->root,
 			 strerror(-n));
 		return false;
 	}
@@ -661,14 +637,14 @@ static bool start(struct moatd *d)
 		free(names[i]);
 	}
 	free(names);
-	left = moat_rdt_closids_left(&d->rdt, n);
+	left = moat_rdt_closids_left(&R(d)->info, n);
 	if (err) {
 		snprintf(r->state, sizeof(r->state),
 			 "refused: a group named moat_lc or moat_be that moatd did not make is there");
 	} else if (left < NCLASS) {
 		snprintf(r->state, sizeof(r->state),
 			 "refused: %u CLOSIDs left (num_closids %u, %d groups besides the default), moat needs 2",
-			 left, d->rdt.num_closids, n);
+			 left, R(d)->info.num_closids, n);
 		err = -ENOSPC;
 	}
 	for (c = 0; !err && c < NCLASS; c++) {
@@ -690,7 +666,7 @@ static bool start(struct moatd *d)
 		return false;
 	}
 	r->said[0] = '\0';
-	pr_info("resctrl: made %s/moat_lc and moat_be", d->rdt_root);
+	pr_info("resctrl: made %s/moat_lc and moat_be", R(d)->root);
 	r->reconcile_now = true;
 	return true;
 }
@@ -698,7 +674,7 @@ static bool start(struct moatd *d)
 /* The monitoring groups: one per LC and BE unit, while RMIDs last. */
 static void mon_groups(struct moatd *d)
 {
-	struct rdt *r = d->rdtc;
+	struct rdt *r = R(d);
 	char rel[PATH_MAX], why[256];
 	size_t i, j;
 
@@ -712,7 +688,7 @@ static void mon_groups(struct moatd *d)
 		for (i = 0; i < d->nr_groups && !keep; i++) {
 			struct moatd_group *u = d->groups[i];
 
-			if (u->unit != u || unit_class(u) < 0 || !u->rdt_mon)
+			if (u->unit != u || unit_class(u) < 0 || !RG(u)->mon_on)
 				continue;
 			mon_rel(u, unit_class(u), rel, sizeof(rel));
 			keep = !strcmp(rel, r->made[j]);
@@ -728,16 +704,16 @@ static void mon_groups(struct moatd *d)
 		int c = unit_class(u);
 
 		if (u->unit != u || c < 0) {
-			u->rdt_mon = false;
+			RG(u)->mon_on = false;
 			continue;
 		}
 		mon_rel(u, c, rel, sizeof(rel));
-		u->rdt_mon = made(r, rel);
-		if (u->rdt_mon || r->rmids_out || !d->rdt.num_rmids)
+		RG(u)->mon_on = made(r, rel);
+		if (RG(u)->mon_on || r->rmids_out || !R(d)->info.num_rmids)
 			continue;
 		if (!make_group(d, rel, why, sizeof(why))) {
-			u->rdt_mon = true;
-			u->mon = (struct rdt_mon){ 0 };
+			RG(u)->mon_on = true;
+			RG(u)->mon = mon_unknown;
 			r->reconcile_now = true;
 		} else {
 			r->rmids_out = true;
@@ -753,7 +729,7 @@ static void mon_groups(struct moatd *d)
  */
 static void track(struct moatd *d, bool on)
 {
-	struct rdt *r = d->rdtc;
+	struct rdt *r = R(d);
 	__u64 *ids = NULL, *sig = NULL;
 	size_t i, n = 0;
 
@@ -774,7 +750,7 @@ static void track(struct moatd *d, bool on)
 	if (n == r->ntracked && (!n || !memcmp(sig, r->tracked, n * sizeof(*sig))))
 		goto out;
 	r->reconcile_now = on;
-	if (d->events && moat_cgroup_events_track(d->events, ids, n))
+	if (groups_track_tasks(d, ids, n))
 		pr_debug("resctrl: cannot track %zu groups' tasks: the reconcile finds them",
 			 n);
 	free(r->tracked);
@@ -786,28 +762,35 @@ out:
 	free(sig);
 }
 
-void rdt_task_event(struct moatd *d, __u64 unit, __u32 tid)
+/* The tasks that entered tracked units since the last call (groups.c). */
+static void take_tasks(struct moatd *d, struct rdt *r)
 {
-	struct rdt *r = d->rdtc;
+	__u64 unit;
+	__u32 tid;
+	bool lost;
 
-	if (!allocating(d))
-		return;
-	r->events++;
-	if (r->npending == sizeof(r->pending) / sizeof(r->pending[0])) {
-		r->pending_lost = true;
-		return;
+	while (groups_next_task(d, &unit, &tid, &lost)) {
+		if (!allocating(d))
+			continue;
+		r->events++;
+		if (r->npending == sizeof(r->pending) / sizeof(r->pending[0])) {
+			r->pending_lost = true;
+			continue;
+		}
+		r->pending[r->npending].unit = unit;
+		r->pending[r->npending++].tid = tid;
 	}
-	r->pending[r->npending].unit = unit;
-	r->pending[r->npending++].tid = tid;
+	r->pending_lost |= lost;
 }
 
-void rdt_flush(struct moatd *d)
+void rdt_take_tasks(struct moatd *d)
 {
-	struct rdt *r = d->rdtc;
+	struct rdt *r = R(d);
 	struct tids foreign = { 0 };
 	char rel[PATH_MAX];
 	size_t i, j;
 
+	take_tasks(d, r);
 	if (!alive(d) || !r->npending)
 		return;
 	if (r->pending_lost)
@@ -826,7 +809,7 @@ void rdt_flush(struct moatd *d)
 		if (c < 0 || tids_has(&foreign, tid))
 			continue;
 		move(d, class_dir[c], &tid, 1);
-		if (u->rdt_mon) {
+		if (RG(u)->mon_on) {
 			mon_rel(u, c, rel, sizeof(rel));
 			move(d, rel, &tid, 1);
 		}
@@ -847,7 +830,7 @@ static double mon_sum(const struct moatd *d, const char *rel, const char *event)
 	double sum = -1;
 	DIR *dp;
 
-	snprintf(path, sizeof(path), "%s/%s/mon_data", d->rdt_root, rel);
+	snprintf(path, sizeof(path), "%s/%s/mon_data", R(d)->root, rel);
 	dp = opendir(path);
 	while (dp && (e = readdir(dp))) {
 		char *end;
@@ -855,7 +838,7 @@ static double mon_sum(const struct moatd *d, const char *rel, const char *event)
 
 		if (strncmp(e->d_name, "mon_L3_", 7))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s/mon_data/%s", d->rdt_root,
+		snprintf(path, sizeof(path), "%s/%s/mon_data/%s", R(d)->root,
 			 rel, e->d_name);
 		/* "Unavailable" or "Error" instead of a number: not counted */
 		if (moat_rdt_read(path, event, v, sizeof(v)))
@@ -884,7 +867,7 @@ static void mon_read(const struct moatd *d, const char *rel, struct rdt_mon *m,
 	double s;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	m->llc_bytes = d->rdt.llc_occupancy ? mon_sum(d, rel, "llc_occupancy") : -1;
+	m->llc_bytes = R(d)->info.llc_occupancy ? mon_sum(d, rel, "llc_occupancy") : -1;
 	s = now.tv_sec - m->at.tv_sec + (now.tv_nsec - m->at.tv_nsec) / 1e9;
 	/* a counter that went back (an RMID reused) restarts the rate */
 	if (m->valid && total >= m->total && local >= m->local &&
@@ -902,19 +885,19 @@ static void mon_read(const struct moatd *d, const char *rel, struct rdt_mon *m,
 
 /* ---- the cycle, restore, open and close ---- */
 
-void rdt_restore(struct moatd *d, const char *why)
+static int rdt_restore(struct moatd *d, const char *why)
 {
-	struct rdt *r = d->rdtc;
+	struct rdt *r = R(d);
 	size_t i;
 
 	if (!alive(d))
-		return;
+		return 0;
 	r->refused = false;
 	r->rmids_out = false;
 	r->be_cap_ways = r->be_cap_mb = 0;
 	track(d, false);
 	if (!r->nmade)
-		return;
+		return 0;
 	pr_info("%s: removing resctrl groups %s and %s (their tasks go back to the default group)",
 		why, class_dir[LC], class_dir[BE]);
 	while (r->nmade) {
@@ -926,26 +909,57 @@ void rdt_restore(struct moatd *d, const char *why)
 		if (r->nmade == before)
 			break;		/* could not: it stays in the journal */
 	}
-	/* Without moat_be, the ways and bandwidth the controller took are gone. */
-	for (i = 0; i < d->nr_groups; i++) {
-		struct moatd_group *g = d->groups[i];
-
-		g->rdt_mon = false;
-		g->lim[MOAT_RES_L3] = (struct moat_ctl_limit){ .limit = INFINITY };
-		g->lim[MOAT_RES_MB] = (struct moat_ctl_limit){ .limit = INFINITY };
-	}
+	/* Without moat_be, the ways and bandwidth the controller took are
+	   gone: the next period's rdt_sample() says so, and enforce forgets. */
+	for (i = 0; i < d->nr_groups; i++)
+		RG(d->groups[i])->mon_on = false;
 	for (i = 0; i < NCLASS; i++) {
 		r->c[i].schemata[0] = '\0';
 		r->c[i].ntasks = 0;
-		r->c[i].mon = (struct rdt_mon){ 0 };
+		r->c[i].mon = mon_unknown;
 	}
 	snprintf(r->state, sizeof(r->state), "off");
+	return r->nmade ? -EBUSY : 0;
 }
 
-void rdt_cycle(struct moatd *d)
+void rdt_sample(struct moatd *d, struct period *p)
 {
-	struct rdt *r = d->rdtc;
+	struct rdt *r = R(d);
 	size_t i;
+	int c;
+
+	for (i = 0; i < MOAT_RES_NR; i++)
+		p->rdt_be_orig[i] = p->rdt_be_floor[i] = NAN;
+	p->rdt_be_orig[MOAT_RES_L3] = be_original(d, MOAT_RES_L3);
+	p->rdt_be_orig[MOAT_RES_MB] = be_original(d, MOAT_RES_MB);
+	p->rdt_be_floor[MOAT_RES_L3] = be_floor(d, MOAT_RES_L3);
+	p->rdt_be_floor[MOAT_RES_MB] = be_floor(d, MOAT_RES_MB);
+	if (!allocating(d))
+		return;
+	for (c = 0; c < NCLASS; c++)
+		mon_read(d, class_dir[c], &r->c[c].mon, r->monitor_ms);
+	/*
+	 * Each mon_data read is a cross-CPU call in the kernel to read the
+	 * counter's MSR: per group, every resctrl/monitor_ms only (the
+	 * rates' window; less often, were the cycle late, never more).
+	 */
+	if (ms_since(&r->last_monitor) < r->monitor_ms)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &r->last_monitor);
+	for (i = 0; i < d->nr_groups; i++) {
+		struct moatd_group *u = d->groups[i];
+		char rel[PATH_MAX];
+
+		if (!RG(u)->mon_on)
+			continue;
+		mon_rel(u, unit_class(u), rel, sizeof(rel));
+		mon_read(d, rel, &RG(u)->mon, 0);	/* the gate above */
+	}
+}
+
+void rdt_act(struct moatd *d, const struct plan *plan)
+{
+	struct rdt *r = R(d);
 	int c;
 
 	if (!alive(d))
@@ -959,6 +973,11 @@ void rdt_cycle(struct moatd *d)
 			 "off: resctrl/allocate is 0");
 		return;
 	}
+	/* the controller's least for the BE class (0: none) */
+	r->be_cap_ways = isinf(plan->be_ways) || isnan(plan->be_ways) ? 0 :
+			 (unsigned int)plan->be_ways;
+	r->be_cap_mb = isinf(plan->be_mb_pct) || isnan(plan->be_mb_pct) ? 0 :
+		       (unsigned int)plan->be_mb_pct;
 	if (!allocating(d)) {
 		/*
 		 * A refusal may pass (CLOSIDs freed, a group removed, a
@@ -979,25 +998,6 @@ void rdt_cycle(struct moatd *d)
 	if (r->reconcile_now ||
 	    ms_since(&r->last_reconcile) >= r->reconcile_ms)
 		reconcile(d);
-	for (c = 0; c < NCLASS; c++)
-		mon_read(d, class_dir[c], &r->c[c].mon, r->monitor_ms);
-	/*
-	 * Each mon_data read is a cross-CPU call in the kernel to read the
-	 * counter's MSR: per group, every resctrl/monitor_ms only (the
-	 * rates' window; less often, were the cycle late, never more).
-	 */
-	if (ms_since(&r->last_monitor) < r->monitor_ms)
-		return;
-	clock_gettime(CLOCK_MONOTONIC, &r->last_monitor);
-	for (i = 0; i < d->nr_groups; i++) {
-		struct moatd_group *u = d->groups[i];
-		char rel[PATH_MAX];
-
-		if (!u->rdt_mon)
-			continue;
-		mon_rel(u, unit_class(u), rel, sizeof(rel));
-		mon_read(d, rel, &u->mon, 0);	/* the gate above */
-	}
 }
 
 /* What resctrl offers, one line: "L3 11 ways (cbm_mask 7ff), MB ...". */
@@ -1024,108 +1024,106 @@ static void describe(const struct moat_rdt_info *in, char *buf, size_t len)
 /* Mount resctrl where resctrl/mount allows, journaled first. */
 static int mount_it(struct moatd *d)
 {
-	struct rdt *r = d->rdtc;
+	struct rdt *r = R(d);
+	int err = moat_kmount(d->journal, RDT_MNT, "resctrl");
 
-	snprintf(d->rdt_root, sizeof(d->rdt_root), "%s", RDT_MNT);
-	r->mounted = true;
-	journal_save(d);
-	if (!mount("resctrl", RDT_MNT, "resctrl", 0, NULL)) {
+	if (!err) {
+		snprintf(r->root, sizeof(r->root), "%s", RDT_MNT);
+		r->mounted = true;
 		pr_info("resctrl: mounted at %s (resctrl/mount = 1); unmounted when moatd stops",
 			RDT_MNT);
 		return 0;
 	}
 	pr_info("resctrl: mount -t resctrl resctrl %s: %s: no cache or memory bandwidth allocation",
-		RDT_MNT, strerror(errno));
-	r->mounted = false;
-	d->rdt_root[0] = '\0';
-	journal_save(d);
-	return -errno;
+		RDT_MNT, strerror(-err));
+	return err;
 }
 
-void rdt_open(struct moatd *d, const char *state_dir)
+/*
+ * Before anything else: what a crashed moatd made goes (from the
+ * journal, and from a journal of before the one journal).
+ */
+static void recover(struct moatd *d)
+{
+	size_t i, before = 0, after = 0;
+
+	legacy_recover(d);
+	for (i = 0; i < d->journal->n; i++)
+		before += d->journal->e[i].kind == MOAT_J_DIR;
+	if (!before)
+		return;
+	moat_journal_restore_some(d->journal, "", 1u << MOAT_J_DIR);
+	for (i = 0; i < d->journal->n; i++)
+		after += d->journal->e[i].kind == MOAT_J_DIR;
+	pr_info("resctrl: %zu groups from a moatd that did not stop cleanly: %zu removed, their tasks back in the default group",
+		before, before - after);
+}
+
+static int rdt_open(struct moatd *d)
 {
 	const char *fake = getenv("MOAT_RESCTRL_ROOT");
 	bool cdp = false, mbps = false, amd = false;
-	struct rdt *r = d->rdtc;
+	struct rdt *r = R(d);
 	char why[512], what[512];
 	FILE *f;
 	int err;
 
-	d->rdt_root[0] = '\0';
-	if (*state_dir)
-		snprintf(r->journal, sizeof(r->journal), "%s/resctrl.journal",
-			 state_dir);
+	r->root[0] = '\0';
 	if (fake && *fake) {
-		snprintf(d->rdt_root, sizeof(d->rdt_root), "%s", fake);
+		snprintf(r->root, sizeof(r->root), "%s", fake);
+		moat_journal_allow(d->journal, r->root);
 	} else {
 		f = fopen("/proc/self/mountinfo", "re");
-		err = f ? moat_rdt_find_mount(f, d->rdt_root, sizeof(d->rdt_root),
+		err = f ? moat_rdt_find_mount(f, r->root, sizeof(r->root),
 					      &cdp, &mbps) : -errno;
 		if (f)
 			fclose(f);
 		if (err) {
-			d->rdt_root[0] = '\0';
+			r->root[0] = '\0';
 			if (!r->mount) {
 				pr_info("resctrl: not mounted (no Intel RDT or AMD PQoS here, or not mounted and resctrl/mount is 0): no cache or memory bandwidth allocation");
-				journal_recover(d);
-				return;
+				recover(d);
+				return 0;
 			}
 			if (mount_it(d)) {
-				journal_recover(d);
-				return;
+				recover(d);
+				return 0;
 			}
 		}
 	}
-	/* Before anything else: what a crashed moatd made goes. */
-	journal_recover(d);
+	recover(d);
 	f = fopen("/proc/cpuinfo", "re");
 	if (f) {
 		amd = moat_rdt_cpu_is_amd(f);
 		fclose(f);
 	}
-	err = moat_rdt_info_read(d->rdt_root, amd, mbps, &d->rdt, why, sizeof(why));
+	err = moat_rdt_info_read(r->root, amd, mbps, &r->info, why, sizeof(why));
 	if (err) {
 		pr_warn("resctrl at %s: %s: no cache or memory bandwidth allocation",
-			d->rdt_root, why);
-		d->rdt_root[0] = '\0';
-		return;
+			r->root, why);
+		r->root[0] = '\0';
+		return 0;
 	}
-	describe(&d->rdt, what, sizeof(what));
-	pr_info("resctrl at %s%s: %s; %u CLOSIDs, %u RMIDs", d->rdt_root,
+	describe(&r->info, what, sizeof(what));
+	pr_info("resctrl at %s%s: %s; %u CLOSIDs, %u RMIDs", r->root,
 		fake && *fake ? " ($MOAT_RESCTRL_ROOT)" : "", what,
-		d->rdt.num_closids, d->rdt.num_rmids);
+		r->info.num_closids, r->info.num_rmids);
 	snprintf(r->state, sizeof(r->state), "off");
+	return 0;
 }
 
-void rdt_close(struct moatd *d)
+static void rdt_close(struct moatd *d)
 {
-	struct rdt *r = d->rdtc;
-	char **names = NULL;
-	int n, i;
+	struct rdt *r = R(d);
 
-	if (!r)
-		return;
-	if (*d->rdt_root)
+	if (*r->root)
 		rdt_restore(d, "moatd stops");
-	if (r->mounted && !r->nmade) {
-		n = moat_rdt_groups(d->rdt_root, &names);
-		for (i = 0; i < n; i++)
-			free(names[i]);
-		free(names);
-		if (n > 0)
-			pr_info("resctrl: %d groups moatd did not make are in %s: it stays mounted",
-				n, RDT_MNT);
-		else if (umount2(RDT_MNT, 0))
-			pr_warn("resctrl: umount %s: %s", RDT_MNT, strerror(errno));
-		else
-			r->mounted = false;
-		journal_save(d);
-	}
+	/* unmounted unless it holds groups moat did not make (journal.c) */
+	if (r->mounted && !r->nmade)
+		moat_journal_restore_some(d->journal, RDT_MNT, 1u << MOAT_J_MOUNT);
 	while (r->nmade)
 		free(r->made[--r->nmade]);
 	free(r->tracked);
-	free(r);
-	d->rdtc = NULL;
 }
 
 /* ---- knobs ---- */
@@ -1154,9 +1152,9 @@ static int show_schemata(const struct moat_knob *k, char *buf, size_t len)
 	size_t i, n = 0;
 
 	buf[0] = '\0';
-	for (i = 0; *d->rdt_root && i < d->rdt.nres && n < len; i++)
+	for (i = 0; *R(d)->root && i < R(d)->info.nres && n < len; i++)
 		n += snprintf(buf + n, len - n, "%s%s", i ? " " : "",
-			      d->rdt.res[i].name);
+			      R(d)->info.res[i].name);
 	return n >= len ? -EOVERFLOW : 0;
 }
 
@@ -1181,7 +1179,7 @@ static int show_closids(const struct moat_knob *k, char *buf, size_t len)
 {
 	const struct moatd *d = k->owner;
 
-	return snprintf(buf, len, "%u", *d->rdt_root ? d->rdt.num_closids : 0) >=
+	return snprintf(buf, len, "%u", *R(d)->root ? R(d)->info.num_closids : 0) >=
 	       (int)len ? -EOVERFLOW : 0;
 }
 
@@ -1189,7 +1187,7 @@ static int show_rmids(const struct moat_knob *k, char *buf, size_t len)
 {
 	const struct moatd *d = k->owner;
 
-	return snprintf(buf, len, "%u", *d->rdt_root ? d->rdt.num_rmids : 0) >=
+	return snprintf(buf, len, "%u", *R(d)->root ? R(d)->info.num_rmids : 0) >=
 	       (int)len ? -EOVERFLOW : 0;
 }
 
@@ -1230,10 +1228,10 @@ static int check_ways(const struct moat_knob *k, const char *val, char *why,
 	char text[4096];
 
 	if (moat_rdt_ways_parse(val, &a.l3, why, len) ||
-	    (*d->rdt_root &&
-	     !moat_rdt_read(d->rdt_root, "schemata", text, sizeof(text)) &&
+	    (*R(d)->root &&
+	     !moat_rdt_read(R(d)->root, "schemata", text, sizeof(text)) &&
 	     !moat_schemata_parse(text, &dflt, why, len) &&
-	     moat_rdt_compose(&d->rdt, &dflt, &a, &out, why, len)))
+	     moat_rdt_compose(&R(d)->info, &dflt, &a, &out, why, len)))
 		return -EINVAL;
 	why[0] = '\0';
 	return 0;
@@ -1245,36 +1243,32 @@ static void store_ways(const struct moat_knob *k, unsigned int u, const char *va
 	int c = !strcmp(k->path, "resctrl/be/l3_ways") ? BE : LC;
 	char why[64];
 
-	snprintf(d->rdtc->c[c].ways_text, sizeof(d->rdtc->c[c].ways_text), "%s", val);
-	moat_rdt_ways_parse(val, &d->rdtc->c[c].ways, why, sizeof(why));
-	d->rdtc->refused = false;	/* try what was refused again */
+	snprintf(R(d)->c[c].ways_text, sizeof(R(d)->c[c].ways_text), "%s", val);
+	moat_rdt_ways_parse(val, &R(d)->c[c].ways, why, sizeof(why));
+	R(d)->refused = false;	/* try what was refused again */
 }
 
 static void store_mb(const struct moat_knob *k, unsigned int u, const char *val)
 {
 	struct moatd *d = k->owner;
 
-	d->rdtc->c[strstr(k->path, "/be/") ? BE : LC].mb_pct = u;
-	d->rdtc->refused = false;
+	R(d)->c[strstr(k->path, "/be/") ? BE : LC].mb_pct = u;
+	R(d)->refused = false;
 }
 
-int rdt_add_knobs(struct moatd *d)
+static int rdt_init(struct moatd *d)
 {
-	struct rdt *r = calloc(1, sizeof(*r));
+	struct rdt *r = R(d);
 	int err, c;
 
-	if (!r)
-		return -ENOMEM;
-	d->rdtc = r;
-	*r = (struct rdt){ .mount = 0, .allocate = 1, .reconcile_ms = 5000,
+	*r = (struct rdt){ .d = d, .mount = 0, .allocate = 1, .reconcile_ms = 5000,
 			   .monitor_ms = 2000,
 			   .be_ways_min = 1, .be_mb_min = 10 };
 	snprintf(r->state, sizeof(r->state), "absent");
 	for (c = 0; c < NCLASS; c++) {
 		snprintf(r->c[c].ways_text, sizeof(r->c[c].ways_text), "0");
 		r->c[c].mb_pct = 100;
-		r->c[c].mon = (struct rdt_mon){ .llc_bytes = -1, .total_bps = NAN,
-						.local_bps = NAN };
+		r->c[c].mon = mon_unknown;
 	}
 	{
 #define U32(p, lo, hi, v) { .path = p, .type = MOAT_KNOB_U32, .writable = true, \
@@ -1311,7 +1305,7 @@ int rdt_add_knobs(struct moatd *d)
 	}
 	{
 		const struct { const char *path; moat_knob_show_fn show; void *o; } ro[] = {
-			{ "resctrl/root", show_str, d->rdt_root },
+			{ "resctrl/root", show_str, r->root },
 			{ "resctrl/state", show_str, r->state },
 			{ "resctrl/tasks_moved", show_ull, &r->moved },
 			{ "resctrl/tasks_gone", show_ull, &r->gone },
@@ -1341,7 +1335,7 @@ int rdt_add_knobs(struct moatd *d)
 	return err;
 }
 
-int rdt_add_group_knobs(struct moatd *d, struct moatd_group *g)
+static int rdt_group_add(struct moatd *d, struct moatd_group *g)
 {
 	const struct moat_knob attrs[] = {
 		{ .path = "llc_occupancy_bytes", .type = MOAT_KNOB_SHOW,
@@ -1353,15 +1347,30 @@ int rdt_add_group_knobs(struct moatd *d, struct moatd_group *g)
 	};
 	char dir[MOAT_KNOB_PATH_MAX];
 
-	g->rdt_mon = false;
-	g->mon = (struct rdt_mon){ .llc_bytes = -1, .total_bps = NAN,
-				   .local_bps = NAN };
+	RG(g)->mon_on = false;
+	RG(g)->mon = mon_unknown;
 	snprintf(dir, sizeof(dir), "groups/%s", g->gid.id);
 	return moat_knob_add_all(d->tree, dir, attrs,
-				 sizeof(attrs) / sizeof(attrs[0]), &g->mon);
+				 sizeof(attrs) / sizeof(attrs[0]), &RG(g)->mon);
 }
 
-const struct rdt_mon *rdt_class_mon(const struct moatd *d, int lc)
+const struct rdt_mon *rdt_class_mon(const struct moatd *d, bool lc)
 {
-	return alive(d) && allocating(d) ? &d->rdtc->c[lc ? LC : BE].mon : NULL;
+	return allocating(d) ? &R(d)->c[lc ? LC : BE].mon : NULL;
 }
+
+const struct rdt_mon *rdt_group_mon(const struct moatd_group *g)
+{
+	return RG(g)->mon_on ? &RG(g)->mon : NULL;
+}
+
+const struct moatd_module rdt_module = {
+	.name = "rdt",
+	.size = sizeof(struct rdt),
+	.group_size = sizeof(struct rdt_group),
+	.init = rdt_init,
+	.open = rdt_open,
+	.close = rdt_close,
+	.group_add = rdt_group_add,
+	.restore = rdt_restore,
+};

@@ -18,8 +18,10 @@
 #include <sys/un.h>
 #include "config.h"
 #include "ctl.h"
+#include "enforce.h"
 #include "log.h"
-#include "moatd.h"
+#include "server.h"
+#include "settings.h"
 
 #define MAX_CONNS		16
 #define CONN_TIMEOUT_MS		2000
@@ -256,12 +258,12 @@ static int set_and_keep(struct moatd *d, const char *path, const char *val,
 	if (k && moat_knob_get(d->tree, path, old, sizeof(old)))
 		old[0] = '\0';
 	keep = keep && !(k && k->transient);
-	err = moatd_set(d, path, val);
+	err = settings_set(d, path, val);
 	if (err || !keep)
 		return err;
 	err = settings_persist(d, path, val);
 	if (err) {
-		moatd_set(d, path, existed ? old : "");
+		settings_set(d, path, existed ? old : "");
 		return -EIO;
 	}
 	return 0;
@@ -318,13 +320,12 @@ void server_handle(struct moatd *d, const char *line, bool may_write,
 					req.verb == MOAT_REQ_CONFIG);
 		break;
 	case MOAT_REQ_RESTORE: {
-		size_t before = d->journal ? d->journal->n : 0;
-
+		size_t before = enforce_journal_entries(d), left;
 		char stale[PATH_MAX + 128];
 
-		err = enforce_restore_all(d, "moatctl restore");
-		fprintf(mem, "restored = %zu\nleft = %zu\n",
-			before - d->journal->n, d->journal->n);
+		err = moatd_restore(d, "moatctl restore");
+		left = enforce_journal_entries(d);
+		fprintf(mem, "restored = %zu\nleft = %zu\n", before - left, left);
 		if (err || enforce_journal_stale(d, stale, sizeof(stale))) {
 			fclose(mem);
 			free(body);

@@ -23,8 +23,9 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "config.h"
+#include "groups.h"
 #include "log.h"
-#include "moatd.h"
+#include "settings.h"
 
 /* "rules/<name>" -> "<name>", or NULL for other paths. */
 static const char *rule_name(const char *path)
@@ -34,18 +35,44 @@ static const char *rule_name(const char *path)
 	return path + 6;
 }
 
+struct settings {
+	const char *config_path;
+	bool config_given;
+	char state_path[PATH_MAX];	/* "" when not persisting */
+	char *defaults;			/* the writable knobs before any file */
+	struct moat_config state;	/* what the state file holds */
+	struct moat_config cli;		/* --mode, --listen: over the files */
+};
+
+static struct settings *ST(const struct moatd *d)
+{
+	return moatd_mod(d, MOD_SETTINGS);
+}
+
+int settings_set(struct moatd *d, const char *path, const char *val)
+{
+	const char *name = path + strlen("rules/");
+	bool rule = !strncmp(path, "rules/", 6) && !strchr(name, '/');
+	int err;
+
+	err = rule ? rules_set(d, name, val) : moat_knob_set(d->tree, path, val);
+	if (!err)
+		pr_info("knob %s set to '%s'", path, val);
+	return err;
+}
+
 /* A merged line, and the source it came from, for messages. */
 struct setting {
 	const char *src;
 	struct moat_config_entry e;
 };
 
-struct settings {
+struct merged {
 	struct setting *v;
 	size_t n;
 };
 
-static int merge(struct settings *s, const struct moat_config *c,
+static int merge(struct merged *s, const struct moat_config *c,
 		 const char *src)
 {
 	size_t i, j;
@@ -115,7 +142,7 @@ static int read_text(const char *text, const char *name, struct moat_config *c)
 }
 
 /* Check every merged line as the tree would take it; 0 or the first error. */
-static int check_all(struct moatd *d, const struct settings *s)
+static int check_all(struct moatd *d, const struct merged *s)
 {
 	char why[512], expects[256];
 	unsigned int rules = 0;
@@ -171,7 +198,7 @@ static int check_all(struct moatd *d, const struct settings *s)
 	return 0;
 }
 
-static bool wanted_rule(const struct settings *s, const char *name)
+static bool wanted_rule(const struct merged *s, const char *name)
 {
 	char path[MOAT_KNOB_PATH_MAX];
 	size_t i;
@@ -183,23 +210,34 @@ static bool wanted_rule(const struct settings *s, const char *name)
 	return false;
 }
 
+struct unwanted {
+	const struct merged *s;
+	unsigned int changed;
+};
+
+static void remove_unwanted(struct moatd *d, const char *name, void *ctx)
+{
+	struct unwanted *u = ctx;
+
+	if (wanted_rule(u->s, name))
+		return;
+	pr_info("rule %s removed", name);
+	rules_set(d, name, "");
+	u->changed++;
+}
+
 /*
  * Make the tree hold @s, checked: remove the rules it lacks, then set
  * what differs (creating rules).  Returns how many knobs changed.
  */
-static unsigned int apply_checked(struct moatd *d, const struct settings *s)
+static unsigned int apply_checked(struct moatd *d, const struct merged *s)
 {
+	struct unwanted u = { s, 0 };
 	char cur[MOAT_KNOB_VALUE_MAX];
-	unsigned int i, changed = 0;
+	unsigned int i, changed;
 
-	for (i = 0; i < MOATD_MAX_RULES; i++) {
-		if (d->rules[i].used && !wanted_rule(s, d->rules[i].rule.name)) {
-			pr_info("rule %s removed", d->rules[i].rule.name);
-			rules_remove(d, d->rules[i].rule.name);
-			d->cgroups_changed = true;
-			changed++;
-		}
-	}
+	rules_for_each(d, remove_unwanted, &u);
+	changed = u.changed;
 	for (i = 0; i < s->n; i++) {
 		const struct moat_config_entry *e = &s->v[i].e;
 
@@ -209,7 +247,7 @@ static unsigned int apply_checked(struct moatd *d, const struct settings *s)
 		    !strcmp(cur, e->value))
 			continue;
 		/* checked: this cannot fail now but for memory */
-		if (moatd_set(d, e->path, e->value))
+		if (settings_set(d, e->path, e->value))
 			pr_err("%s:%u: %s: not set", s->v[i].src, e->line, e->path);
 		else
 			changed++;
@@ -223,23 +261,24 @@ static unsigned int apply_checked(struct moatd *d, const struct settings *s)
  */
 static int apply_all(struct moatd *d, bool state, unsigned int *changed)
 {
+	struct settings *st = ST(d);
 	struct moat_config c[3] = {};
-	struct settings s = {};
+	struct merged s = {};
 	int err, i;
 
-	err = read_text(d->defaults, "defaults", &c[0]);
+	err = read_text(st->defaults, "defaults", &c[0]);
 	if (!err)
-		err = read_file(d->config_path, !d->config_given, &c[1]);
-	if (!err && state && d->state_path[0])
-		err = read_file(d->state_path, true, &c[2]);
+		err = read_file(st->config_path, !st->config_given, &c[1]);
+	if (!err && state && st->state_path[0])
+		err = read_file(st->state_path, true, &c[2]);
 	if (!err)
 		err = merge(&s, &c[0], "defaults");
 	if (!err)
-		err = merge(&s, &c[1], d->config_path);
+		err = merge(&s, &c[1], st->config_path);
 	if (!err)
-		err = merge(&s, &c[2], d->state_path);
+		err = merge(&s, &c[2], st->state_path);
 	if (!err)
-		err = merge(&s, &d->cli, "command line");
+		err = merge(&s, &st->cli, "command line");
 	if (!err)
 		err = check_all(d, &s);
 	if (!err)
@@ -268,18 +307,34 @@ static char *snapshot(struct moatd *d)
 	return text;
 }
 
+int settings_configure(struct moatd *d, const char *config, bool config_given,
+		       const char *state_file)
+{
+	struct settings *st = ST(d);
+
+	st->config_path = config;
+	st->config_given = config_given;
+	if ((size_t)snprintf(st->state_path, sizeof(st->state_path), "%s",
+			     state_file) >= sizeof(st->state_path)) {
+		pr_err("state file %s: path too long", state_file);
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
 int settings_cli(struct moatd *d, const char *path, const char *value)
 {
+	struct settings *st = ST(d);
 	struct moat_config_entry *e;
 	void *v;
 
 	if (strlen(value) >= sizeof(e->value))
 		return -EINVAL;
-	v = realloc(d->cli.v, (d->cli.nr + 1) * sizeof(*e));
+	v = realloc(st->cli.v, (st->cli.nr + 1) * sizeof(*e));
 	if (!v)
 		return -ENOMEM;
-	d->cli.v = v;
-	e = &d->cli.v[d->cli.nr++];
+	st->cli.v = v;
+	e = &st->cli.v[st->cli.nr++];
 	e->line = 0;
 	snprintf(e->path, sizeof(e->path), "%s", path);
 	snprintf(e->value, sizeof(e->value), "%s", value);
@@ -288,16 +343,17 @@ int settings_cli(struct moatd *d, const char *path, const char *value)
 
 int settings_load(struct moatd *d)
 {
+	struct settings *st = ST(d);
 	unsigned int changed;
 	int err;
 
-	d->defaults = snapshot(d);
-	if (!d->defaults)
+	st->defaults = snapshot(d);
+	if (!st->defaults)
 		return -ENOMEM;
-	if (d->state_path[0]) {
+	if (st->state_path[0]) {
 		char dir[PATH_MAX], *slash;
 
-		snprintf(dir, sizeof(dir), "%s", d->state_path);
+		snprintf(dir, sizeof(dir), "%s", st->state_path);
 		slash = strrchr(dir, '/');
 		if (slash)
 			*slash = '\0';
@@ -308,55 +364,57 @@ int settings_load(struct moatd *d)
 		}
 	}
 	err = apply_all(d, true, &changed);
-	if (!err || !d->state_path[0])
+	if (!err || !st->state_path[0])
 		return err;
 	/* A state file moatd cannot use must not keep it from starting. */
 	err = apply_all(d, false, &changed);
 	if (!err) {
 		char bad[PATH_MAX + 8];
 
-		snprintf(bad, sizeof(bad), "%s.bad", d->state_path);
-		rename(d->state_path, bad);
+		snprintf(bad, sizeof(bad), "%s.bad", st->state_path);
+		rename(st->state_path, bad);
 		pr_warn("state %s not applied: moved to %s; running on the config alone",
-			d->state_path, bad);
+			st->state_path, bad);
 	}
 	return err;
 }
 
 int settings_reload(struct moatd *d)
 {
+	struct settings *st = ST(d);
 	unsigned int changed;
 	int err;
 
 	err = apply_all(d, true, &changed);
 	if (err)
 		pr_err("reload: %s not applied; the settings are as they were",
-		       d->config_path);
+		       st->config_path);
 	else
-		pr_info("reload: %s applied: %u settings changed", d->config_path,
+		pr_info("reload: %s applied: %u settings changed", st->config_path,
 			changed);
 	return err;
 }
 
 static int write_state(struct moatd *d)
 {
+	struct settings *st = ST(d);
 	char tmp[PATH_MAX + 8];
 	size_t i;
 	FILE *f;
 	int err = 0;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", d->state_path);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", st->state_path);
 	f = fopen(tmp, "we");
 	if (!f)
 		return -errno;
 	fprintf(f, "# written by moatd: what moatctl set changed; do not edit\n");
-	for (i = 0; i < d->state.nr; i++)
-		fprintf(f, "%s = %s\n", d->state.v[i].path, d->state.v[i].value);
+	for (i = 0; i < st->state.nr; i++)
+		fprintf(f, "%s = %s\n", st->state.v[i].path, st->state.v[i].value);
 	if (fflush(f) || fsync(fileno(f)))
 		err = -errno;
 	if (fclose(f) && !err)
 		err = -errno;
-	if (!err && rename(tmp, d->state_path))
+	if (!err && rename(tmp, st->state_path))
 		err = -errno;
 	if (err)
 		unlink(tmp);
@@ -365,43 +423,60 @@ static int write_state(struct moatd *d)
 
 int settings_persist(struct moatd *d, const char *path, const char *value)
 {
+	struct settings *st = ST(d);
 	struct moat_config_entry *e = NULL;
 	size_t i;
 	int err;
 
-	if (!d->state_path[0])
+	if (!st->state_path[0])
 		return 0;
-	for (i = 0; i < d->state.nr && !e; i++)
-		if (!strcmp(d->state.v[i].path, path))
-			e = &d->state.v[i];
+	for (i = 0; i < st->state.nr && !e; i++)
+		if (!strcmp(st->state.v[i].path, path))
+			e = &st->state.v[i];
 	if (!e) {
-		void *v = realloc(d->state.v, (d->state.nr + 1) * sizeof(*e));
+		void *v = realloc(st->state.v, (st->state.nr + 1) * sizeof(*e));
 
 		if (!v)
 			return -ENOMEM;
-		d->state.v = v;
-		e = &d->state.v[d->state.nr++];
+		st->state.v = v;
+		e = &st->state.v[st->state.nr++];
 		snprintf(e->path, sizeof(e->path), "%s", path);
 	}
 	snprintf(e->value, sizeof(e->value), "%s", value);
 	err = write_state(d);
 	if (err)
-		pr_err("state %s: write: %s", d->state_path, strerror(-err));
+		pr_err("state %s: write: %s", st->state_path, strerror(-err));
 	return err;
 }
 
 /* What the state file holds now, so that later sets add to it. */
-int settings_read_state(struct moatd *d)
+static int settings_read_state(struct moatd *d)
 {
-	memset(&d->state, 0, sizeof(d->state));
-	if (!d->state_path[0])
+	struct settings *st = ST(d);
+	memset(&st->state, 0, sizeof(st->state));
+	if (!st->state_path[0])
 		return 0;
-	return read_file(d->state_path, true, &d->state);
+	return read_file(st->state_path, true, &st->state);
 }
 
-void settings_free(struct moatd *d)
+/* What the state file holds, so that later sets add to it. */
+static int settings_open(struct moatd *d)
 {
-	free(d->defaults);
-	moat_config_free(&d->state);
-	moat_config_free(&d->cli);
+	return settings_read_state(d);
 }
+
+static void settings_close(struct moatd *d)
+{
+	struct settings *st = ST(d);
+
+	free(st->defaults);
+	moat_config_free(&st->state);
+	moat_config_free(&st->cli);
+}
+
+const struct moatd_module settings_module = {
+	.name = "settings",
+	.size = sizeof(struct settings),
+	.open = settings_open,
+	.close = settings_close,
+};

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The core's functions every module may call (moatd.h).  They call no
+ * module but through moatd_modules[], so that no module depends on
+ * another through the core.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "log.h"
+#include "moatd.h"
+
+const char *moatd_version(void)
+{
+	return MOAT_VERSION;
+}
+
+double moatd_since_cycle_us(const struct moatd *d)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - d->last_cycle.tv_sec) * 1e6 +
+	       (now.tv_nsec - d->last_cycle.tv_nsec) / 1e3;
+}
+
+int moatd_restore(struct moatd *d, const char *why)
+{
+	int m, err, first = 0;
+
+	for (m = MOD_NR; m-- > 0;) {
+		if (!moatd_modules[m]->restore || !d->mod[m])
+			continue;
+		err = moatd_modules[m]->restore(d, why);
+		if (err && !first)
+			first = err;
+	}
+	return first;
+}
+
+static int cmp_cgid(const void *a, const void *b)
+{
+	__u64 x = (*(struct moatd_group *const *)a)->cgid;
+	__u64 y = (*(struct moatd_group *const *)b)->cgid;
+
+	return x < y ? -1 : x > y;
+}
+
+struct moatd_group *moatd_group_by_cgid(const struct moatd *d, __u64 cgid)
+{
+	struct moatd_group key = { .cgid = cgid }, *kp = &key, **found;
+
+	if (!d->by_cgid || !d->nr_groups)
+		return NULL;
+	found = bsearch(&kp, d->by_cgid, d->nr_groups, sizeof(*d->by_cgid), cmp_cgid);
+	return found ? *found : NULL;
+}
+
+/* The groups by cgroup id, once a period after the rescan, for everyone. */
+void moatd_index_groups(struct moatd *d)
+{
+	void *v = realloc(d->by_cgid, (d->nr_groups ? d->nr_groups : 1) *
+				      sizeof(*d->by_cgid));
+
+	if (!v) {
+		free(d->by_cgid);
+		d->by_cgid = NULL;
+		pr_warn("out of memory: no groups by cgroup id this period");
+		return;
+	}
+	d->by_cgid = v;
+	if (!d->nr_groups)
+		return;
+	memcpy(d->by_cgid, d->groups, d->nr_groups * sizeof(*d->by_cgid));
+	qsort(d->by_cgid, d->nr_groups, sizeof(*d->by_cgid), cmp_cgid);
+}
+
+void moatd_node_name(char *buf, size_t len)
+{
+	const char *node = getenv("NODE_NAME");
+
+	if (node && *node) {
+		snprintf(buf, len, "%s", node);
+		return;
+	}
+	buf[0] = '\0';
+	gethostname(buf, len - 1);
+	buf[len - 1] = '\0';
+}

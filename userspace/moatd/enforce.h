@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef MOATD_ENFORCE_H
+#define MOATD_ENFORCE_H
+
+/*
+ * The enforce module: the controller (lib/control.c), a policy that
+ * returns a plan from the period alone, and the actuators of cgroup
+ * files (lib/actuator.c), which carry the plan out through the journal.
+ */
+#include "moatd.h"
+
+extern const struct moatd_module enforce_module;
+
+/*
+ * A source: each BE unit's limit files where moat holds no limit, the
+ * originals a first step starts from.  Nothing in enforce mode only.
+ */
+void enforce_sample(struct moatd *d, struct period *p);
+/* The policy: in enforce mode, one period's steps into @plan. */
+void enforce_decide(struct moatd *d, const struct period *p, struct plan *plan);
+/* The actuators: @plan's steps on cgroup files, each journaled first. */
+void enforce_act(struct moatd *d, const struct plan *plan);
+
+/* For reporters: a group's limit of @r (INFINITY: none), its steps down. */
+double enforce_limit(const struct moatd_group *g, enum moat_resource r);
+unsigned long long enforce_throttles(const struct moatd_group *g);
+/* For reporters: the counters by chain, resource and action, and errors. */
+unsigned long long enforce_actions(const struct moatd *d, enum moat_resource chain,
+				   enum moat_resource r, enum moat_ctl_action a);
+unsigned long long enforce_write_errors(const struct moatd *d);
+
+/* Whether the journal's file lags what moatd holds; then why, in @why. */
+bool enforce_journal_stale(const struct moatd *d, char *why, size_t len);
+/* At stop: if the journal is stale, say what its file still lists: -EIO. */
+int enforce_report_stale(struct moatd *d);
+/* Journal entries of cgroup files: what moatctl restore is about. */
+size_t enforce_journal_entries(const struct moatd *d);
+
+#endif /* MOATD_ENFORCE_H */

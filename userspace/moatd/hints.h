@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef MOATD_HINTS_H
+#define MOATD_HINTS_H
+
+/*
+ * The hints module: placement hints (Documentation/hints.rst) from the
+ * committed period: /hints, the moat_hint_* gauges, and the Node
+ * publisher's values.  Its knobs are the margins: hints/cpu_margin_pct
+ * and hints/memory_margin_pct.
+ */
+#include <stdio.h>
+#include "moatd.h"
+
+extern const struct moatd_module hints_module;
+
+int hints_write_metrics(struct moatd *d, FILE *f);
+int hints_write_json(struct moatd *d, FILE *f);
+
+struct kube_hints {
+	double be_cpus, be_memory;	/* NAN: not known yet */
+	double cpu_interference, memory_interference, cache_interference;
+	char *json;			/* /hints without its time: to free */
+};
+int hints_for_kube(struct moatd *d, struct kube_hints *out);
+
+#endif /* MOATD_HINTS_H */

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef MOATD_PROM_H
+#define MOATD_PROM_H
+
+/*
+ * Prometheus's text format 0.0.4, the pieces every reporter writes it
+ * with: a family's header, a label value escaped, a number as Go's
+ * strconv writes it.
+ */
+#include <stdio.h>
+
+void prom_family(FILE *f, const char *name, const char *type, const char *help);
+void prom_label_value(FILE *f, const char *s);
+/* " <value>\n": NaN, +Inf, -Inf, or the shortest that reads back. */
+void prom_value(FILE *f, double v);
+/* @v in the fewest digits that read back as @v, into @buf. */
+const char *prom_shortest(char *buf, size_t len, double v);
+
+#endif /* MOATD_PROM_H */

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Units and their signals, once a period, for everyone after: the
+ * controller, the hints, the metrics and the Node publisher read the
+ * same value.
+ *
+ * A unit is the outermost group of a subtree: a pod (with its
+ * containers) or a rule's cgroup.  The kernel keys a run-queue wait by
+ * the cgroup of the task's cpu controller, and on a node a pod's tasks
+ * are in its containers, so a pod's own histogram is empty: a unit's
+ * waits are its members' merged, and its run-queue signal is their
+ * time-weighted p99 (moat_hist_time_percentile()), not measured under
+ * enforce/min_waits waits.  Pressure, CPU time and memory are
+ * hierarchical in the kernel: the unit's own files count its members.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "units.h"
+
+struct signals {
+	unsigned int rqlat_p99_target_us;
+	unsigned int memory_pressure_target_pct;
+	unsigned int min_waits;		/* for a p99 that means anything */
+};
+
+/* Its state of a group. */
+struct signals_group {
+	unsigned int rqlat_p99_target_us;	/* 0: the class's */
+	int unit;			/* its index in p->units; -1: none */
+};
+
+static struct signals *S(const struct moatd *d)
+{
+	return moatd_mod(d, MOD_SIGNALS);
+}
+
+/* '/' sorts before any other byte: a group's subtree comes right after it. */
+static int dir_key(unsigned char c)
+{
+	return c == '/' ? 1 : c ? c + 1 : 0;
+}
+
+static int cmp_dir(const void *a, const void *b)
+{
+	const unsigned char *x = (const unsigned char *)(*(struct moatd_group *const *)a)->dir;
+	const unsigned char *y = (const unsigned char *)(*(struct moatd_group *const *)b)->dir;
+
+	for (; *x && *x == *y; x++, y++)
+		;
+	return dir_key(*x) - dir_key(*y);
+}
+
+/* Sorted by directory, a group is in the last unit it is below. */
+static void find_units(struct moatd_group **by_dir, size_t n)
+{
+	struct moatd_group *top = NULL;
+	size_t i;
+
+	qsort(by_dir, n, sizeof(*by_dir), cmp_dir);
+	for (i = 0; i < n; i++) {
+		struct moatd_group *g = by_dir[i];
+		size_t len = top ? strlen(top->dir) : 0;
+
+		if (top && !strncmp(g->dir, top->dir, len) && g->dir[len] == '/')
+			g->unit = top;
+		else
+			g->unit = top = g;
+	}
+}
+
+static void lc_signals(const struct signals *s, struct unit *u)
+{
+	const struct signals_group *sg = group_mod(u->g, MOD_SIGNALS);
+	double ns;
+	int i;
+
+	for (i = 0; i < MOAT_SIG_NR; i++) {
+		u->lc.value[i] = NAN;
+		u->lc.target[i] = 0;
+	}
+	u->lc.id = u->g->cgid;
+	if (u->class != MOAT_CLASS_LC)
+		return;
+	if (u->waits.count >= s->min_waits &&
+	    !moat_hist_time_percentile(&u->waits, 0.99, &ns))
+		u->lc.value[MOAT_SIG_RQLAT_P99] = ns / 1000;
+	u->lc.target[MOAT_SIG_RQLAT_P99] = sg->rqlat_p99_target_us ?
+					   sg->rqlat_p99_target_us :
+					   s->rqlat_p99_target_us;
+	u->lc.value[MOAT_SIG_MEMORY_PRESSURE] = u->g->win.memory_pressure_pct;
+	u->lc.target[MOAT_SIG_MEMORY_PRESSURE] = s->memory_pressure_target_pct;
+	/* CPI has a target only while CPI² finds the unit a victim: cpi.c */
+}
+
+int units_build(struct moatd *d, struct period *p)
+{
+	struct signals *s = S(d);
+	struct moatd_group **by_dir;
+	size_t i, n = d->nr_groups;
+
+	p->nr_units = 0;
+	if (!n)
+		return 0;
+	by_dir = malloc(n * sizeof(*by_dir));
+	if (n > p->cap_units) {
+		void *v = realloc(p->units, n * sizeof(*p->units));
+
+		if (v) {
+			p->units = v;
+			p->cap_units = n;
+		}
+	}
+	if (!by_dir || n > p->cap_units) {
+		free(by_dir);
+		return -ENOMEM;	/* the units are as they were: none */
+	}
+	memcpy(by_dir, d->groups, n * sizeof(*by_dir));
+	find_units(by_dir, n);
+	free(by_dir);
+	for (i = 0; i < n; i++) {
+		struct moatd_group *g = d->groups[i];
+		struct signals_group *sg = group_mod(g, MOD_SIGNALS);
+
+		sg->unit = -1;
+		if (g->unit != g)
+			continue;
+		sg->unit = p->nr_units;
+		p->units[p->nr_units++] = (struct unit){
+			.g = g, .class = g->class, .cpu_usage = g->win.cpu_usage,
+		};
+	}
+	for (i = 0; i < n; i++) {
+		struct moatd_group *g = d->groups[i];
+		struct signals_group *usg = group_mod(g->unit, MOD_SIGNALS);
+
+		moat_hist_add(&p->units[usg->unit].waits, &g->win_hist);
+	}
+	for (i = 0; i < p->nr_units; i++)
+		lc_signals(s, &p->units[i]);
+	return 0;
+}
+
+const struct unit *unit_of(const struct period *p, const struct moatd_group *g)
+{
+	const struct signals_group *sg = group_mod(g, MOD_SIGNALS);
+
+	return sg->unit >= 0 && (size_t)sg->unit < p->nr_units &&
+	       p->units[sg->unit].g == g ? &p->units[sg->unit] : NULL;
+}
+
+double unit_ratio(const struct unit *u, bool memory)
+{
+	enum moat_signal s = memory ? MOAT_SIG_MEMORY_PRESSURE : MOAT_SIG_RQLAT_P99;
+
+	return u->lc.target[s] > 0 ? u->lc.value[s] / u->lc.target[s] : NAN;
+}
+
+double node_memory_ratio(const struct moatd *d, const struct period *p)
+{
+	unsigned int t = S(d)->memory_pressure_target_pct;
+
+	return t ? p->node.psi_some_avg10[1] / t : NAN;
+}
+
+double signals_memory_target(const struct moatd *d)
+{
+	return S(d)->memory_pressure_target_pct;
+}
+
+static int signals_init(struct moatd *d)
+{
+	struct signals *s = S(d);
+	const struct moat_knob knobs[] = {
+		{ .path = "lc/rqlat_p99_target_us", .type = MOAT_KNOB_U32,
+		  .writable = true, .min = 1, .max = 10000000,
+		  .data = &s->rqlat_p99_target_us },
+		{ .path = "lc/memory_pressure_target_pct", .type = MOAT_KNOB_U32,
+		  .writable = true, .min = 0, .max = 100,
+		  .data = &s->memory_pressure_target_pct },
+		{ .path = "enforce/min_waits", .type = MOAT_KNOB_U32,
+		  .writable = true, .min = 1, .max = 1000000, .data = &s->min_waits },
+	};
+
+	s->rqlat_p99_target_us = 2000;
+	s->memory_pressure_target_pct = 10;
+	s->min_waits = 20;
+	return moat_knob_add_all(d->tree, "", knobs, sizeof(knobs) / sizeof(knobs[0]),
+				 s);
+}
+
+static int signals_group_add(struct moatd *d, struct moatd_group *g)
+{
+	struct signals_group *sg = group_mod(g, MOD_SIGNALS);
+	struct moat_knob k = {
+		.path = "rqlat_p99_target_us", .type = MOAT_KNOB_U32,
+		.writable = true, .transient = true, .min = 0, .max = 10000000,
+		.data = &sg->rqlat_p99_target_us,
+	};
+	char dir[MOAT_KNOB_PATH_MAX];
+
+	sg->unit = -1;
+	snprintf(dir, sizeof(dir), "groups/%s", g->gid.id);
+	return moat_knob_add_all(d->tree, dir, &k, 1, g);
+}
+
+const struct moatd_module signals_module = {
+	.name = "signals",
+	.size = sizeof(struct signals),
+	.group_size = sizeof(struct signals_group),
+	.init = signals_init,
+	.group_add = signals_group_add,
+};
