@@ -18,7 +18,7 @@ Test(idsnap, records_are_found_by_id_after_the_sort)
 	moat_idsnap_init(&s, sizeof(struct rec));
 	cr_expect_null(moat_idsnap_find(&s, 7), "found in an empty batch");
 	for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
-		struct rec in = { .a = ids[i] / 2.0, .tag = { 'a' + i, 0 } };
+		struct rec in = { .a = ids[i] / 2.0, .tag = { (char)('a' + i), 0 } };
 
 		cr_assert_eq(moat_idsnap_add(&s, ids[i], &in), 0);
 	}
@@ -27,7 +27,7 @@ Test(idsnap, records_are_found_by_id_after_the_sort)
 		r = moat_idsnap_find(&s, ids[i]);
 		cr_assert_not_null(r, "id %llu", (unsigned long long)ids[i]);
 		cr_expect_eq(r->a, ids[i] / 2.0);
-		cr_expect_eq(r->tag[0], 'a' + i);
+		cr_expect_eq(r->tag[0], (char)('a' + i));
 	}
 	cr_expect_null(moat_idsnap_find(&s, 8));
 	moat_idsnap_clear(&s);
