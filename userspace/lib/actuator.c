@@ -290,16 +290,5 @@ bool moat_act_supported(const struct moat_actuator *a, const char *dir,
 int moat_act_restore(const struct moat_actuator *a, struct moat_journal *j,
 		     const char *dir, bool v2)
 {
-	char path[PATH_MAX];
-	const char *const *f;
-	int err, first = 0;
-
-	for (f = a->files[v2]; *f; f++) {
-		err = file_path(path, sizeof(path), dir, *f);
-		if (!err)
-			err = moat_journal_restore(j, path);
-		if (err && !first)
-			first = err;
-	}
-	return first;
+	return moat_journal_restore_files(j, dir, a->files[v2]);
 }

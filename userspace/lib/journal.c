@@ -732,9 +732,16 @@ static bool under(const char *path, const char *prefix)
 static bool moats(const struct moat_journal_entry *e, const char *cur)
 {
 	return !e->last[0] ||	/* version 1: not known */
-	       e->kind == MOAT_J_SIDE ||	/* the kernel changes it too */
 	       !strcmp(cur, e->orig) || !strcmp(cur, e->last) ||
 	       (e->pending[0] && !strcmp(cur, e->pending));
+}
+
+/* Whether @a and @b are files of the same directory (one cgroup). */
+static bool same_dir(const char *a, const char *b)
+{
+	const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
+
+	return sa && sb && sa - a == sb - b && !strncmp(a, b, sa - a);
 }
 
 /*
@@ -774,8 +781,14 @@ static int unmount_one(const struct moat_journal *j,
 	return 0;
 }
 
-/* Put back one entry: 0, or -errno (vanished: -ENOENT, -ENODEV). */
-static int restore_one(struct moat_journal *j, struct moat_journal_entry *e)
+/*
+ * Put back one entry: 0, or -errno (vanished: -ENOENT, -ENODEV).
+ * @wrote: a file of this pass was written back, the last one in @dir: a
+ * side entry of that cgroup holds what the kernel made of that write, and
+ * is put back whatever it holds.
+ */
+static int restore_one(struct moat_journal *j, struct moat_journal_entry *e,
+		       const char *dir, bool *wrote)
 {
 	char cur[MOAT_JOURNAL_VALUE_MAX];
 	int err;
@@ -794,30 +807,66 @@ static int restore_one(struct moat_journal *j, struct moat_journal_entry *e)
 		break;
 	}
 	err = moat_kfile_read(e->path, cur, sizeof(cur));
-	if (!err && !moats(e, cur)) {
+	if (!err && !moats(e, cur) &&
+	    !(e->kind == MOAT_J_SIDE && *wrote && same_dir(dir, e->path))) {
 		pr_info("%s: changed since moatd last wrote it ('%s'), to '%s': left as it is",
 			e->path, e->last, cur);
 	} else if (!err) {
-		if (strcmp(cur, e->orig))
+		if (strcmp(cur, e->orig)) {
 			err = put(e->path, e->orig);
+			*wrote = !err;
+		}
 		if (!err)
 			pr_info("%s: restored '%s'", e->path, e->orig);
 	}
 	return err;
 }
 
-int moat_journal_restore_some(struct moat_journal *j, const char *prefix,
-			      unsigned int kinds)
+/* Which entries a restore puts back. */
+struct restore_sel {
+	const char *prefix;		/* under this path ("" for all) */
+	unsigned int kinds;		/* of these kinds (mask) */
+	const char *const *names;	/* else: these files of @prefix */
+};
+
+static bool selected(const struct restore_sel *sel,
+		     const struct moat_journal_entry *e)
 {
+	const char *const *n;
+	size_t len;
+
+	if (!(sel->kinds & 1u << e->kind))
+		return false;
+	if (!sel->names)
+		return under(e->path, sel->prefix);
+	len = strlen(sel->prefix);
+	while (len > 1 && sel->prefix[len - 1] == '/')
+		len--;
+	if (strncmp(e->path, sel->prefix, len) || e->path[len] != '/')
+		return false;
+	for (n = sel->names; *n; n++)
+		if (!strcmp(e->path + len + 1, *n))
+			return true;
+	return false;
+}
+
+/* Newest first: a file's original is under the values moat wrote later. */
+static int restore_sel(struct moat_journal *j, const struct restore_sel *sel)
+{
+	char dir[PATH_MAX] = "";
 	size_t i, before = j->n;
 	int err, first = 0;
+	bool wrote = false;
 
 	for (i = j->n; i-- > 0;) {
 		struct moat_journal_entry *e = &j->e[i];
 
-		if (!under(e->path, prefix) || !(kinds & 1u << e->kind))
+		if (!selected(sel, e))
 			continue;
-		err = restore_one(j, e);
+		if (!same_dir(dir, e->path))
+			wrote = false;	/* another cgroup */
+		snprintf(dir, sizeof(dir), "%s", e->path);
+		err = restore_one(j, e, dir, &wrote);
 		if (vanished(err)) {
 			pr_debug("%s: gone, ignoring", e->path);
 		} else if (err) {
@@ -834,6 +883,23 @@ int moat_journal_restore_some(struct moat_journal *j, const char *prefix,
 	if (j->n != before)
 		save(j);
 	return first;
+}
+
+int moat_journal_restore_some(struct moat_journal *j, const char *prefix,
+			      unsigned int kinds)
+{
+	struct restore_sel sel = { .prefix = prefix, .kinds = kinds };
+
+	return restore_sel(j, &sel);
+}
+
+int moat_journal_restore_files(struct moat_journal *j, const char *dir,
+			       const char *const *names)
+{
+	struct restore_sel sel = { .prefix = dir, .kinds = ~0u,
+				   .names = names };
+
+	return restore_sel(j, &sel);
 }
 
 int moat_journal_restore(struct moat_journal *j, const char *prefix)

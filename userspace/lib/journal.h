@@ -39,7 +39,8 @@
  * it as it is: putting back the original would undo their change.  A
  * "side" file is one the kernel changes when moat writes another (the
  * weight, when cpu.idle changes, even as a restore puts cpu.idle back):
- * its original is put back whatever it holds.  A "mkdir" is a directory
+ * where the same restore just wrote a file of its cgroup, its original is
+ * put back whatever it holds.  A "mkdir" is a directory
  * moat made (a restore removes it), a "mount" a file system it mounted (a
  * restore unmounts it, unless it holds directories moat did not make).
  * Version 1 (no <last>, no <pending>) is still read; its entries are put
@@ -185,6 +186,14 @@ int moat_journal_forget(struct moat_journal *j, const char *prefix);
  */
 int moat_journal_restore_some(struct moat_journal *j, const char *prefix,
 			      unsigned int kinds);
+
+/**
+ * moat_journal_restore_files() - moat_journal_restore() of the entries of
+ * the files @names (NULL-terminated) of the directory @dir, in one pass:
+ * a side file of @dir is put back after a write of one of the others.
+ */
+int moat_journal_restore_files(struct moat_journal *j, const char *dir,
+			       const char *const *names);
 
 /**
  * moat_kfile_strerror() - @err of a moat_kfile_*() call in words: -EXDEV
