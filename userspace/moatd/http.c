@@ -31,7 +31,7 @@
 #include <sys/socket.h>
 #include <microhttpd.h>
 #include "endpoint.h"
-#include "enforce.h"
+#include "health.h"
 #include "hints.h"
 #include "http.h"
 #include "log.h"
@@ -188,19 +188,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 		type = "application/json";
 		break;
 	case MOAT_EP_HEALTHZ: {
-		char why[PATH_MAX + 128], text[PATH_MAX + 256];
+		char why[PATH_MAX + 256];
 
 		fn = healthz;
-		if (moatd_since_cycle_us(d) > 3000.0 * d->period_ms) {
+		if (!moatd_health(d, why, sizeof(why) - 1))
 			return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE,
-					  "stalled: no cycle for 3 periods\n");
-		}
-		if (enforce_journal_stale(d, why, sizeof(why))) {
-			snprintf(text, sizeof(text),
-				 "degraded: %s; moatd changes nothing it could not put back after a crash\n",
-				 why);
-			return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, text);
-		}
+					  strcat(why, "\n"));
 		break;
 	}
 	default:

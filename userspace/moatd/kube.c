@@ -133,6 +133,7 @@ struct kube {
 	double sent_ms;			/* the last update asked for */
 	/* counters, read by the loop for knobs and metrics */
 	unsigned long long updates, errors;
+	double updated_s;		/* CLOCK_REALTIME of the last update */
 };
 
 /* The module: its knobs, and the publisher while it runs. */
@@ -391,6 +392,10 @@ static void *worker(void *arg)
 			err = patch_status(k, &s);
 		pthread_mutex_lock(&k->lock);
 		if (!err) {
+			struct timespec now;
+
+			clock_gettime(CLOCK_REALTIME, &now);
+			k->updated_s = now.tv_sec + now.tv_nsec / 1e9;
 			k->updates++;
 			backoff = 0;
 			state_free(&k->sent);
@@ -580,6 +585,24 @@ unsigned long long kube_counter(const struct moatd *d, bool errors)
 	v = errors ? k->errors : k->updates;
 	pthread_mutex_unlock(&k->lock);
 	return v;
+}
+
+double kube_updated_s(const struct moatd *d)
+{
+	struct kube *k = K(d)->k;
+	double v;
+
+	if (!k)
+		return 0;
+	pthread_mutex_lock(&k->lock);
+	v = k->updated_s;
+	pthread_mutex_unlock(&k->lock);
+	return v;
+}
+
+bool kube_publishing(const struct moatd *d)
+{
+	return K(d)->k != NULL;
 }
 
 static int show_counter(const struct moat_knob *k, char *buf, size_t len)

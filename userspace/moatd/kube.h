@@ -15,5 +15,9 @@ extern const struct moatd_module kube_module;
 void kube_publish(struct moatd *d);
 /* Node updates made, or failed requests (@errors). */
 unsigned long long kube_counter(const struct moatd *d, bool errors);
+/* When the Node was last updated (Unix time, s); 0: not yet. */
+double kube_updated_s(const struct moatd *d);
+/* Whether the publisher runs (kube/publish on, in a pod). */
+bool kube_publishing(const struct moatd *d);
 
 #endif /* MOATD_KUBE_H */

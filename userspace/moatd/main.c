@@ -12,6 +12,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@
 #include "node.h"
 #include "observe.h"
 #include "rdt.h"
+#include "sdnotify.h"
 #include "server.h"
 #include "settings.h"
 #include "units.h"
@@ -391,8 +393,33 @@ static void cycle(struct moatd *d)
 	/* committed: reporters read it from here on */
 	commit(d);
 	d->cycle_us = now_us() - start;
+	d->cycles++;
 	clock_gettime(CLOCK_MONOTONIC, &d->last_cycle);
 	kube_publish(d);
+}
+
+/*
+ * Tell the service manager (a Type=notify unit) what moatd does: READY=1
+ * once the first cycle is done and every module started, RELOADING=1
+ * around a SIGHUP, STOPPING=1 while it puts values back, WATCHDOG=1 after
+ * each cycle.  Nothing without $NOTIFY_SOCKET; a failure is said once.
+ */
+static void notify(const char *fmt, ...)
+{
+	static bool failed;
+	char msg[256];
+	va_list ap;
+	int err;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	err = moat_sd_notify(msg);
+	if (err < 0 && !failed) {
+		failed = true;
+		pr_warn("service manager: cannot notify $NOTIFY_SOCKET: %s",
+			strerror(-err));
+	}
 }
 
 /* The signals moatd handles, read from a signalfd in run(). */
@@ -408,6 +435,7 @@ static int run(struct moatd *d, struct server *srv)
 {
 	struct pollfd pfd[MAX_POLL];
 	int tfd, sfd, efd, err = 0;
+	unsigned long long watchdog;
 	sigset_t mask;
 
 	stop_signals(&mask);	/* blocked since main() began */
@@ -420,6 +448,9 @@ static int run(struct moatd *d, struct server *srv)
 	}
 	pr_info("running in %s mode, period %u ms, control socket ready",
 		mode_names[d->mode], d->period_ms);
+	watchdog = moat_sd_watchdog_usec();
+	notify("READY=1\nSTATUS=%s mode, period %u ms", mode_names[d->mode],
+	       d->period_ms);
 	for (;;) {
 		struct signalfd_siginfo si;
 		unsigned int n = 2;
@@ -448,15 +479,21 @@ static int run(struct moatd *d, struct server *srv)
 		}
 		if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
 			if (si.ssi_signo == SIGHUP) {
+				notify("RELOADING=1\nMONOTONIC_USEC=%.0f", now_us());
 				settings_reload(d);
+				notify("READY=1\nSTATUS=%s mode, period %u ms",
+				       mode_names[d->mode], d->period_ms);
 				continue;
 			}
 			pr_info("signal %u: stopping", si.ssi_signo);
+			notify("STOPPING=1\nSTATUS=stopping: putting back what moatd changed");
 			break;
 		}
-		if (read(tfd, &ticks, sizeof(ticks)) == sizeof(ticks))
+		if (read(tfd, &ticks, sizeof(ticks)) == sizeof(ticks)) {
 			cycle(d);
-		else if (ev >= 0 && pfd[ev].revents & POLLIN)
+			if (watchdog)
+				notify("WATCHDOG=1");
+		} else if (ev >= 0 && pfd[ev].revents & POLLIN)
 			take_events(d);	/* a task to follow, promptly */
 		http_work(d);
 		if (d->period_changed) {

@@ -17,6 +17,7 @@
 #include "cpi.h"
 #include "delay.h"
 #include "enforce.h"
+#include "health.h"
 #include "hints.h"
 #include "hist.h"
 #include "kube.h"
@@ -403,6 +404,7 @@ static void daemon_metrics(FILE *f, struct moatd *d)
 	static const char *const classes[] = { "none", "lc", "be" };
 	size_t counts[3] = { 0 }, i;
 	__u64 drops[MOAT_DROP_NR];
+	char why[PATH_MAX + 256];
 	unsigned int h, r, a;
 
 	prom_family(f, "moat_build_info", "gauge", "moatd's version, as a label; always 1.");
@@ -413,6 +415,12 @@ static void daemon_metrics(FILE *f, struct moatd *d)
 	prom_family(f, "moat_period_seconds", "gauge", "The control period.");
 	fputs("moat_period_seconds", f);
 	prom_value(f, d->period_ms / 1e3);
+	prom_family(f, "moat_cycles_total", "counter",
+	       "Control cycles run since moatd started.");
+	fprintf(f, "moat_cycles_total %llu\n", d->cycles);
+	prom_family(f, "moat_healthy", "gauge",
+	       "1 while /healthz answers 200: cycles run and the journal can be saved.");
+	fprintf(f, "moat_healthy %d\n", moatd_health(d, why, sizeof(why)));
 	prom_family(f, "moat_control_cycle_seconds", "gauge",
 	       "Wall time of the last control cycle: observe and decide.");
 	fputs("moat_control_cycle_seconds", f);
@@ -443,6 +451,13 @@ static void daemon_metrics(FILE *f, struct moatd *d)
 	prom_family(f, "moat_kube_node_updates_total", "counter",
 	       "Updates of the Node object's hints (kube/publish).");
 	fprintf(f, "moat_kube_node_updates_total %llu\n", kube_counter(d, false));
+	prom_family(f, "moat_kube_publishing", "gauge",
+	       "1 while moatd puts its hints on the Node object (kube/publish, in a pod).");
+	fprintf(f, "moat_kube_publishing %d\n", kube_publishing(d));
+	prom_family(f, "moat_kube_node_updated_timestamp_seconds", "gauge",
+	       "When the Node object's hints were last updated (Unix time); 0: not yet.");
+	fputs("moat_kube_node_updated_timestamp_seconds", f);
+	prom_value(f, kube_updated_s(d));
 
 	prom_family(f, "moat_actions_total", "counter",
 	       "The controller's steps, by the chain (signal) that decided, resource and action.");

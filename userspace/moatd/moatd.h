@@ -229,6 +229,7 @@ struct moatd {
 	bool period_changed;
 	bool started;			/* past start-up: the main loop runs */
 	double cycle_us;		/* the last cycle's duration */
+	unsigned long long cycles;	/* cycles run */
 	struct timespec last_cycle;	/* when it ended */
 	struct moat_knob_tree *tree;
 
