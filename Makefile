@@ -6,7 +6,7 @@
 #   make run        build, then run moatd on this machine's cgroups
 #   make check      build, then run every test, here and under QEMU
 #   make vmtest     build, then run the tests on cgroup v2 under QEMU
-#   make install    install into $(DESTDIR)$(PREFIX)
+#   make install    install into $(DESTDIR)$(PREFIX) (PREFIX=/usr: Debian's places)
 #   make V=1        show the commands
 #   make O=dir      build somewhere else
 
@@ -18,6 +18,14 @@ CC		?= cc
 CLANG		?= clang
 BPFTOOL		?= bpftool
 PKG_CONFIG	?= pkg-config
+RST2MAN		?= rst2man
+SYSCONFDIR	?= /etc
+SBINDIR		?= $(PREFIX)/sbin
+MANDIR		?= $(PREFIX)/share/man
+UNITDIR		?= $(PREFIX)/lib/systemd/system
+COMPLETIONDIR	?= $(PREFIX)/share/bash-completion/completions
+DATADIR		?= $(PREFIX)/share/moat
+DOCDIR		?= $(PREFIX)/share/doc/moat
 
 ifeq ($(V),1)
 Q :=
@@ -75,6 +83,8 @@ SELFTESTS	:= $(O)/selftests/moat-selftests
 TESTPROGS	:= $(addprefix $(O)/selftests/,$(testprogs-y))
 SELFTEST_OBJS	:= $(addprefix $(O)/,$(selftests-y))
 FUZZERS		:= $(addprefix $(O)/fuzz/,$(fuzz-y))
+MANPAGES	:= $(patsubst Documentation/man/%.rst,$(O)/man/%,$(wildcard Documentation/man/*.rst))
+UNIT		:= $(O)/dist/moatd.service
 USER_OBJS	:= $(LIBMOAT_OBJS) $(SELFTEST_OBJS) \
 		   $(foreach p,$(progs-y) $(bench-y) $(testprogs-y) $(fuzz-y),$(addprefix $(O)/,$($(p)-y)))
 
@@ -83,7 +93,22 @@ USER_OBJS	:= $(LIBMOAT_OBJS) $(SELFTEST_OBJS) \
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 .PHONY: all run check vmtest install clean deps san fuzzers fuzz
 
-all: $(PROGS) $(BENCH) $(SELFTESTS) $(TESTPROGS)
+all: $(PROGS) $(BENCH) $(SELFTESTS) $(TESTPROGS) $(MANPAGES) $(UNIT)
+
+# Man pages from reStructuredText.  Docutils 0.19's rst2man puts .sp
+# right after .SH and writes literal blocks in font C, which mandoc -T
+# lint reports: both are taken out.
+$(O)/man/%: Documentation/man/%.rst | $(DEPS_STAMP)
+	$(call msg,RST2MAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(RST2MAN) --no-datestamp --no-generator $< | \
+		sed -e '/^\.S[HS] /{n;/^\.sp$$/d;}' -e 's/^\.ft C$$/.ft CW/' > $@
+
+# The systemd unit, for where make install puts the programs.
+$(UNIT): dist/systemd/moatd.service.in
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)sed 's|@SBINDIR@|$(SBINDIR)|g' $< > $@
 
 # A fresh machine has nothing: install what is missing, once per build dir.
 $(DEPS_STAMP): tools/deps.sh
@@ -173,9 +198,26 @@ check: all san
 vmtest: all
 	O=$(abspath $(O)) selftests/vmtest.sh
 
-install: $(PROGS)
-	install -d $(DESTDIR)$(PREFIX)/sbin
-	install -m 0755 $(PROGS) $(DESTDIR)$(PREFIX)/sbin/
+# Where Debian puts each (PREFIX=/usr there): the programs, the unit,
+# the man pages, bash completion, the rules and dashboards; the example
+# config as /etc/moat/moat.conf unless one is there (an admin's file is
+# never overwritten), and always under the doc directory.
+install: $(PROGS) $(MANPAGES) $(UNIT)
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
+		$(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(DATADIR)/prometheus \
+		$(DESTDIR)$(DATADIR)/grafana $(DESTDIR)$(DOCDIR)/examples \
+		$(DESTDIR)$(SYSCONFDIR)/moat
+	install -m 0755 $(PROGS) $(DESTDIR)$(SBINDIR)/
+	install -m 0644 $(UNIT) $(DESTDIR)$(UNITDIR)/
+	install -m 0644 $(filter %.8,$(MANPAGES)) $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 $(filter %.5,$(MANPAGES)) $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 dist/bash-completion/moatctl $(DESTDIR)$(COMPLETIONDIR)/
+	install -m 0644 contrib/prometheus/moat.rules.yml $(DESTDIR)$(DATADIR)/prometheus/
+	install -m 0644 contrib/grafana/*.json $(DESTDIR)$(DATADIR)/grafana/
+	install -m 0644 dist/moat.conf $(DESTDIR)$(DOCDIR)/examples/
+	[ -e $(DESTDIR)$(SYSCONFDIR)/moat/moat.conf ] || \
+		install -m 0644 dist/moat.conf $(DESTDIR)$(SYSCONFDIR)/moat/
 
 clean:
 	rm -rf $(O)

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # make check: the daemon's modules checked for dependency cycles; the
-# whole suite on this machine; again built with
+# whole suite on this machine; the operator's kit (selftests/kit.sh);
+# again built with
 # AddressSanitizer and UndefinedBehaviorSanitizer ($O/san, make san);
 # every fuzzer for FUZZ_SECONDS (30); the suite on real cgroup v2
 # kernels under QEMU (selftests/vmtest.sh: Debian's 6.1 and 6.12, or
@@ -75,6 +76,10 @@ suite_done host "$logs/host" "${PIPESTATUS[0]}"
 # Every process the suite starts (moatd, moatctl, the tests) writes its
 # sanitizer reports to files here: any is a failure, even where the test
 # that started the process passed.
+echo "== the operator's kit: unit, man pages, completion, config, rules =="
+O="$O" "$top/selftests/kit.sh" | tee "$logs/kit"
+suite_done "operator's kit" "$logs/kit" "${PIPESTATUS[0]}"
+
 echo "== the suite built with AddressSanitizer and UndefinedBehaviorSanitizer =="
 reports="$O/san/reports"
 rm -rf "$reports" && mkdir -p "$reports"

@@ -38,6 +38,15 @@ FILE *fixture_open(const char *name)
 	return fopen(path, "re");
 }
 
+const char *source_dir(void)
+{
+	static char top[PATH_MAX];
+	const char *dir = getenv("MOAT_FIXTURES");
+
+	snprintf(top, sizeof(top), "%s/../..", dir ? dir : "selftests/fixtures");
+	return top;
+}
+
 const char *tcg_skip_reason(bool need_bpf)
 {
 	static struct moat_cg_layout l;

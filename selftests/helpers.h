@@ -11,6 +11,8 @@
 
 /* A fixture file from selftests/fixtures, opened for reading. */
 FILE *fixture_open(const char *name);
+/* The source tree's top directory (from MOAT_FIXTURES). */
+const char *source_dir(void);
 
 /*
  * Real cgroups for tests, in the cpu controller's hierarchy, under a

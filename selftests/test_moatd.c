@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1961,13 +1962,15 @@ static int free_port(void)
 
 /*
  * The real thing: Debian's prometheus on loopback scrapes moatd every
- * second, and its query API returns moat's series.
+ * second with moat's rules loaded, its query API returns moat's series,
+ * and every dashboard query runs on them.
  */
 Test(moatd, prometheus_scrapes_moatd)
 {
 	char conf[PATH_MAX], data[PATH_MAX], log[PATH_MAX], flag[PATH_MAX + 32],
 	     web[64], query[256], *body;
 	int moat_port = http_port(), prom_port = free_port(), status = -1, i;
+	int dash = -1;
 	struct tcg lc;
 	pid_t prom, parent = getpid();
 	FILE *f;
@@ -1983,9 +1986,11 @@ Test(moatd, prometheus_scrapes_moatd)
 	snprintf(log, sizeof(log), "%s/prometheus.log", dir);
 	f = fopen(conf, "w");
 	cr_assert_not_null(f);
-	fprintf(f, "global:\n  scrape_interval: 1s\n"
+	/* the alerting and recording rules load, or prometheus stops */
+	fprintf(f, "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+		   "rule_files: ['%s/contrib/prometheus/moat.rules.yml']\n"
 		   "scrape_configs:\n  - job_name: moatd\n    static_configs:\n"
-		   "      - targets: ['127.0.0.1:%d']\n", moat_port);
+		   "      - targets: ['127.0.0.1:%d']\n", source_dir(), moat_port);
 	fclose(f);
 	snprintf(web, sizeof(web), "--web.listen-address=127.0.0.1:%d", prom_port);
 	snprintf(flag, sizeof(flag), "--storage.tsdb.path=%s", data);
@@ -2018,6 +2023,18 @@ Test(moatd, prometheus_scrapes_moatd)
 		if (status == 200 && strstr(body, "\"result\":[{"))
 			break;
 	}
+	/*
+	 * Every Grafana panel's query (contrib/grafana/) against it, once
+	 * it has two scrapes of moatd: rate() needs two samples.
+	 */
+	if (status == 200 && strstr(body, "\"result\":[{") && prom > 0) {
+		char cmd[PATH_MAX + 64];
+
+		sleep_ms(2500);
+		snprintf(cmd, sizeof(cmd), "%s/selftests/dashboard_queries.sh %d %d >&2",
+			 source_dir(), prom_port, moat_port);
+		dash = system(cmd);
+	}
 	if (prom > 0) {
 		kill(prom, SIGTERM);
 		waitpid(prom, NULL, 0);
@@ -2030,6 +2047,7 @@ Test(moatd, prometheus_scrapes_moatd)
 	cr_expect(strstr(body, "\"job\":\"moatd\"") && strstr(body, "web.web-prom"),
 		  "%s", body);
 	cr_log_info("prometheus had moat_group_info after ~%d x 500 ms", i + 1);
+	cr_expect_eq(dash, 0, "a dashboard query failed (above)");
 }
 
 /*
@@ -2772,4 +2790,97 @@ Test(moatd, moat_rqlat_refuses_a_tiny_interval_and_an_empty_cgroup)
 	cr_expect(strstr(err, "-i: 0.0001 s is too short: at least 0.01 s"), "%s", err);
 	cr_expect_eq(run("moat-rqlat", empty, out, err), 2);
 	cr_expect(strstr(err, "--cgroup: '' is not a cgroup"), "%s", err);
+}
+
+/*
+ * One datagram the service manager's socket got, within 10 s, and the
+ * pid that sent it (SO_PASSCRED); the text in @buf.
+ */
+static pid_t notify_recv(int fd, char *buf, size_t len)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(struct ucred))];
+	} ctrl;
+	struct iovec iov = { buf, len - 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = &ctrl, .msg_controllen = sizeof(ctrl) };
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct cmsghdr *c;
+	ssize_t n;
+
+	cr_assert_eq(poll(&pfd, 1, 10000), 1, "no notification in 10 s");
+	n = recvmsg(fd, &mh, 0);
+	cr_assert_geq(n, 0, "recvmsg: %s", strerror(errno));
+	buf[n] = '\0';
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS)
+			return ((struct ucred *)CMSG_DATA(c))->pid;
+	return -1;
+}
+
+/* The next notification that is not a watchdog ping. */
+static pid_t notify_next(int fd, char *buf, size_t len, int *pings)
+{
+	pid_t pid;
+
+	while ((pid = notify_recv(fd, buf, len)) && !strcmp(buf, "WATCHDOG=1"))
+		++*pings;
+	return pid;
+}
+
+/*
+ * A Type=notify unit (dist/systemd/moatd.service): moatd says READY=1
+ * only once its first cycle has found the groups, RELOADING=1 and READY=1
+ * around a SIGHUP, STOPPING=1 at SIGTERM, and pings the watchdog every
+ * cycle; each from moatd's own pid (the unit's NotifyAccess=main).
+ */
+Test(moatd, service_manager_hears_ready_reloading_stopping_and_the_watchdog)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	static char env[PATH_MAX + 16];
+	char msg[512];
+	struct tcg web;
+	int fd, on = 1, pings = 0, status;
+	pid_t from;
+
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(fd, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/notify", dir);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "%s", strerror(errno));
+	cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)), 0);
+	snprintf(env, sizeof(env), "NOTIFY_SOCKET=%s", sa.sun_path);
+	moatd_env[0] = env;
+	moatd_env[1] = "WATCHDOG_USEC=30000000";
+	cr_assert_eq(tcg_create("web-ready", &web), 0);
+	unlink(sock);
+	restart();
+	moatd_env[0] = NULL;
+
+	from = notify_next(fd, msg, sizeof(msg), &pings);
+	cr_expect_eq(from, daemon_pid, "READY from pid %d, moatd is %d", from, daemon_pid);
+	cr_assert(!strncmp(msg, "READY=1\n", 8), "first notification: %s", msg);
+	cr_expect(strstr(msg, "STATUS=observe mode, period 100 ms"), "%s", msg);
+	/* ready means the first cycle is done: the group is there already */
+	cr_assert_eq(ctl(out, err, "get", "groups/web.web-ready/path", NULL), 0,
+		     "ready, but the first cycle's group is not: %s", err);
+
+	kill(daemon_pid, SIGHUP);
+	from = notify_next(fd, msg, sizeof(msg), &pings);
+	cr_assert(!strncmp(msg, "RELOADING=1\nMONOTONIC_USEC=", 27), "%s", msg);
+	cr_expect_eq(from, daemon_pid);
+	notify_next(fd, msg, sizeof(msg), &pings);
+	cr_assert(!strncmp(msg, "READY=1\n", 8), "after the reload: %s", msg);
+
+	while (!pings) {	/* a period is 100 ms */
+		notify_recv(fd, msg, sizeof(msg));
+		pings += !strcmp(msg, "WATCHDOG=1");
+	}
+	kill(daemon_pid, SIGTERM);
+	notify_next(fd, msg, sizeof(msg), &pings);
+	cr_assert(!strncmp(msg, "STOPPING=1\n", 11), "at SIGTERM: %s", msg);
+	cr_assert_eq(waitpid(daemon_pid, &status, 0), daemon_pid);
+	daemon_pid = 0;
+	cr_expect(WIFEXITED(status) && !WEXITSTATUS(status), "exit status %d", status);
+	close(fd);
 }

@@ -28,6 +28,7 @@ PACKAGES="
 	linux-perf jq
 	qemu-system-x86 busybox-static cpio xz-utils
 	prometheus curl openssl
+	python3-docutils mandoc bash-completion systemd
 "
 
 if [ "${1:-}" = "--bench" ]; then

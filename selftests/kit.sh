@@ -1,0 +1,271 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# The operator's kit, each piece checked by the tool that consumes it
+# (Documentation/operations.rst): the systemd unit by systemd-analyze and
+# by running moatd under its capability set; the man pages by mandoc,
+# and against each program's --help and moatd's knob tree; bash
+# completion against a running moatd; the example config by loading it;
+# the Prometheus rules by promtool; make install's layout.  Prints
+# Criterion's format, so that check.sh adds it up: [PASS], [FAIL] with
+# its reasons, [SKIP] with its reason, and a Synthesis line.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+O=${O:-$top/build}
+work=$(mktemp -d /tmp/moat-kit.XXXXXX)
+pass=0 fail=0 skip=0 moatd_pid= cg=
+
+cleanup() {
+	[ -n "$moatd_pid" ] && kill "$moatd_pid" 2>/dev/null && wait "$moatd_pid" 2>/dev/null
+	[ -n "$cg" ] && rmdir "$cg"/kit-a "$cg" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# why REASON: the running check fails for it (checks run in a subshell
+# for their output: reasons travel back through a file).
+why() { echo "selftests/kit.sh:${BASH_LINENO[0]}: $*" >>"$work/why"; }
+# run_check NAME FUNCTION: [PASS], or [FAIL] with each why(); a function
+# that returns 77 skips, its output the reason.
+run_check() {
+	local name=$1 fn=$2 out rc
+	rm -f "$work/why"
+	echo "[RUN ] kit::$name"
+	out=$("$fn" 2>&1)
+	rc=$?
+	if [ "$rc" = 77 ]; then
+		echo "[SKIP] kit::$name: $out"
+		skip=$((skip + 1))
+		return
+	fi
+	[ -n "$out" ] && sed 's/^/[----]   /' <<<"$out"
+	[ "$rc" != 0 ] && [ ! -s "$work/why" ] && why "exit status $rc"
+	if [ ! -s "$work/why" ]; then
+		echo "[PASS] kit::$name"
+		pass=$((pass + 1))
+	else
+		sed 's/^/[----] /' "$work/why"
+		echo "[FAIL] kit::$name"
+		fail=$((fail + 1))
+	fi
+}
+
+# The page as text, wide: what a reader sees.
+page() { mandoc -T ascii -O width=300 "$O/man/$1" | col -bx; }
+
+# --- the systemd unit ---------------------------------------------------
+unit_verify() {
+	command -v systemd-analyze >/dev/null || { echo "no systemd-analyze (tools/deps.sh installs systemd)"; return 77; }
+	# the built programs where the unit names them, the built man pages
+	# for its Documentation= lines
+	sed "s|^ExecStart=[^ ]*/moatd|ExecStart=$O/moatd|" "$O/dist/moatd.service" >"$work/moatd.service"
+	MANPATH=$O/man-tree systemd-analyze verify "$work/moatd.service" || why "systemd-analyze verify failed"
+}
+
+unit_security() {
+	command -v systemd-analyze >/dev/null || { echo "no systemd-analyze"; return 77; }
+	local out score
+	out=$(systemd-analyze security --offline=yes "$O/dist/moatd.service" 2>&1)
+	score=$(sed -n 's/.*Overall exposure level for moatd.service: \([0-9.]*\).*/\1/p' <<<"$out")
+	echo "exposure $score (0 safest, 10 least; the reasons: Documentation/operations.rst)"
+	[ -n "$score" ] || { why "no exposure level: $out"; return; }
+	# recorded in Documentation/operations.rst: a change that raises it
+	# must say why there
+	awk -v s="$score" 'BEGIN { exit !(s <= 3.1) }' || why "exposure $score is over the 3.1 recorded"
+}
+
+# The unit's capability set is enough: moatd under it (setpriv, as
+# systemd would start it: root, that bounding set, no new privileges)
+# loads its BPF programs and serves.
+unit_capabilities() {
+	[ "$(id -u)" = 0 ] || { echo "not root"; return 77; }
+	local caps
+	caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$O/dist/moatd.service" |
+	       tr 'A-Z' 'a-z' | sed 's/cap_//g; s/ /,+/g')
+	start_moatd setpriv --no-new-privs --inh-caps=-all --bounding-set="-all,+$caps" -- || return
+	local src
+	src=$("$O/moatctl" -s "$work/sock" get rqlat/active_source)
+	echo "bounding set +$caps: rqlat source $src"
+	[ "$src" = bpf ] || why "under the unit's capabilities rqlat/active_source is '$src', not bpf"
+	grep -q "attached tp_btf\|attaching tp_btf\|raw_tp" "$work/log" || why "no BPF program attached: $(cat "$work/log")"
+	stop_moatd
+}
+
+# --- a moatd on a cgroup of its own, with a rule group -------------------
+start_moatd() {
+	local v2=/sys/fs/cgroup/cgroup.controllers mnt
+	if [ -r $v2 ] && grep -qw cpu $v2; then
+		mnt=/sys/fs/cgroup
+	else
+		mnt=$(awk '$9 == "cgroup" && $NF ~ /(^|,)cpu(,|$)/ { print $5; exit }' /proc/self/mountinfo)
+	fi
+	[ -n "$mnt" ] || { why "no cpu controller hierarchy"; return 1; }
+	cg=$mnt/moat-kit-$$
+	mkdir -p "$cg/kit-a"
+	[ -e "$work/conf" ] || : >"$work/conf"
+	"$@" "$O/moatd" --foreground --socket "$work/sock" --state-dir "$work/state" \
+		--listen 127.0.0.1:0 --cgroup-root "/moat-kit-$$" \
+		--config "${CONF:-$work/conf}" 2>"$work/log" &
+	moatd_pid=$!
+	for _ in $(seq 200); do
+		[ -S "$work/sock" ] && return 0
+		kill -0 "$moatd_pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	why "moatd did not start: $(tail -n 5 "$work/log")"
+	return 1
+}
+stop_moatd() {
+	kill "$moatd_pid" && wait "$moatd_pid"
+	moatd_pid=
+	rm -f "$work/sock"
+}
+
+# --- the man pages ---------------------------------------------------------
+man_lint() {
+	command -v mandoc >/dev/null || { echo "no mandoc (tools/deps.sh installs it)"; return 77; }
+	local m
+	for m in "$O"/man/*; do
+		mandoc -T lint "$m" || why "mandoc -T lint $m"
+	done
+}
+
+man_options() {
+	command -v mandoc >/dev/null || { echo "no mandoc"; return 77; }
+	local p o text
+	for p in moatd moatctl moat-rqlat; do
+		text=$(page "$p.8")
+		for o in $("$O/$p" --help 2>&1 | grep -oE -- '(^|[ [,])--?[a-zA-Z][a-zA-Z-]*' | sed 's/^[ [,]//' | sort -u); do
+			grep -qF -- "$o" <<<"$text" || why "$p(8) does not say $o, which $p --help lists"
+		done
+	done
+	text=$(page moatctl.8)
+	for o in ls get set tree config status restore; do
+		grep -qE "^ *$o( |$)" <<<"$text" || why "moatctl(8) does not describe the verb $o"
+	done
+}
+
+man_knobs() {
+	command -v mandoc >/dev/null || { echo "no mandoc"; return 77; }
+	[ "$(id -u)" = 0 ] || { echo "not root"; return 77; }
+	printf 'rules/kit = kit-* be\n' >"$work/conf"
+	start_moatd || return
+	local text k n=0
+	text=$(page moat.conf.5)
+	for k in $("$O/moatctl" -s "$work/sock" tree | sed 's/ = .*//; s/ =$//' |
+		   sed -E 's|^groups/[^/]+/|groups/<id>/|; s|^rules/.*|rules/<name>|' | sort -u); do
+		n=$((n + 1))
+		grep -qF -- "$k" <<<"$text" || why "moat.conf(5) does not describe the knob $k"
+	done
+	grep -q "groups/<id>/path" <<<"$text" || why "no group's knobs were checked"
+	echo "$n knobs (a group's once), all in moat.conf(5)"
+	stop_moatd
+}
+
+# --- the example config ------------------------------------------------------
+example_config() {
+	[ "$(id -u)" = 0 ] || { echo "not root"; return 77; }
+	local ex=$top/dist/moat.conf written commented
+	# as installed: every line commented out, it loads
+	CONF=$ex start_moatd || return
+	"$O/moatctl" -s "$work/sock" config | sed 's/ = .*//' | grep -v '^http/listen$' | sort >"$work/writable"
+	stop_moatd
+	# every writable knob is in it, each at its default
+	commented=$(sed -nE 's/^#([a-z][a-z0-9_/]*) = .*/\1/p' "$ex" | sort -u)
+	comm -23 "$work/writable" <(echo "$commented") | while read -r k; do
+		why "the example config lacks $k"
+	done
+	sed -E 's/^#([a-z][a-z0-9_/]* = )/\1/' "$ex" >"$work/uncommented"
+	CONF=$work/uncommented start_moatd || return
+	"$O/moatctl" -s "$work/sock" config | grep -v '^http/listen ' | sort >"$work/running"
+	grep -E '^[a-z]' "$work/uncommented" | grep -v '^http/listen ' | sort >"$work/wanted"
+	diff "$work/wanted" "$work/running" >"$work/diff" ||
+		why "the example's values, uncommented, are not what moatd runs with: $(cat "$work/diff")"
+	echo "$(wc -l <"$work/wanted") settings, loaded and running"
+	stop_moatd
+}
+
+# --- bash completion ---------------------------------------------------------
+completion() {
+	[ "$(id -u)" = 0 ] || { echo "not root"; return 77; }
+	printf 'rules/kit = kit-* be\n' >"$work/conf"
+	start_moatd || return
+	local bc=/usr/share/bash-completion/bash_completion
+	[ -r $bc ] || bc=/dev/null
+	# expect WANT WORDS...: the completions of the last word, sorted
+	expect() {
+		local want=$1 got
+		shift
+		got=$(PATH=$O:$PATH bash -c '
+			source "$1"; source "$2"; shift 2
+			COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+			_moatctl moatctl "${COMP_WORDS[-1]}" "${COMP_WORDS[-2]}"
+			((${#COMPREPLY[@]})) && printf "%s\n" "${COMPREPLY[@]}"' _ "$bc" "$top/dist/bash-completion/moatctl" "$@" | sort | tr '\n' ' ')
+		[ "$got" = "$want" ] || why "completing '$*': got '$got', want '$want'"
+	}
+	local s=$work/sock
+	expect "get " moatctl --socket "$s" ge
+	expect "restore " moatctl --socket "$s" res
+	expect "--help --json --socket " moatctl --
+	expect "enforce/ " moatctl --socket "$s" get enf
+	expect "enforce/cpu_decrease_pct " moatctl --socket "$s" get enforce/cpu_dec
+	expect "groups/kit.kit-a/ " moatctl --socket "$s" get groups/
+	expect "groups/kit.kit-a/class " moatctl --socket "$s" get groups/kit.kit-a/cla
+	expect "mode " moatctl -s "$s" set --runtime mo
+	expect "observe " moatctl -s "$s" set mode ""
+	expect "--runtime " moatctl -s "$s" set --r
+	expect "" moatctl -s "$s" ls enforce/ extra
+	stop_moatd
+}
+
+# --- Prometheus rules --------------------------------------------------------
+rules() {
+	command -v promtool >/dev/null || { echo "no promtool (tools/deps.sh installs prometheus)"; return 77; }
+	cd "$top/contrib/prometheus" || return
+	promtool check rules moat.rules.yml || why "promtool check rules"
+	promtool test rules moat.rules.test.yml || why "promtool test rules"
+	command -v jq >/dev/null && for d in "$top"/contrib/grafana/*.json; do
+		jq -e '.panels | length > 0' "$d" >/dev/null || why "$d: no panels"
+	done
+}
+
+# --- make install --------------------------------------------------------------
+install_layout() {
+	local d=$work/root f
+	make -s -C "$top" O="$O" install DESTDIR="$d" PREFIX=/usr >"$work/install.log" 2>&1 ||
+		{ why "make install: $(tail -n 5 "$work/install.log")"; return; }
+	for f in usr/sbin/moatd usr/sbin/moatctl usr/sbin/moat-rqlat \
+		 usr/lib/systemd/system/moatd.service \
+		 usr/share/man/man8/moatd.8 usr/share/man/man8/moatctl.8 \
+		 usr/share/man/man8/moat-rqlat.8 usr/share/man/man5/moat.conf.5 \
+		 usr/share/bash-completion/completions/moatctl \
+		 etc/moat/moat.conf usr/share/doc/moat/examples/moat.conf \
+		 usr/share/moat/prometheus/moat.rules.yml \
+		 usr/share/moat/grafana/moat-node.json usr/share/moat/grafana/moat-fleet.json; do
+		[ -f "$d/$f" ] || why "make install DESTDIR=... PREFIX=/usr: no $f"
+	done
+	echo "$(find "$d" -type f | wc -l) files"
+	# an admin's config survives a second install
+	echo "mode = enforce" >"$d/etc/moat/moat.conf"
+	make -s -C "$top" O="$O" install DESTDIR="$d" PREFIX=/usr >/dev/null 2>&1
+	grep -q "^mode = enforce" "$d/etc/moat/moat.conf" || why "make install overwrote /etc/moat/moat.conf"
+}
+
+# man pages where man(1) and systemd-analyze look: $O/man-tree/man8/...
+mkdir -p "$O/man-tree/man5" "$O/man-tree/man8"
+cp "$O"/man/*.5 "$O/man-tree/man5/" && cp "$O"/man/*.8 "$O/man-tree/man8/"
+
+echo "[====] Running the operator's kit checks:"
+run_check unit_passes_systemd_analyze_verify unit_verify
+run_check unit_exposure_is_the_one_recorded unit_security
+run_check moatd_runs_with_the_units_capabilities unit_capabilities
+run_check man_pages_pass_mandoc_lint man_lint
+run_check man_pages_name_every_option_and_verb man_options
+run_check moat_conf_5_names_every_knob man_knobs
+run_check example_config_loads_and_holds_every_knob_at_its_default example_config
+run_check bash_completion_completes_verbs_knobs_and_values completion
+run_check prometheus_rules_check_and_pass_their_tests rules
+run_check make_install_lays_out_debians_places install_layout
+echo "[====] Synthesis: Tested: $((pass + fail + skip)) | Passing: $pass | Failing: $fail | Crashing: 0"
+[ "$fail" = 0 ]
