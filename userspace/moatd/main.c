@@ -23,6 +23,7 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
+#include "caps.h"
 #include "cgroup.h"
 #include "cpi.h"
 #include "ctl.h"
@@ -249,6 +250,35 @@ static int setup_cgroups(struct moatd *d, const struct options *o)
 	return 0;
 }
 
+/*
+ * Root is not required, the capabilities of the features are (lib/caps.h,
+ * Documentation/deploy.rst): say once which ones are missing and what
+ * goes without them, and stop where the mode cannot work: enforce, as a
+ * uid that cannot write root's cgroup files.
+ */
+static int check_privileges(const struct moatd *d)
+{
+	const struct moat_cap_use *u;
+	uid_t euid = geteuid();
+	int missing = 0;
+
+	for (u = moat_cap_uses; u->name; u++) {
+		/* root owns the cgroup files: it writes them without */
+		if (moat_cap_effective(u->cap) || (u->cap == CAP_DAC_OVERRIDE && !euid))
+			continue;
+		pr_info("privileges: euid %u without %s: %s", euid, u->name, u->what);
+		missing++;
+	}
+	if (!missing)
+		pr_info("privileges: euid %u, every capability moatd uses", euid);
+	if (d->mode == MOATD_ENFORCE && euid && !moat_cap_effective(CAP_DAC_OVERRIDE)) {
+		pr_err("mode enforce: euid %u without CAP_DAC_OVERRIDE cannot write root's cgroup files",
+		       euid);
+		return -EPERM;
+	}
+	return 0;
+}
+
 /* Say in @dir's lock file that this process holds it. */
 static void lock_owner(int fd)
 {
@@ -404,7 +434,7 @@ static void cycle(struct moatd *d)
  * around a SIGHUP, STOPPING=1 while it puts values back, WATCHDOG=1 after
  * each cycle.  Nothing without $NOTIFY_SOCKET; a failure is said once.
  */
-static void notify(const char *fmt, ...)
+static __attribute__((format(printf, 1, 2))) void notify(const char *fmt, ...)
 {
 	static bool failed;
 	char msg[256];
@@ -584,10 +614,6 @@ int main(int argc, char **argv)
 		return 2;
 	moat_log_init("moatd", o.verbose > 1 ? MOAT_LOG_TRACE :
 			       o.verbose ? MOAT_LOG_DEBUG : MOAT_LOG_INFO);
-	if (geteuid()) {
-		pr_err("must run as root: it loads BPF programs and reads every cgroup");
-		return 1;
-	}
 	/* Before anything reads or writes the state directory. */
 	lock = lock_state_dir(o.state_dir);
 	if (lock < -1)
@@ -637,6 +663,8 @@ int main(int argc, char **argv)
 		err = setup_cgroups(d, &o);
 	if (!err)
 		err = settings_load(d);
+	if (!err)
+		err = check_privileges(d);
 	for (m = 0; m < MOD_NR && !err; m++)
 		if (moatd_modules[m]->open)
 			err = moatd_modules[m]->open(d);
