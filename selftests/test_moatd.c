@@ -111,6 +111,8 @@ static void sleep_ms(long ms)
 static const char *moatd_env[8];
 /* Options the next moatd started gets after the test's own. */
 static const char *moatd_args[8];
+/* A command the next moatd is started under (setpriv ... --), or none. */
+static const char *moatd_wrap[16];
 
 /*
  * How long moatd's first start of this test took to open its socket, in
@@ -149,10 +151,10 @@ static pid_t start_moatd(const char *socket_path, const char *config,
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (!pid) {
-		const char *argv[32] = { path, "--foreground", "--socket",
-					 socket_path, "--config", config,
-					 "--cgroup-root", root, "--state-dir", dir };
-		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644), n = 10;
+		const char *all[48], *argv[32] = { path, "--foreground", "--socket",
+						   socket_path, "--config", config,
+						   "--cgroup-root", root, "--state-dir", dir };
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644), n = 10, w;
 
 		/* SIGTERM: a moatd whose test timed out puts back what it set */
 		die_with_parent(parent, SIGTERM);
@@ -161,7 +163,11 @@ static pid_t start_moatd(const char *socket_path, const char *config,
 			putenv((char *)moatd_env[i]);
 		for (i = 0; moatd_args[i]; i++)
 			argv[n++] = moatd_args[i];
-		execv(path, (char *const *)argv);
+		for (w = 0; moatd_wrap[w]; w++)
+			all[w] = moatd_wrap[w];
+		for (i = 0; i <= n; i++)
+			all[w + i] = argv[i];
+		execv(all[0], (char *const *)all);
 		_exit(127);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -2883,4 +2889,63 @@ Test(moatd, service_manager_hears_ready_reloading_stopping_and_the_watchdog)
 	daemon_pid = 0;
 	cr_expect(WIFEXITED(status) && !WEXITSTATUS(status), "exit status %d", status);
 	close(fd);
+}
+
+/*
+ * Root is not needed: as nobody (uid 65534) with exactly CAP_BPF,
+ * CAP_PERFMON and CAP_DAC_OVERRIDE (setpriv's ambient set, as a container
+ * runtime gives them), moatd attaches its BPF programs, throttles the
+ * culprit and puts every value back at SIGTERM.  Without
+ * CAP_DAC_OVERRIDE, enforce mode stops the start with one line naming it.
+ */
+Test(moatd, runs_as_nobody_with_its_capabilities_and_enforces_and_restores)
+{
+	static const char *const with[] = {
+		"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+		"--inh-caps=-all,+bpf,+perfmon,+dac_override",
+		"--ambient-caps=-all,+bpf,+perfmon,+dac_override",
+		"--bounding-set=-all,+bpf,+perfmon,+dac_override", "--", NULL };
+	char conf[PATH_MAX], log[PATH_MAX], cmd[6 * PATH_MAX];
+	int i, status;
+	pid_t pid;
+
+	if (access(with[0], X_OK)) {
+		stop(&daemon_pid);
+		cr_skip_test("no %s (util-linux) to start moatd with a set of capabilities", with[0]);
+	}
+	stop(&daemon_pid);
+	cr_assert_eq(chown(dir, 65534, 65534), 0, "%s", strerror(errno));
+	for (i = 0; with[i]; i++)
+		moatd_wrap[i] = with[i];
+	unlink(sock);
+	restart();
+	cr_assert_eq(ctl(out, err, "get", "rqlat/active_source", NULL), 0, "%s", err);
+	cr_expect_str_eq(out, "bpf\n", "as nobody with CAP_BPF and CAP_PERFMON");
+	cr_expect(wait_log("privileges: euid 65534 without CAP_NET_ADMIN", 1, 0));
+	contend("enforce");
+	cr_assert_geq(wait_throttled(50), 0, "as nobody, the hog's group was never throttled");
+	expect_throttled();
+	stop(&daemon_pid);
+	expect_restored("after SIGTERM to moatd running as nobody");
+
+	/* enforce without CAP_DAC_OVERRIDE: refused at start, said why */
+	snprintf(conf, sizeof(conf), "%s/enforce.conf", dir);
+	snprintf(log, sizeof(log), "%s/nodac.log", dir);
+	write_file(conf, "mode = enforce\n");
+	snprintf(cmd, sizeof(cmd),
+		 "/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups "
+		 "--inh-caps=-all,+bpf,+perfmon --ambient-caps=-all,+bpf,+perfmon "
+		 "--bounding-set=-all,+bpf,+perfmon -- %s/moatd --foreground "
+		 "--socket %s/nodac.sock --state-dir %s/nodac --listen '' --config %s 2>%s",
+		 build_dir(), dir, dir, conf, log);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		execl("/bin/sh", "sh", "-c", cmd, NULL);
+		_exit(127);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d", status);
+	snprintf(cmd, sizeof(cmd), "grep -q 'mode enforce: euid 65534 without CAP_DAC_OVERRIDE' %s", log);
+	cr_expect_eq(system(cmd), 0, "the refusal does not name CAP_DAC_OVERRIDE");
 }

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <json-c/json.h>
+#include "caps.h"
 #include "cgroup.h"
 #include "hist.h"
 #include "log.h"
@@ -673,8 +674,11 @@ int main(int argc, char **argv)
 				    o.verbose ? MOAT_LOG_DEBUG : MOAT_LOG_INFO);
 	json_c_set_serialization_double_format("%.3f", JSON_C_OPTION_GLOBAL);
 
-	if (geteuid()) {
-		pr_err("must run as root: loading BPF programs needs CAP_BPF and CAP_PERFMON");
+	/* any uid: the capabilities are what loading the programs needs */
+	if (!(moat_cap_effective(CAP_BPF) && moat_cap_effective(CAP_PERFMON)) &&
+	    !moat_cap_effective(CAP_SYS_ADMIN)) {
+		pr_err("loading the BPF programs needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN); euid %u has neither",
+		       geteuid());
 		return 1;
 	}
 	if (moat_cg_layout_read(&layout))

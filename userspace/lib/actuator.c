@@ -5,6 +5,7 @@
  * "cpu.idle", "memory.high") and scheduler/sched-bwc.rst for v1.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -281,8 +282,14 @@ bool moat_act_supported(const struct moat_actuator *a, const char *dir,
 	char path[PATH_MAX];
 	const char *const *f;
 
+	/*
+	 * AT_EACCESS: as moatd's effective uid and capabilities; access()
+	 * asks for the real uid's, and a uid other than root loses its
+	 * CAP_DAC_OVERRIDE there.
+	 */
 	for (f = a->files[v2]; *f; f++)
-		if (file_path(path, sizeof(path), dir, *f) || access(path, W_OK))
+		if (file_path(path, sizeof(path), dir, *f) ||
+		    faccessat(AT_FDCWD, path, W_OK, AT_EACCESS))
 			return false;
 	return a->files[v2][0] != NULL;
 }
