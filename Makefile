@@ -104,7 +104,8 @@ $(O)/man/%: Documentation/man/%.rst | $(DEPS_STAMP)
 	$(Q)$(RST2MAN) --no-datestamp --no-generator $< | \
 		sed -e '/^\.S[HS] /{n;/^\.sp$$/d;}' -e 's/^\.ft C$$/.ft CW/' > $@
 
-# The systemd unit, for where make install puts the programs.
+# The systemd unit, for the checks (make install writes its own, for the
+# SBINDIR of the install, which may not be the build's).
 $(UNIT): dist/systemd/moatd.service.in
 	$(call msg,GEN,$@)
 	$(Q)mkdir -p $(@D)
@@ -209,7 +210,9 @@ install: $(PROGS) $(MANPAGES) $(UNIT)
 		$(DESTDIR)$(DATADIR)/grafana $(DESTDIR)$(DOCDIR)/examples \
 		$(DESTDIR)$(SYSCONFDIR)/moat
 	install -m 0755 $(PROGS) $(DESTDIR)$(SBINDIR)/
-	install -m 0644 $(UNIT) $(DESTDIR)$(UNITDIR)/
+	sed 's|@SBINDIR@|$(SBINDIR)|g' dist/systemd/moatd.service.in \
+		> $(DESTDIR)$(UNITDIR)/moatd.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/moatd.service
 	install -m 0644 $(filter %.8,$(MANPAGES)) $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 $(filter %.5,$(MANPAGES)) $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 dist/bash-completion/moatctl $(DESTDIR)$(COMPLETIONDIR)/

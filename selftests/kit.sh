@@ -14,11 +14,22 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 O=${O:-$top/build}
 work=$(mktemp -d /tmp/moat-kit.XXXXXX)
-pass=0 fail=0 skip=0 moatd_pid= cg=
+pass=0 fail=0 skip=0 moatd_pid=
 
+# What a check left: it runs in a subshell, so the moatd it started and
+# its cgroup are named in files, and gone after each check.
+leftovers() {
+	local pid
+	if [ -s "$work/moatd.pid" ]; then
+		pid=$(cat "$work/moatd.pid")
+		kill "$pid" 2>/dev/null
+		while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+	fi
+	[ -s "$work/cg" ] && rmdir "$(cat "$work/cg")/kit-a" "$(cat "$work/cg")" 2>/dev/null
+	rm -f "$work/moatd.pid" "$work/cg" "$work/sock"
+}
 cleanup() {
-	[ -n "$moatd_pid" ] && kill "$moatd_pid" 2>/dev/null && wait "$moatd_pid" 2>/dev/null
-	[ -n "$cg" ] && rmdir "$cg"/kit-a "$cg" 2>/dev/null
+	leftovers
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -34,6 +45,7 @@ run_check() {
 	echo "[RUN ] kit::$name"
 	out=$("$fn" 2>&1)
 	rc=$?
+	leftovers
 	if [ "$rc" = 77 ]; then
 		echo "[SKIP] kit::$name: $out"
 		skip=$((skip + 1))
@@ -98,16 +110,20 @@ start_moatd() {
 	if [ -r $v2 ] && grep -qw cpu $v2; then
 		mnt=/sys/fs/cgroup
 	else
-		mnt=$(awk '$9 == "cgroup" && $NF ~ /(^|,)cpu(,|$)/ { print $5; exit }' /proc/self/mountinfo)
+		# proc(5): the fields after " - " are type, source, super options
+		mnt=$(awk '{ for (i = 7; i < NF && $i != "-"; i++) ;
+			     if ($(i + 1) == "cgroup" && $(i + 3) ~ /(^|,)cpu(,|$)/) { print $5; exit } }' \
+			/proc/self/mountinfo)
 	fi
 	[ -n "$mnt" ] || { why "no cpu controller hierarchy"; return 1; }
-	cg=$mnt/moat-kit-$$
-	mkdir -p "$cg/kit-a"
+	local cg=$mnt/moat-kit-$$
+	mkdir -p "$cg/kit-a" && echo "$cg" >"$work/cg"
 	[ -e "$work/conf" ] || : >"$work/conf"
 	"$@" "$O/moatd" --foreground --socket "$work/sock" --state-dir "$work/state" \
 		--listen 127.0.0.1:0 --cgroup-root "/moat-kit-$$" \
 		--config "${CONF:-$work/conf}" 2>"$work/log" &
 	moatd_pid=$!
+	echo "$moatd_pid" >"$work/moatd.pid"
 	for _ in $(seq 200); do
 		[ -S "$work/sock" ] && return 0
 		kill -0 "$moatd_pid" 2>/dev/null || break
@@ -119,7 +135,7 @@ start_moatd() {
 stop_moatd() {
 	kill "$moatd_pid" && wait "$moatd_pid"
 	moatd_pid=
-	rm -f "$work/sock"
+	rm -f "$work/sock" "$work/moatd.pid"
 }
 
 # --- the man pages ---------------------------------------------------------
@@ -246,6 +262,10 @@ install_layout() {
 		[ -f "$d/$f" ] || why "make install DESTDIR=... PREFIX=/usr: no $f"
 	done
 	echo "$(find "$d" -type f | wc -l) files"
+	# built with the default PREFIX, installed with another: the unit
+	# starts the moatd it installed
+	grep -qx "ExecStart=/usr/sbin/moatd .*" "$d/usr/lib/systemd/system/moatd.service" ||
+		why "the installed unit does not start /usr/sbin/moatd: $(grep ^ExecStart "$d/usr/lib/systemd/system/moatd.service")"
 	# an admin's config survives a second install
 	echo "mode = enforce" >"$d/etc/moat/moat.conf"
 	make -s -C "$top" O="$O" install DESTDIR="$d" PREFIX=/usr >/dev/null 2>&1
