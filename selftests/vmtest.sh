@@ -128,15 +128,29 @@ base_initramfs() {
 	rm -rf "$root"
 	mkdir -p "$root"/{bin,dev,proc,sys,tmp,run,moat/build/selftests,moat/selftests}
 	cp /bin/busybox "$root/bin/busybox"
-	# moat's binaries, the libraries they load, and libpfm4, which they
-	# dlopen() (the PMU tests)
-	dlopened=$(ldconfig -p | awk '$1 == "libpfm.so.4" && !n++ { print $NF }')
+	# moat's binaries, the libraries they load, and those they dlopen():
+	# libpfm4 (the PMU tests), libcurl (the Node publisher, for the tests
+	# with the API server stub); the tools the tests run besides moat's,
+	# where this machine has them: openssl (the stub's certificate) and
+	# its config, setpriv (moatd as another uid, with capabilities)
+	dlopened=$(ldconfig -p | awk '($1 == "libpfm.so.4" || $1 ~ /^libcurl(-gnutls)?\.so\.4$/) &&
+				      !seen[$1]++ { print $NF }')
+	tools=
+	for t in /usr/bin/openssl /usr/bin/setpriv; do
+		[ -x "$t" ] && tools="$tools $t"
+	done
+	for t in $tools /usr/lib/ssl/openssl.cnf; do
+		[ -e "$t" ] || continue
+		mkdir -p "$root$(dirname "$t")"
+		cp -L "$t" "$root$t"
+	done
 	for b in $BINS; do
 		cp "$O/$b" "$root/moat/build/$b"
 		ldd "$O/$b" | awk '/=> \// { print $3 } /^\t\// { print $1 }'
-	done | { cat; for l in $dlopened; do echo "$l"; ldd "$l" |
+	done | { cat; for l in $dlopened $tools; do echo "$l"; ldd "$l" |
 		awk '/=> \// { print $3 } /^\t\// { print $1 }'; done; } |
 		sort -u | while read -r lib; do
+		case "$lib" in /usr/bin/*) continue ;; esac
 		mkdir -p "$root$(dirname "$lib")"
 		cp -L "$lib" "$root$lib"
 	done
@@ -145,7 +159,7 @@ base_initramfs() {
 	cat >"$root/init" <<'EOF'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
-export PATH=/bin
+export PATH=/bin:/usr/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
