@@ -61,6 +61,7 @@ work=$(mktemp -d)
 rqlat_pid=
 pmu_pid=
 floor_pid=
+attached_pid=
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
 cleanup() {
 	for p in $rqlat_pid $pmu_pid $floor_pid; do
@@ -79,29 +80,32 @@ pipe_ops() {
 		awk '/ops\/sec/ { print $1 }'
 }
 
-start_rqlat() {
-	# shellcheck disable=SC2086
-	"$RQLAT" "$@" ${RQLAT_ARGS:-} --json >/dev/null 2>"$work/rqlat.err" &
-	rqlat_pid=$!
+# attach PATTERN LOG CMD...: CMD in the background, stdout discarded,
+# until its stderr (in LOG) has a line matching PATTERN; its pid in
+# attached_pid.
+attach() {
+	local pattern=$1 log=$2
+	shift 2
+	"$@" >/dev/null 2>"$log" &
+	attached_pid=$!
 	for _ in $(seq 100); do
-		grep -q '^Tracing\|attaching' "$work/rqlat.err" && return 0
-		kill -0 "$rqlat_pid" 2>/dev/null || break
+		grep -q "$pattern" "$log" && return 0
+		kill -0 "$attached_pid" 2>/dev/null || break
 		sleep 0.1
 	done
-	cat "$work/rqlat.err" >&2
-	die "moat-rqlat did not attach"
+	cat "$log" >&2
+	die "$(basename "$1") did not attach"
+}
+
+start_rqlat() {
+	# shellcheck disable=SC2086
+	attach '^Tracing\|attaching' "$work/rqlat.err" "$RQLAT" "$@" ${RQLAT_ARGS:-} --json
+	rqlat_pid=$attached_pid
 }
 
 start_floor() {
-	"$FLOOR" 2>"$work/floor.err" &
-	floor_pid=$!
-	for _ in $(seq 100); do
-		grep -q '^attached' "$work/floor.err" && return 0
-		kill -0 "$floor_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	cat "$work/floor.err" >&2
-	die "moat-floor-attach did not attach"
+	attach '^attached' "$work/floor.err" "$FLOOR"
+	floor_pid=$attached_pid
 }
 
 stop_floor() {
@@ -203,15 +207,8 @@ awk -v m="$median" -v s="$worst" 'BEGIN { exit !(m >= 0.95 && s > 0 && s <= 150)
 if [ -n "$PMU_EVENTS" ]; then
 	start_pmu() {
 		# shellcheck disable=SC2086
-		"$PMU" $PMU_EVENTS 2>"$work/pmu.err" &
-		pmu_pid=$!
-		for _ in $(seq 100); do
-			grep -q '^attached' "$work/pmu.err" && return 0
-			kill -0 "$pmu_pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		cat "$work/pmu.err" >&2
-		die "moat-pmu-attach did not attach"
+		attach '^attached' "$work/pmu.err" "$PMU" $PMU_EVENTS
+		pmu_pid=$attached_pid
 	}
 	stop_pmu() {
 		kill "$pmu_pid"
@@ -233,8 +230,7 @@ if [ -n "$PMU_EVENTS" ]; then
 		echo "$ratio" >>"$work/ratios"
 		printf '%-6s %12s %12s %8s\n' "$i" "$off" "$on" "$ratio"
 	done
-	pmedian=$(sort -g "$work/ratios" | awk '{ v[NR] = $1 }
-		END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+	pmedian=$(median "$work/ratios")
 	echo "median throughput ratio, rqlat + pmu (with/without): $pmedian (target >= 0.93)"
 	sysctl -qw kernel.bpf_stats_enabled=1
 	start_rqlat --watch /
