@@ -211,7 +211,16 @@ int moat_journal_decode(struct moat_journal *j, const char *buf, size_t len,
 			goto bad;
 		}
 		if (!strncmp(p, "end ", 4)) {
-			if (sscanf(p + 4, "%lu %lx%c", &count, &crc, &tail) != 3 ||
+			size_t ll = nl + 1 - p;
+			char endl[64];
+
+			/* a string for sscanf(): @buf need not end in NUL */
+			if (ll < sizeof(endl)) {
+				memcpy(endl, p, ll);
+				endl[ll] = '\0';
+			}
+			if (ll >= sizeof(endl) ||
+			    sscanf(endl + 4, "%lu %lx%c", &count, &crc, &tail) != 3 ||
 			    tail != '\n') {
 				snprintf(why, whylen, "line %u: bad end line", line);
 				goto bad;
