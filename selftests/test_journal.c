@@ -11,8 +11,9 @@
 #include <sys/stat.h>
 #include <criterion/criterion.h>
 #include <zlib.h>
-#include "journal.h"
 #include "helpers.h"
+#include "hostroot.h"
+#include "journal.h"
 
 static struct moat_journal *mem_journal(void)
 {
@@ -372,5 +373,77 @@ Test(journal, a_vanished_cgroup_drops_out, .fini = fini_tmp)
 	cr_assert_eq(moat_kfile_write(j, "/sys/fs/cgroup/cpu/moat-test-gone-0/cpu.shares",
 				      "2"), -ENOENT);
 	cr_assert_eq(j->n, 0);
+	moat_journal_free(j);
+}
+
+/*
+ * A journal kept under a host root (a pod's /host) says so, and its paths
+ * are the host's to a moatd with another host root: the node's own moatd
+ * puts back what a crashed pod changed, and the other way.
+ */
+Test(journal, paths_kept_under_a_host_root_are_the_hosts)
+{
+	struct moat_journal *j = mem_journal(), *k = mem_journal();
+	char why[256], *buf, *text;
+	size_t len;
+
+	cr_assert_eq(moat_host_root_set("/tmp/"), 0);
+	cr_expect_str_eq(moat_host_root(), "/tmp");
+	add(j, "/tmp/sys/fs/cgroup/kubepods/besteffort/cpu.max", "max 100000");
+	add(j, "/elsewhere/cpu.max", "max 100000");
+	buf = encode(j, &len);
+	text = strndup(buf, len);
+	cr_expect(strstr(text, "moat-journal 2\nroot /tmp\nfile /tmp/sys/fs/cgroup/"),
+		  "no root line: %s", text);
+
+	cr_assert_eq(moat_host_root_set("/"), 0);
+	cr_expect_str_eq(moat_host_root(), "");
+	cr_assert_eq(moat_journal_decode(k, buf, len, why, sizeof(why)), 0, "%s", why);
+	cr_expect_str_eq(k->e[0].path, "/sys/fs/cgroup/kubepods/besteffort/cpu.max");
+	cr_expect_str_eq(k->e[1].path, "/elsewhere/cpu.max", "not below the root: as it was");
+
+	cr_assert_eq(moat_host_root_set("/var"), 0);
+	cr_assert_eq(moat_journal_decode(k, buf, len, why, sizeof(why)), 0, "%s", why);
+	cr_expect_str_eq(k->e[0].path, "/var/sys/fs/cgroup/kubepods/besteffort/cpu.max");
+	free(buf);
+
+	/* the node's journal, read in a pod */
+	cr_assert_eq(moat_host_root_set(""), 0);
+	buf = encode(k, &len);
+	cr_expect(!strstr(buf, "\nroot "), "a root line without a host root");
+	cr_assert_eq(moat_host_root_set("/tmp"), 0);
+	cr_assert_eq(moat_journal_decode(k, buf, len, why, sizeof(why)), 0, "%s", why);
+	cr_expect_str_eq(k->e[0].path, "/tmp/var/sys/fs/cgroup/kubepods/besteffort/cpu.max");
+	free(buf);
+	free(text);
+
+	cr_expect_eq(moat_host_root_set("host"), -EINVAL);
+	cr_expect_eq(moat_host_root_set("/tmp/../etc"), -EINVAL);
+	cr_expect_eq(moat_host_root_set("/nonexistent-moat-root"), -ENOENT);
+	cr_expect_str_eq(moat_host_root(), "/tmp", "a refused root changed the root");
+	cr_assert_eq(moat_host_root_set(""), 0);
+	moat_journal_free(j);
+	moat_journal_free(k);
+}
+
+Test(journal, a_bad_root_line_is_refused)
+{
+	static const char *const bad[] = {
+		"moat-journal 2\nroot host\n", "moat-journal 2\nroot /a/../b\n",
+		"moat-journal 2\nroot \n", "moat-journal 2\nroot /a",
+	};
+	struct moat_journal *j = mem_journal();
+	char text[256], why[256];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int n = snprintf(text, sizeof(text), "%s", bad[i]);
+
+		if (text[n - 1] == '\n')
+			n += snprintf(text + n, sizeof(text) - n, "end 0 %08lx\n",
+				      crc32(0, (const Bytef *)text, n));
+		cr_expect_eq(moat_journal_decode(j, text, n, why, sizeof(why)), -EBADMSG,
+			     "%s", bad[i]);
+	}
 	moat_journal_free(j);
 }

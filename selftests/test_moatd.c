@@ -196,13 +196,22 @@ static pid_t start_moatd(const char *socket_path, const char *config,
 	return -1;
 }
 
+/*
+ * Where stop() sends moatd's SIGTERM when it runs under a wrapper that
+ * does not pass signals on (unshare --fork blocks them and waits): moatd
+ * itself, the wrapper's child.  0: daemon_pid is moatd.
+ */
+static pid_t daemon_inner;
+
 static void stop(pid_t *pid)
 {
 	if (*pid > 0) {
-		kill(*pid, SIGTERM);
+		kill(pid == &daemon_pid && daemon_inner ? daemon_inner : *pid, SIGTERM);
 		waitpid(*pid, NULL, 0);
 		*pid = 0;
 	}
+	if (pid == &daemon_pid)
+		daemon_inner = 0;
 }
 
 static void setup(void)
@@ -2948,4 +2957,162 @@ Test(moatd, runs_as_nobody_with_its_capabilities_and_enforces_and_restores)
 	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d", status);
 	snprintf(cmd, sizeof(cmd), "grep -q 'mode enforce: euid 65534 without CAP_DAC_OVERRIDE' %s", log);
 	cr_expect_eq(system(cmd), 0, "the refusal does not name CAP_DAC_OVERRIDE");
+}
+
+/* The one child of @pid (its first thread's), or -1. */
+static pid_t only_child(pid_t pid)
+{
+	char path[64];
+	long child = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%ld", &child) != 1)
+			child = -1;
+		fclose(f);
+	}
+	return child;
+}
+
+/*
+ * moatd in a pod's view, as a DaemonSet without `privileged` runs it:
+ * its own mount, PID and cgroup namespaces, its cgroup namespace rooted
+ * at a cgroup of its own, its own /proc and /sys/fs/cgroup (on v2, a
+ * cgroup2 mount that shows only its subtree; on v1, none), and the
+ * host's cgroupfs and /proc mounted below a host root.  The first cgroup
+ * mount in its mountinfo is the host's original, now hidden below the
+ * pod's; only --host-root finds the pods.  It throttles the BE pod and
+ * puts it back on SIGTERM; then, SIGKILLed, the node's own moatd (no host
+ * root) puts back what the pod's journal recorded under /host.
+ */
+Test(moatd, in_a_pods_namespaces_the_host_root_finds_pods_throttles_and_restores,
+     .timeout = 150)
+{
+	static struct work_periodic probe = { 1000000, 1500 };
+	static const char *const lc_pod = "kubepods/burstable/pod0a1b2c3d-4e5f-6789-abcd-ef0123456789";
+	static const char *const be_pod = "kubepods/besteffort/podaaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee";
+	static const char *const be_throttles = "groups/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee/throttles";
+	/* the runtime's part: join the pod's cgroup, then its namespaces */
+	static const char outer[] =
+		"echo $$ >\"$1/cgroup.procs\" || exit 1; inner=$2; shift 2; "
+		"exec /usr/bin/unshare --mount --cgroup --pid --fork /bin/sh -c \"$inner\" sh \"$@\"";
+	/*
+	 * The pod's mounts: the host's below $1, its own at the usual places
+	 * (cgroup2 on a tmpfs: on itself, the kernel refuses it, EBUSY).
+	 */
+	static const char inner[] =
+		"set -e; h=$1; shift; mkdir -p \"$h/sys/fs/cgroup\" \"$h/proc\"; "
+		"mount -o rbind /sys/fs/cgroup \"$h/sys/fs/cgroup\"; "
+		"mount -o rbind /proc \"$h/proc\"; mount -t proc proc /proc; "
+		"mount -t tmpfs tmpfs /sys/fs/cgroup; "
+		"if [ \"$(stat -f -c %t \"$h/sys/fs/cgroup\")\" = 63677270 ]; then "
+		"mount -t cgroup2 cgroup2 /sys/fs/cgroup; fi; "
+		"exec \"$@\"";
+	char conf[PATH_MAX], log[PATH_MAX], name[2 * PATH_MAX], host[PATH_MAX];
+	char root[2 * PATH_MAX], journal[PATH_MAX], was[8192], now[8192], *text;
+	struct tcg kp, qos[2], pod[2], ctr[2], mine;
+	pid_t hog, lcp;
+	int cpu, i;
+
+	if (access("/usr/bin/unshare", X_OK)) {
+		stop(&daemon_pid);
+		cr_skip_test("no /usr/bin/unshare (util-linux) for a cgroup namespace");
+	}
+	stop(&daemon_pid);
+	kube_cgroup("kubepods", &kp, NULL);
+	kube_cgroup("kubepods/burstable", &qos[0], &kp);
+	kube_cgroup("kubepods/besteffort", &qos[1], &kp);
+	kube_cgroup(lc_pod, &pod[0], &qos[0]);
+	kube_cgroup(be_pod, &pod[1], &qos[1]);
+	snprintf(name, sizeof(name), "%s/%s", lc_pod,
+		 "1111111111111111111111111111111111111111111111111111111111111111");
+	kube_cgroup(name, &ctr[0], &pod[0]);
+	snprintf(name, sizeof(name), "%s/%s", be_pod,
+		 "2222222222222222222222222222222222222222222222222222222222222222");
+	kube_cgroup(name, &ctr[1], &pod[1]);
+	cr_assert_eq(tcg_create("moat-daemonset-pod", &mine), 0);
+	snapshot(&pod[1], was, sizeof(was));
+	snapshot(&ctr[1], was + strlen(was), sizeof(was) - strlen(was));
+
+	snprintf(conf, sizeof(conf), "%s/kube.conf", dir);
+	snprintf(log, sizeof(log), "%s/moatd.log", dir);
+	snprintf(host, sizeof(host), "%s/host", dir);
+	snprintf(root, sizeof(root), "%s%s", host, tcg_prefix_dir());
+	snprintf(journal, sizeof(journal), "%s/journal", dir);
+	write_file(conf, "period_ms = 100\nhttp/listen = 127.0.0.1:0\n"
+			 "lc/rqlat_p99_target_us = 50\nenforce/min_waits = 5\n"
+			 "enforce/cpu_backoff_periods = 0\nmode = enforce\n");
+	{
+		const char *wrap[] = { "/bin/sh", "-c", outer, "sh", mine.dir, inner, host, NULL };
+		const char *args[] = { "--host-root", host, "--cgroup-root", root, NULL };
+
+		memcpy(moatd_wrap, wrap, sizeof(wrap));
+		memcpy(moatd_args, args, sizeof(args));
+	}
+	tcg_lock_cpu();
+	cpu = tcg_pick_cpu();
+	hog = tcg_spawn(&ctr[1], cpu, work_hog, NULL);
+	lcp = tcg_spawn(&ctr[0], cpu, work_periodic, &probe);
+	cr_assert(hog > 0 && lcp > 0);
+
+	for (i = 0; i < 2; i++) {
+		unlink(sock);
+		daemon_pid = start_moatd(sock, conf, log);
+		daemon_inner = only_child(daemon_pid);
+		cr_assert_gt(daemon_inner, 0, "no moatd below unshare %d", (int)daemon_pid);
+		cr_expect(wait_log("host root ", 1, 0), "moatd did not say its host root");
+		wait_get("groups/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee/path", 0, 30);
+		snprintf(name, sizeof(name), "%s\n", pod[1].path);
+		cr_expect_str_eq(out, name, "the BE pod's path is not the host's");
+		{
+			int p;
+
+			for (p = 0; p < 100; p++) {
+				if (!ctl(out, err, "get", be_throttles, NULL) &&
+				    strtoul(out, NULL, 10) > 0)
+					break;
+				sleep_ms(100);
+			}
+			cr_assert_lt(p, 100, "round %d: the BE pod was never throttled", i);
+		}
+		/* stopped, so that what is checked is what a SIGKILL leaves */
+		if (i == 1)
+			kill(daemon_inner, SIGSTOP);
+		snapshot(&pod[1], now, sizeof(now));
+		snapshot(&ctr[1], now + strlen(now), sizeof(now) - strlen(now));
+		cr_expect_str_neq(now, was, "throttled, yet the BE pod's files are unchanged");
+		text = slurp(journal);
+		snprintf(name, sizeof(name), "moat-journal 2\nroot %s\n", host);
+		cr_expect(text && !strncmp(text, name, strlen(name)) &&
+			  strstr(text, "\nfile "),
+			  "the journal does not begin with its host root, or has no file: %s",
+			  text);
+		free(text);
+		if (i == 0) {
+			stop(&daemon_pid);
+			snapshot(&pod[1], now, sizeof(now));
+			snapshot(&ctr[1], now + strlen(now), sizeof(now) - strlen(now));
+			cr_expect_str_eq(now, was, "after SIGTERM in the pod: were\n%s\nare\n%s",
+					 was, now);
+		}
+	}
+	/* SIGKILLed: the node's own moatd puts back what the pod recorded */
+	kill(daemon_inner, SIGKILL);
+	waitpid(daemon_pid, NULL, 0);
+	daemon_pid = daemon_inner = 0;
+	tcg_kill(hog);
+	tcg_kill(lcp);
+	moatd_wrap[0] = moatd_args[0] = NULL;
+	unlink(sock);		/* a SIGKILLed moatd leaves it */
+	restart();
+	text = slurp(log);
+	cr_expect(strstr(text, "values from a moatd that did not stop cleanly: restoring"),
+		  "the node's moatd did not read the pod's journal:\n%s", text);
+	free(text);
+	snapshot(&pod[1], now, sizeof(now));
+	snapshot(&ctr[1], now + strlen(now), sizeof(now) - strlen(now));
+	cr_expect_str_eq(now, was, "after SIGKILL in the pod and a start on the node: were\n%s\nare\n%s",
+			 was, now);
 }

@@ -5,6 +5,7 @@
 #include "cgroup.h"
 #include "helpers.h"
 #include "mountinfo.h"
+#include "resctrl.h"
 
 static struct moat_cg_layout l;
 
@@ -14,7 +15,7 @@ static int parse(const char *fixture)
 	int err;
 
 	cr_assert_not_null(f, "fixture %s", fixture);
-	err = moat_cg_layout_parse(f, &l);
+	err = moat_cg_layout_parse(f, "", &l);
 	fclose(f);
 	return err;
 }
@@ -83,7 +84,7 @@ Test(mountinfo, escaped_mount_point)
 	char text[] = "30 22 0:26 / /run/my\\040cgroups\\134x rw - cgroup2 none rw\n";
 	FILE *f = fmemopen(text, strlen(text), "r");
 
-	cr_assert_eq(moat_cg_layout_parse(f, &l), 0);
+	cr_assert_eq(moat_cg_layout_parse(f, "", &l), 0);
 	fclose(f);
 	cr_expect_str_eq(moat_cg_layout_find(&l, "cpu")->mnt,
 			 "/run/my cgroups\\x");
@@ -106,6 +107,43 @@ Test(mountinfo, container_sees_its_own_subtree)
 		     -ENOENT);
 }
 
+/*
+ * A pod with a cgroup namespace of its own (not privileged, cgroup v2):
+ * its /sys/fs/cgroup shows its own subtree; the DaemonSet mounts the
+ * host's at /host/sys/fs/cgroup, whose root the namespace shows as
+ * "/../../..".  Below host root /host, that one is the hierarchy, and its
+ * root the hierarchy's; /hostile is not below /host.
+ */
+Test(mountinfo, a_pods_host_root_finds_the_hosts_mounts)
+{
+	FILE *f = fixture_open("mountinfo-pod");
+	const struct moat_cg_hierarchy *cpu;
+	char dir[PATH_MAX], rdt[PATH_MAX];
+	bool cdp, mbps;
+
+	cr_assert_not_null(f);
+	cr_assert_eq(moat_cg_layout_parse(f, "", &l), 0);
+	cr_expect_str_eq(moat_cg_layout_find(&l, "cpu")->mnt, "/sys/fs/cgroup",
+			 "without a host root, the pod's own mount comes first");
+	rewind(f);
+	cr_assert_eq(moat_cg_layout_parse(f, "/host", &l), 0);
+	cr_expect_eq(l.mode, MOAT_CG_UNIFIED);
+	cpu = moat_cg_layout_find(&l, "cpu");
+	cr_assert_not_null(cpu);
+	cr_expect_str_eq(cpu->mnt, "/host/sys/fs/cgroup");
+	cr_expect_str_eq(cpu->root, "/", "the namespace's /../../.. is the host's root");
+	cr_expect_eq(moat_cgroup_dir(cpu, "/kubepods/besteffort", dir, sizeof(dir)), 0);
+	cr_expect_str_eq(dir, "/host/sys/fs/cgroup/kubepods/besteffort");
+	rewind(f);
+	cr_assert_eq(moat_rdt_find_mount(f, "/host", rdt, sizeof(rdt), &cdp, &mbps), 0);
+	cr_expect_str_eq(rdt, "/host/sys/fs/resctrl");
+	cr_expect(cdp && !mbps);
+	rewind(f);
+	cr_expect_eq(moat_cg_layout_parse(f, "/srv", &l), 0);
+	cr_expect_eq(l.mode, MOAT_CG_NONE, "no cgroup mount below /srv");
+	fclose(f);
+}
+
 Test(mountinfo, malformed_line_is_an_error)
 {
 	cr_expect_eq(parse("mountinfo-malformed"), -EINVAL);
@@ -116,7 +154,7 @@ Test(mountinfo, none)
 	char text[] = "22 27 0:21 / /proc rw - proc proc rw\n";
 	FILE *f = fmemopen(text, strlen(text), "r");
 
-	cr_assert_eq(moat_cg_layout_parse(f, &l), 0);
+	cr_assert_eq(moat_cg_layout_parse(f, "", &l), 0);
 	fclose(f);
 	cr_expect_eq(l.mode, MOAT_CG_NONE);
 	cr_expect_null(moat_cg_layout_find(&l, "cpu"));

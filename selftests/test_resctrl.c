@@ -352,13 +352,13 @@ Test(resctrl, the_mount_and_its_options_from_mountinfo)
 	char mnt[64];
 	bool cdp = false, mbps = false;
 
-	cr_assert_eq(moat_rdt_find_mount(f, mnt, sizeof(mnt), &cdp, &mbps), 0);
+	cr_assert_eq(moat_rdt_find_mount(f, "", mnt, sizeof(mnt), &cdp, &mbps), 0);
 	fclose(f);
 	cr_expect_str_eq(mnt, "/sys/fs/res ctrl", "unescaped");
 	cr_expect(cdp && mbps);
 
 	f = fmemopen((void *)mi, strstr(mi, "40 22") - mi, "r");
-	cr_expect_eq(moat_rdt_find_mount(f, mnt, sizeof(mnt), &cdp, &mbps), -ENOENT);
+	cr_expect_eq(moat_rdt_find_mount(f, "", mnt, sizeof(mnt), &cdp, &mbps), -ENOENT);
 	fclose(f);
 
 	f = fmemopen((void *)"processor\t: 0\nvendor_id\t: AuthenticAMD\n", 38, "r");

@@ -132,11 +132,12 @@ base_initramfs() {
 	# libpfm4 (the PMU tests), libcurl (the Node publisher, for the tests
 	# with the API server stub); the tools the tests run besides moat's,
 	# where this machine has them: openssl (the stub's certificate) and
-	# its config, setpriv (moatd as another uid, with capabilities)
+	# its config, setpriv (moatd as another uid, with capabilities),
+	# unshare (busybox's has no cgroup namespace: moatd in a pod's view)
 	dlopened=$(ldconfig -p | awk '($1 == "libpfm.so.4" || $1 ~ /^libcurl(-gnutls)?\.so\.4$/) &&
 				      !seen[$1]++ { print $NF }')
 	tools=
-	for t in /usr/bin/openssl /usr/bin/setpriv; do
+	for t in /usr/bin/openssl /usr/bin/setpriv /usr/bin/unshare; do
 		[ -x "$t" ] && tools="$tools $t"
 	done
 	for t in $tools /usr/lib/ssl/openssl.cnf; do

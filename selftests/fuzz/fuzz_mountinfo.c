@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	f = fuzz_file(data, size);
 	if (!f)
 		return 0;
-	if (!moat_cg_layout_parse(f, &layout)) {
+	if (!moat_cg_layout_parse(f, "", &layout)) {
 		fuzz_check(layout.nr_v1 <= MOAT_CG_MAX_V1);
 		for (i = 0; controllers[i]; i++) {
 			const struct moat_cg_hierarchy *h =
@@ -31,7 +31,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	rewind(f);
-	if (!moat_rdt_find_mount(f, path, sizeof(path), &cdp, &mbps))
+	if (!moat_cg_layout_parse(f, "/host", &layout) && layout.has_v2)
+		fuzz_check(!strncmp(layout.v2.mnt, "/host", 5));
+	rewind(f);
+	if (!moat_rdt_find_mount(f, "", path, sizeof(path), &cdp, &mbps))
 		fuzz_check(strlen(path) < sizeof(path));
 	for (i = 0; i < 4; i++) {
 		rewind(f);

@@ -16,6 +16,7 @@
 #include <sys/vfs.h>
 #include <linux/magic.h>
 #include <zlib.h>
+#include "hostroot.h"
 #include "journal.h"
 #include "log.h"
 
@@ -129,6 +130,11 @@ int moat_journal_encode(const struct moat_journal *j, char **buf, size_t *len)
 	if (!f)
 		return -ENOMEM;
 	fputs(HEADER, f);
+	if (*moat_host_root()) {
+		err = escape(path, sizeof(path), moat_host_root());
+		if (!err)
+			fprintf(f, "root %s\n", path);
+	}
 	for (i = 0; i < j->n && !err; i++) {
 		const char *val[3] = { j->e[i].orig, j->e[i].last, j->e[i].pending };
 
@@ -178,10 +184,28 @@ static int field(char *out, size_t len, const char *s, size_t n)
 	return unescape(out, len, s, n);
 }
 
+/*
+ * @path, kept under host root @root, as this moatd sees it: a journal a
+ * pod kept under /host is read by the node's own moatd, and the other way.
+ */
+static int host_path(char *path, size_t len, const char *root)
+{
+	const char *rest = moat_path_below(path, root);
+	char moved[PATH_MAX];
+
+	if (!strcmp(root, moat_host_root()) || !rest)
+		return 0;
+	if (moat_host_path(moved, sizeof(moved), rest) || strlen(moved) >= len)
+		return -ENAMETOOLONG;
+	strcpy(path, moved);
+	return 0;
+}
+
 int moat_journal_decode(struct moat_journal *j, const char *buf, size_t len,
 			char *why, size_t whylen)
 {
 	const char *p = buf, *end = buf + len;
+	char root[PATH_MAX] = "";	/* the host root the journal was kept under */
 	unsigned int line = 1, fields;
 	int err = 0;
 
@@ -197,7 +221,19 @@ int moat_journal_decode(struct moat_journal *j, const char *buf, size_t len,
 		return -EBADMSG;
 	}
 	p += strlen(HEADER);
-	for (line = 2; p < end; line++) {
+	line = 2;
+	if (fields == 4 && end - p > 5 && !memcmp(p, "root ", 5)) {
+		const char *nl = memchr(p, '\n', end - p);
+
+		if (!nl || field(root, sizeof(root), p + 5, nl - p - 5) ||
+		    !path_normal(root)) {
+			snprintf(why, whylen, "line 2: bad root line");
+			goto bad;
+		}
+		p = nl + 1;
+		line++;
+	}
+	for (; p < end; line++) {
 		const char *nl = memchr(p, '\n', end - p), *f[6];
 		char path[PATH_MAX], v[3][MOAT_JOURNAL_VALUE_MAX];
 		unsigned long crc, count;
@@ -277,6 +313,11 @@ int moat_journal_decode(struct moat_journal *j, const char *buf, size_t len,
 		if (!path_normal(path)) {
 			snprintf(why, whylen, "line %u: path '%s' is not absolute and normal",
 				 line, path);
+			goto bad;
+		}
+		if (host_path(path, sizeof(path), root)) {
+			snprintf(why, whylen, "line %u: path '%s' too long under host root '%s'",
+				 line, path, moat_host_root());
 			goto bad;
 		}
 		err = add_entry(j, kind, path, v[0], v[1], v[2]);
@@ -431,7 +472,7 @@ struct moat_journal_entry *moat_journal_find(struct moat_journal *j,
 }
 
 /*
- * The sysctls moat may change (taskstats.c), by path: a journal is a file
+ * The sysctls moat may change (taskstats.c), by path on the host: a journal is a file
  * in the state directory, and one that names another file must not make
  * moatd write it.
  */
@@ -450,8 +491,11 @@ static int open_kfile(const char *path, int flags)
 
 	if (fd < 0)
 		return -errno;
-	for (i = 0; i < sizeof(sysctls) / sizeof(sysctls[0]); i++)
-		sysctl |= !strcmp(path, sysctls[i]);
+	for (i = 0; i < sizeof(sysctls) / sizeof(sysctls[0]); i++) {
+		const char *rest = moat_path_below(path, moat_host_root());
+
+		sysctl |= rest && !strcmp(rest, sysctls[i]);
+	}
 	if (fstatfs(fd, &sf) ||
 	    (sf.f_type != CGROUP_SUPER_MAGIC && sf.f_type != CGROUP2_SUPER_MAGIC &&
 	     !(sysctl && sf.f_type == PROC_SUPER_MAGIC))) {

@@ -25,6 +25,7 @@
  * itself written as %XX, an empty field as %00:
  *
  *   moat-journal 2
+ *   root <host root>				(only where there is one)
  *   file <path> <original> <last> <pending>
  *   side <path> <original> <last> <pending>
  *   mkdir <path> %00 %00 %00
@@ -43,6 +44,10 @@
  * put back whatever it holds.  A "mkdir" is a directory
  * moat made (a restore removes it), a "mount" a file system it mounted (a
  * restore unmounts it, unless it holds directories moat did not make).
+ * The root line is the host root moatd ran under (hostroot.h; a pod's
+ * view of the host): paths below it are read as the host's paths below
+ * the reader's host root, so a journal a pod kept is put back by the
+ * node's own moatd, and the other way.
  * Version 1 (no <last>, no <pending>) is still read; its entries are put
  * back whatever the file holds.
  *

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "hostroot.h"
 #include "log.h"
 #include "mountinfo.h"
 
@@ -32,9 +33,8 @@ static void unescape(char *s)
 	*d = '\0';
 }
 
-static int copy_field(char *dst, size_t len, char *src)
+static int copy_field(char *dst, size_t len, const char *src)
 {
-	unescape(src);
 	if (strlen(src) >= len)
 		return -ENAMETOOLONG;
 	strcpy(dst, src);
@@ -55,8 +55,8 @@ static bool has_option(const char *opts, const char *name)
 }
 
 /* Fill @h from one line's root, mount point and super options. */
-static int fill_hierarchy(struct moat_cg_hierarchy *h, char *root, char *mnt,
-			  const char *opts, bool v2)
+static int fill_hierarchy(struct moat_cg_hierarchy *h, const char *root,
+			  const char *mnt, const char *opts, bool v2)
 {
 	int err;
 
@@ -82,9 +82,18 @@ static bool same_v1_hierarchy(const struct moat_cg_layout *l, const char *opts)
 	return false;
 }
 
-static int parse_line(char *line, struct moat_cg_layout *l, unsigned int lineno)
+/*
+ * Only mounts below @under count (the host root, hostroot.h): a pod sees
+ * its own cgroup mount first, the host's below /host.  Those show the
+ * host's hierarchy, whatever the pod's cgroup namespace makes mountinfo
+ * say of their root: relative to the namespace's root, "/../.." for the
+ * host's root seen from a pod's cgroup.
+ */
+static int parse_line(char *line, const char *under, struct moat_cg_layout *l,
+		      unsigned int lineno)
 {
 	char *f[6], *fstype, *superopts, *save = NULL, *tok;
+	const char *root;
 	unsigned int i;
 
 	/* (1)..(6), then optional fields up to "-". */
@@ -101,25 +110,35 @@ static int parse_line(char *line, struct moat_cg_layout *l, unsigned int lineno)
 	superopts = strtok_r(NULL, " \n", &save);
 	if (!superopts)
 		goto malformed;
+	if (strcmp(fstype, "cgroup2") && strcmp(fstype, "cgroup"))
+		return 0;
+	unescape(f[3]);
+	unescape(f[4]);
+	if (!moat_path_below(f[4], under))
+		return 0;
+	root = f[3];
+	if (*under && !strncmp(root, "/..", 3) && (!root[3] || root[3] == '/'))
+		root = "/";
 
 	if (!strcmp(fstype, "cgroup2")) {
 		if (l->has_v2)
 			return 0;
 		l->has_v2 = true;
-		return fill_hierarchy(&l->v2, f[3], f[4], "", true);
+		return fill_hierarchy(&l->v2, root, f[4], "", true);
 	}
 	if (strcmp(fstype, "cgroup") || same_v1_hierarchy(l, superopts))
 		return 0;
 	if (l->nr_v1 == MOAT_CG_MAX_V1)
 		return -E2BIG;
-	return fill_hierarchy(&l->v1[l->nr_v1++], f[3], f[4], superopts, false);
+	return fill_hierarchy(&l->v1[l->nr_v1++], root, f[4], superopts, false);
 
 malformed:
 	pr_err("mountinfo line %u: malformed", lineno);
 	return -EINVAL;
 }
 
-int moat_cg_layout_parse(FILE *mountinfo, struct moat_cg_layout *out)
+int moat_cg_layout_parse(FILE *mountinfo, const char *under,
+			 struct moat_cg_layout *out)
 {
 	char *line = NULL;
 	size_t cap = 0;
@@ -128,7 +147,7 @@ int moat_cg_layout_parse(FILE *mountinfo, struct moat_cg_layout *out)
 
 	memset(out, 0, sizeof(*out));
 	while (getline(&line, &cap, mountinfo) > 0) {
-		err = parse_line(line, out, ++lineno);
+		err = parse_line(line, under, out, ++lineno);
 		if (err) {
 			if (err != -EINVAL)
 				pr_err("mountinfo line %u: %s", lineno,
@@ -157,7 +176,7 @@ int moat_cg_layout_read(struct moat_cg_layout *out)
 		pr_err("open /proc/self/mountinfo: %s", strerror(errno));
 		return err;
 	}
-	err = moat_cg_layout_parse(f, out);
+	err = moat_cg_layout_parse(f, moat_host_root(), out);
 	fclose(f);
 	return err;
 }

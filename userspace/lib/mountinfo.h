@@ -34,14 +34,21 @@ struct moat_cg_layout {
 
 /**
  * moat_cg_layout_parse() - find the cgroup hierarchies in mountinfo text
- * (proc(5) format).  The first mount of each hierarchy wins.
+ * (proc(5) format) mounted at or below @under ("": anywhere).  The first
+ * mount of each hierarchy wins.  Below a non-empty @under, a root shown
+ * above the cgroup namespace's ("/..") is the hierarchy's root: the
+ * host's cgroupfs bind-mounted into a pod (hostroot.h).
  *
  * Return: 0, or -EINVAL for a malformed line, -ENAMETOOLONG for a path
  * longer than MOAT_CG_PATH_MAX, -E2BIG for too many v1 hierarchies.
  */
-int moat_cg_layout_parse(FILE *mountinfo, struct moat_cg_layout *out);
+int moat_cg_layout_parse(FILE *mountinfo, const char *under,
+			 struct moat_cg_layout *out);
 
-/** moat_cg_layout_read() - moat_cg_layout_parse() on /proc/self/mountinfo. */
+/**
+ * moat_cg_layout_read() - moat_cg_layout_parse() on /proc/self/mountinfo,
+ * below the host root.
+ */
 int moat_cg_layout_read(struct moat_cg_layout *out);
 
 /**

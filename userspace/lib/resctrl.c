@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "cgroup.h"
+#include "hostroot.h"
 #include "resctrl.h"
 
 #define WHY(...)	snprintf(why, len, __VA_ARGS__)
@@ -506,8 +507,8 @@ static bool has_opt(const char *opts, const char *opt)
 	return false;
 }
 
-int moat_rdt_find_mount(FILE *mountinfo, char *mnt, size_t len, bool *cdp,
-			bool *mbps)
+int moat_rdt_find_mount(FILE *mountinfo, const char *under, char *mnt,
+			size_t len, bool *cdp, bool *mbps)
 {
 	char line[4096], *save, *f[6], *tok, *type, *super;
 	int i;
@@ -527,6 +528,8 @@ int moat_rdt_find_mount(FILE *mountinfo, char *mnt, size_t len, bool *cdp,
 		strtok_r(NULL, " ", &save);	/* source */
 		super = strtok_r(NULL, " ", &save);
 		unescape(f[4]);
+		if (!moat_path_below(f[4], under))
+			continue;
 		if (strlen(f[4]) >= len)
 			return -ENAMETOOLONG;
 		memcpy(mnt, f[4], strlen(f[4]) + 1);

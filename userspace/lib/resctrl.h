@@ -240,11 +240,12 @@ ssize_t moat_rdt_add_tasks(struct moat_journal *j, const char *dir,
 
 /**
  * moat_rdt_find_mount() - the first resctrl mount in @mountinfo (proc(5)
- * format) into @mnt, and whether its super options have cdp and
- * mba_MBps.  Return: 0, -ENOENT (none), -ENAMETOOLONG.
+ * format) at or below @under ("": anywhere; the host root, hostroot.h)
+ * into @mnt, and whether its super options have cdp and mba_MBps.
+ * Return: 0, -ENOENT (none), -ENAMETOOLONG.
  */
-int moat_rdt_find_mount(FILE *mountinfo, char *mnt, size_t len, bool *cdp,
-			bool *mbps);
+int moat_rdt_find_mount(FILE *mountinfo, const char *under, char *mnt,
+			size_t len, bool *cdp, bool *mbps);
 
 /** moat_rdt_cpu_is_amd() - @cpuinfo's vendor_id is AMD's or Hygon's. */
 bool moat_rdt_cpu_is_amd(FILE *cpuinfo);

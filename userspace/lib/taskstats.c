@@ -5,6 +5,7 @@
  * taskstats.h.
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <netlink/genl/genl.h>
 #include <netlink/genl/ctrl.h>
 #include "cgroup.h"
+#include "hostroot.h"
 #include "journal.h"
 #include "log.h"
 #include "taskstats.h"
@@ -26,6 +28,7 @@ struct moat_taskstats {
 	struct nl_sock *sk;
 	int family;
 	struct moat_journal *journal;	/* kernel.task_delayacct's original */
+	char delayacct[PATH_MAX];	/* DELAYACCT below the host root */
 	struct moat_ts_task *reply;	/* where the callback puts one */
 	__u32 want;			/* for the tid asked about */
 	bool got;
@@ -104,9 +107,10 @@ int moat_taskstats_open(struct moat_journal *journal,
 	/* kernel.task_delayacct, journalled: a crash leaves it to the next
 	   start to put back */
 	ts->journal = journal;
-	err = moat_kfile_write(ts->journal, DELAYACCT, "1");
+	moat_host_path(ts->delayacct, sizeof(ts->delayacct), DELAYACCT);
+	err = moat_kfile_write(ts->journal, ts->delayacct, "1");
 	if (err) {
-		pr_warn("taskstats: set %s: %s", DELAYACCT, strerror(-err));
+		pr_warn("taskstats: set %s: %s", ts->delayacct, strerror(-err));
 		goto fail;
 	}
 	*out = ts;
@@ -121,7 +125,7 @@ void moat_taskstats_close(struct moat_taskstats *ts)
 	if (!ts)
 		return;
 	if (ts->journal)
-		moat_journal_restore(ts->journal, DELAYACCT);
+		moat_journal_restore(ts->journal, ts->delayacct);
 	nl_socket_free(ts->sk);
 	free(ts);
 }

@@ -31,6 +31,7 @@
 #include "enforce.h"
 #include "groups.h"
 #include "hints.h"
+#include "hostroot.h"
 #include "http.h"
 #include "kube.h"
 #include "log.h"
@@ -64,6 +65,7 @@ const struct moatd_module *const moatd_modules[MOD_NR] = {
 
 struct options {
 	const char *config, *cgroup_root, *state_dir, *socket, *socket_group;
+	const char *host_root;
 	const char *mode, *listen;
 	bool config_given, foreground;
 	int verbose;
@@ -72,12 +74,14 @@ struct options {
 static const char *const mode_names[] = { "observe", "enforce", NULL };
 
 static const char usage[] =
-"usage: moatd [--config FILE] [--cgroup-root DIR] [--state-dir DIR] [--socket PATH]\n"
-"             [--socket-group GROUP] [--mode observe|enforce] [--listen ADDR:PORT]\n"
-"             [--foreground] [-v]\n"
+"usage: moatd [--config FILE] [--host-root DIR] [--cgroup-root DIR] [--state-dir DIR]\n"
+"             [--socket PATH] [--socket-group GROUP] [--mode observe|enforce]\n"
+"             [--listen ADDR:PORT] [--foreground] [-v]\n"
 "\n"
 "  -c, --config FILE       knob settings, 'path = value' lines\n"
 "                          (default " DEFAULT_CONFIG ", if it exists)\n"
+"  -H, --host-root DIR     the host's /sys/fs/cgroup, /sys/fs/resctrl and /proc\n"
+"                          are mounted below DIR (in a pod: /host; default /)\n"
 "  -r, --cgroup-root DIR   look for groups only below this cgroup\n"
 "                          (default: the cpu controller's whole hierarchy)\n"
 "  -d, --state-dir DIR     keep what moatctl set changed in DIR/moat.state\n"
@@ -95,6 +99,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 {
 	static const struct option longopts[] = {
 		{ "config", required_argument, NULL, 'c' },
+		{ "host-root", required_argument, NULL, 'H' },
 		{ "cgroup-root", required_argument, NULL, 'r' },
 		{ "state-dir", required_argument, NULL, 'd' },
 		{ "socket", required_argument, NULL, 's' },
@@ -111,11 +116,14 @@ static int parse_args(int argc, char **argv, struct options *o)
 	o->config = DEFAULT_CONFIG;
 	o->state_dir = DEFAULT_STATE_DIR;
 	o->socket = MOAT_CTL_SOCKET;
-	while ((c = getopt_long(argc, argv, "c:r:d:s:g:m:l:fvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:H:r:d:s:g:m:l:fvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			o->config = optarg;
 			o->config_given = true;
+			break;
+		case 'H':
+			o->host_root = optarg;
 			break;
 		case 'r':
 			o->cgroup_root = optarg;
@@ -247,6 +255,44 @@ static int setup_cgroups(struct moatd *d, const struct options *o)
 		d->cpu->mnt, d->cpu->v2 ? "cpu.stat" :
 		d->cpuacct ? "cpuacct.usage" : "nowhere (no cpuacct)",
 		d->scan.root);
+	return 0;
+}
+
+/*
+ * --host-root: where this process sees the host's kernel interfaces
+ * (hostroot.h).  Said once, with what a pod without the host's PID
+ * namespace cannot do: the tids in cgroup.threads are the reader's, and
+ * a task of another namespace reads as 0, so neither delay accounting
+ * nor resctrl's task moves find the host's tasks.
+ */
+static int set_host_root(const struct options *o)
+{
+	char host_ns[PATH_MAX];
+	struct stat mine, host;
+	int err;
+
+	if (!o->host_root)
+		return 0;
+	err = moat_host_root_set(o->host_root);
+	if (err) {
+		pr_err("--host-root %s: %s", o->host_root,
+		       err == -EINVAL ? "not an absolute path without '..'" :
+		       strerror(-err));
+		return err;
+	}
+	if (!*moat_host_root())
+		return 0;
+	moat_host_path(host_ns, sizeof(host_ns), "/proc/1/ns/pid");
+	if (stat(host_ns, &host)) {
+		pr_warn("host root %s: no %s (the host's /proc is not mounted there): /proc/pressure, /proc/stat and kernel.task_delayacct are read there",
+			moat_host_root(), host_ns);
+	} else if (!stat("/proc/self/ns/pid", &mine) &&
+		   (mine.st_ino != host.st_ino || mine.st_dev != host.st_dev)) {
+		pr_warn("host root %s: moatd is not in the host's PID namespace (hostPID): delay accounting and resctrl's task moves see none of the host's tasks",
+			moat_host_root());
+	}
+	pr_info("host root %s: cgroup and resctrl mounts looked for below it, /proc read there",
+		moat_host_root());
 	return 0;
 }
 
@@ -614,6 +660,8 @@ int main(int argc, char **argv)
 		return 2;
 	moat_log_init("moatd", o.verbose > 1 ? MOAT_LOG_TRACE :
 			       o.verbose ? MOAT_LOG_DEBUG : MOAT_LOG_INFO);
+	if (set_host_root(&o))
+		return 1;
 	/* Before anything reads or writes the state directory. */
 	lock = lock_state_dir(o.state_dir);
 	if (lock < -1)

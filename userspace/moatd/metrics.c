@@ -20,6 +20,7 @@
 #include "health.h"
 #include "hints.h"
 #include "hist.h"
+#include "hostroot.h"
 #include "kube.h"
 #include "metrics.h"
 #include "prom.h"
@@ -360,7 +361,7 @@ static void bpf_stats(FILE *f, struct moatd *d)
 	size_t len[2];
 	FILE *part[2];
 	int on = 0;
-	FILE *s = fopen("/proc/sys/kernel/bpf_stats_enabled", "r");
+	FILE *s = moat_host_fopen("/proc/sys/kernel/bpf_stats_enabled");
 
 	if (s) {
 		if (fscanf(s, "%d", &on) != 1)

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include "hostroot.h"
 #include "log.h"
 #include "node.h"
 
@@ -28,7 +29,7 @@ static double read_psi_some_avg10(const char *res)
 	int n;
 
 	snprintf(path, sizeof(path), "/proc/pressure/%s", res);
-	f = fopen(path, "re");
+	f = moat_host_fopen(path);
 	if (!f)
 		return NAN;
 	n = fscanf(f, "some avg10=%lf", &v);
@@ -40,7 +41,7 @@ static double read_psi_some_avg10(const char *res)
 static int read_cpu_jiffies(__u64 *busy, __u64 *total)
 {
 	unsigned long long v[10] = {};
-	FILE *f = fopen("/proc/stat", "re");
+	FILE *f = moat_host_fopen("/proc/stat");
 	int i, n;
 
 	if (!f)
@@ -62,7 +63,7 @@ static int read_cpu_jiffies(__u64 *busy, __u64 *total)
 /* MemTotal and MemAvailable, in bytes; NAN where missing. */
 static void read_meminfo(double *total, double *avail)
 {
-	FILE *f = fopen("/proc/meminfo", "re");
+	FILE *f = moat_host_fopen("/proc/meminfo");
 	unsigned long long kb;
 	char line[128];
 
@@ -131,6 +132,7 @@ static int node_init(struct moatd *d)
 {
 	struct moat_knob k = { .type = MOAT_KNOB_SHOW, .owner = d };
 	size_t i;
+	FILE *f;
 	int err;
 
 	d->period.node = (struct node_sample){
@@ -150,7 +152,10 @@ static int node_init(struct moatd *d)
 			 psi_res[i]);
 		err = moat_knob_add(d->tree, &k);
 	}
-	if (access("/proc/pressure/cpu", R_OK))
+	f = moat_host_fopen("/proc/pressure/cpu");
+	if (f)
+		fclose(f);
+	else
 		pr_info("node: no /proc/pressure (kernel without PSI): node/pressure/* stay empty");
 	return err;
 }

@@ -40,6 +40,7 @@
 #include <sys/stat.h>
 #include "cgroup.h"
 #include "groups.h"
+#include "hostroot.h"
 #include "log.h"
 #include "rdt.h"
 #include "resctrl.h"
@@ -83,6 +84,8 @@ struct rdt_class {
 struct rdt {
 	struct moatd *d;
 	char root[PATH_MAX];		/* "": no resctrl */
+	char mnt[PATH_MAX];		/* where resctrl/mount mounts it:
+					   the host's /sys/fs/resctrl */
 	struct moat_rdt_info info;
 	unsigned int mount, allocate, reconcile_ms;
 	unsigned int be_ways_min, be_mb_min;
@@ -1025,17 +1028,17 @@ static void describe(const struct moat_rdt_info *in, char *buf, size_t len)
 static int mount_it(struct moatd *d)
 {
 	struct rdt *r = R(d);
-	int err = moat_kmount(d->journal, RDT_MNT, "resctrl");
+	int err = moat_kmount(d->journal, r->mnt, "resctrl");
 
 	if (!err) {
-		snprintf(r->root, sizeof(r->root), "%s", RDT_MNT);
+		snprintf(r->root, sizeof(r->root), "%s", r->mnt);
 		r->mounted = true;
 		pr_info("resctrl: mounted at %s (resctrl/mount = 1); unmounted when moatd stops",
-			RDT_MNT);
+			r->mnt);
 		return 0;
 	}
 	pr_info("resctrl: mount -t resctrl resctrl %s: %s: no cache or memory bandwidth allocation",
-		RDT_MNT, strerror(-err));
+		r->mnt, strerror(-err));
 	return err;
 }
 
@@ -1069,13 +1072,14 @@ static int rdt_open(struct moatd *d)
 	int err;
 
 	r->root[0] = '\0';
+	moat_host_path(r->mnt, sizeof(r->mnt), RDT_MNT);
 	if (fake && *fake) {
 		snprintf(r->root, sizeof(r->root), "%s", fake);
 		moat_journal_allow(d->journal, r->root);
 	} else {
 		f = fopen("/proc/self/mountinfo", "re");
-		err = f ? moat_rdt_find_mount(f, r->root, sizeof(r->root),
-					      &cdp, &mbps) : -errno;
+		err = f ? moat_rdt_find_mount(f, moat_host_root(), r->root,
+					      sizeof(r->root), &cdp, &mbps) : -errno;
 		if (f)
 			fclose(f);
 		if (err) {
@@ -1092,7 +1096,7 @@ static int rdt_open(struct moatd *d)
 		}
 	}
 	recover(d);
-	f = fopen("/proc/cpuinfo", "re");
+	f = moat_host_fopen("/proc/cpuinfo");
 	if (f) {
 		amd = moat_rdt_cpu_is_amd(f);
 		fclose(f);
@@ -1120,7 +1124,7 @@ static void rdt_close(struct moatd *d)
 		rdt_restore(d, "moatd stops");
 	/* unmounted unless it holds groups moat did not make (journal.c) */
 	if (r->mounted && !r->nmade)
-		moat_journal_restore_some(d->journal, RDT_MNT, 1u << MOAT_J_MOUNT);
+		moat_journal_restore_some(d->journal, r->mnt, 1u << MOAT_J_MOUNT);
 	while (r->nmade)
 		free(r->made[--r->nmade]);
 	free(r->tracked);
