@@ -91,7 +91,7 @@ USER_OBJS	:= $(LIBMOAT_OBJS) $(SELFTEST_OBJS) \
 .DELETE_ON_ERROR:
 # Keep the BPF objects and skeletons: they are outputs, not intermediates.
 .SECONDARY: $(BPF_OBJS) $(SKELS)
-.PHONY: all run check vmtest install clean deps san fuzzers fuzz
+.PHONY: all run check vmtest install clean deps san fuzzers fuzz image
 
 all: $(PROGS) $(BENCH) $(SELFTESTS) $(TESTPROGS) $(MANPAGES) $(UNIT)
 
@@ -198,6 +198,11 @@ check: all san
 # The suite on a real cgroup v2 kernel only (VMTEST_KERNEL=bzImage).
 vmtest: all
 	O=$(abspath $(O)) selftests/vmtest.sh
+
+# The container image, from Debian packages (tools/image.sh; root).
+MOAT_VERSION	:= $(shell sed -n 's/^\#define MOAT_VERSION[^"]*"\(.*\)"/\1/p' userspace/moatd/moatd.h)
+image: $(PROGS)
+	O=$(abspath $(O)) MOAT_VERSION=$(MOAT_VERSION) LIBCURL_SONAME=$(LIBCURL_SONAME) tools/image.sh
 
 # Where Debian puts each (PREFIX=/usr there): the programs, the unit,
 # the man pages, bash completion, the rules and dashboards; the example

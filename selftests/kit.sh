@@ -6,7 +6,10 @@
 # by running moatd under its capability set; the man pages by mandoc,
 # and against each program's --help and moatd's knob tree; bash
 # completion against a running moatd; the example config by loading it;
-# the Prometheus rules by promtool; make install's layout.  Prints
+# the Prometheus rules by promtool; make install's layout; deploy/ by
+# kubectl kustomize, Kubernetes' schemas, yamllint and moatd's own flags
+# (Documentation/deploy.rst); the container image by building it and
+# running it with runc as the DaemonSet would.  Prints
 # Criterion's format, so that check.sh adds it up: [PASS], [FAIL] with
 # its reasons, [SKIP] with its reason, and a Synthesis line.
 set -uo pipefail
@@ -25,8 +28,9 @@ leftovers() {
 		kill "$pid" 2>/dev/null
 		while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
 	fi
-	[ -s "$work/cg" ] && rmdir "$(cat "$work/cg")/kit-a" "$(cat "$work/cg")" 2>/dev/null
-	rm -f "$work/moatd.pid" "$work/cg" "$work/sock"
+	[ -s "$work/container" ] && runc delete --force "$(cat "$work/container")" 2>/dev/null
+	[ -s "$work/cg" ] && find "$(cat "$work/cg")" -depth -type d -exec rmdir {} + 2>/dev/null
+	rm -f "$work/moatd.pid" "$work/cg" "$work/sock" "$work/container"
 }
 cleanup() {
 	leftovers
@@ -277,6 +281,129 @@ mkdir -p "$O/man-tree/man5" "$O/man-tree/man8"
 cp "$O"/man/*.5 "$O/man-tree/man5/" && cp "$O"/man/*.8 "$O/man-tree/man8/"
 
 echo "[====] Running the operator's kit checks:"
+# --- deploy/: rendered, valid Kubernetes, and what moatd accepts -------------
+render() {
+	command -v kubectl >/dev/null ||
+		{ echo "no kubectl (tools/deps.sh installs kubernetes-client)"; return 77; }
+	kubectl kustomize "$top/deploy" >"$work/deploy.yaml" 2>"$work/kustomize.err" ||
+		{ why "kubectl kustomize deploy/ failed: $(cat "$work/kustomize.err")"; return 1; }
+}
+
+deploy_schema() {
+	render || return
+	local check=$top/selftests/deploy_check.py schema=$top/deploy/schema/kubernetes.json
+	"$check" schema "$schema" <"$work/deploy.yaml" >"$work/out" ||
+		why "deploy/ against Kubernetes $(jq -r .kubernetes "$schema")'s schemas: $(cat "$work/out")"
+	tail -n 1 "$work/out"
+	# what the check is for: a misspelt field, a string for a number
+	sed 's/hostPID: true/hostPid: true/; s/terminationGracePeriodSeconds: 60/terminationGracePeriodSeconds: "60"/' \
+		"$work/deploy.yaml" | "$check" schema "$schema" >"$work/bad" &&
+		why "a misspelt field and a mistyped one passed"
+	grep -q "'hostPid' was unexpected" "$work/bad" || why "hostPid not caught: $(cat "$work/bad")"
+	grep -q "'60' is not of type 'integer'" "$work/bad" || why "a string for an integer not caught: $(cat "$work/bad")"
+}
+
+deploy_lint() {
+	command -v yamllint >/dev/null || { echo "no yamllint (tools/deps.sh installs it)"; return 77; }
+	yamllint -s -c "$top/deploy/.yamllint" "$top/deploy" || why "yamllint: deploy/ (above)"
+}
+
+deploy_moatd() {
+	[ "$(id -u)" = 0 ] || { echo "not root"; return 77; }
+	render || return
+	local check=$top/selftests/deploy_check.py kube=$top/userspace/moatd/kube.c
+	"$O/moatd" --help >"$work/help"
+	"$check" moatd "$work/help" "$kube" <"$work/deploy.yaml" >"$work/out" ||
+		why "deploy/ and moatd disagree: $(cat "$work/out")"
+	tail -n 1 "$work/out"
+	sed 's/$(POD_IP):9590/$(POD_IP):9591/; s/- --foreground/- --frobnicate/; s/fieldPath: spec.nodeName/fieldPath: metadata.name/; /- list$/d; s/- patch$/- list/' \
+		"$work/deploy.yaml" | "$check" moatd "$work/help" "$kube" >"$work/bad" &&
+		why "a wrong port, flag, node name and verb passed"
+	for want in "--frobnicate: moatd --help has no such option" "NODE_NAME is not" \
+		    "--listen port 9591" "lacks nodes patch" "grants nodes/status list"; do
+		grep -q -- "$want" "$work/bad" || why "not caught: $want: $(cat "$work/bad")"
+	done
+	# its moat.conf is one moatd loads, with the values it says
+	CONF=$top/deploy/moat.conf start_moatd || return
+	[ "$("$O/moatctl" -s "$work/sock" get mode)" = observe ] || why "deploy/moat.conf: mode is not observe"
+	[ "$("$O/moatctl" -s "$work/sock" get kube/publish)" = 1 ] || why "deploy/moat.conf: kube/publish is not 1"
+	stop_moatd
+}
+
+# --- the container image, run as the DaemonSet runs it ------------------------
+image_runs() {
+	[ "$(id -u)" = 0 ] || { echo "not root"; return 77; }
+	local t id=moat-kit-$$ sock=$work/run/moatd.sock port mnt cg
+	local pod=aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee
+	for t in mmdebstrap umoci runc promtool; do
+		command -v $t >/dev/null || { echo "no $t (tools/deps.sh installs it)"; return 77; }
+	done
+	render || return
+	if ! make -s -C "$top" O="$O" image >"$work/image.log" 2>&1; then
+		if grep -q "Failed to fetch\|Temporary failure resolving\|Could not resolve" "$work/image.log"; then
+			echo "no Debian mirror reachable for mmdebstrap: $(grep -m 1 "Failed\|resolv" "$work/image.log")"
+			return 77
+		fi
+		why "make image failed: $(tail -n 5 "$work/image.log")"
+		return 1
+	fi
+	tail -n 2 "$work/image.log"
+	umoci unpack --image "$O/image/oci:latest" "$work/bundle" >/dev/null ||
+		{ why "umoci unpack of the image failed"; return 1; }
+	# a cgroup for moatd to look below, as start_moatd's
+	mnt=$(awk '{ for (i = 7; i < NF && $i != "-"; i++) ;
+		     if (($(i + 1) == "cgroup" && $(i + 3) ~ /(^|,)cpu(,|$)/) ||
+			 ($(i + 1) == "cgroup2" && $5 == "/sys/fs/cgroup")) { print $5; exit } }' /proc/self/mountinfo)
+	cg=$mnt/moat-kit-$$
+	# a besteffort pod as kubelet's cgroupfs driver makes it
+	mkdir -p "$cg/kubepods/besteffort/pod$pod" && echo "$cg" >"$work/cg"
+	mkdir -p "$work/state" "$work/run" "$work/config" "$work/sa"
+	cp "$top/deploy/moat.conf" "$work/config/"
+	echo kit-token >"$work/sa/token"
+	: >"$work/sa/ca.crt"
+	"$top/selftests/oci_config.py" "$work/deploy.yaml" "$work/bundle/config.json" "$work" "/host$cg" ||
+		{ why "the DaemonSet as an OCI config failed"; return 1; }
+	echo "$id" >"$work/container"
+	runc run --detach --bundle "$work/bundle" "$id" </dev/null >"$work/clog" 2>&1 ||
+		{ why "runc run: $(cat "$work/clog")"; return 1; }
+	for _ in $(seq 200); do
+		[ -S "$sock" ] && break
+		sleep 0.05
+	done
+	[ -S "$sock" ] || { why "moatd in the image opened no socket: $(tail -n 5 "$work/clog")"; return 1; }
+	port=$("$O/moatctl" -s "$sock" get http/port) || { why "moatctl on the node: no answer"; return 1; }
+	curl -fsS "http://127.0.0.1:$port/healthz" >"$work/healthz" 2>&1 ||
+		why "/healthz: $(cat "$work/healthz")"
+	curl -fsS "http://127.0.0.1:$port/metrics" >"$work/metrics" || why "/metrics: no answer"
+	promtool check metrics <"$work/metrics" >"$work/promtool" 2>&1 ||
+		why "promtool check metrics: $(head -n 5 "$work/promtool")"
+	runc exec "$id" /usr/sbin/moatctl -s /run/moat/moatd.sock status >"$work/status" 2>&1 ||
+		why "moatctl in the container: $(cat "$work/status")"
+	grep -q "^$pod  *be  *pod" "$work/status" || why "moatctl status in the container does not show the BE pod: $(cat "$work/status")"
+	grep -q "host root /host" "$work/clog" || why "moatd did not say its host root: $(cat "$work/clog")"
+	# the Node publisher: libcurl, dlopen()ed, makes its first request
+	for _ in $(seq 40); do
+		grep -q "kube: GET https://127.0.0.1:1/api/v1/nodes/kit-node" "$work/clog" && break
+		sleep 0.05
+	done
+	grep -q "kube: GET https://127.0.0.1:1/api/v1/nodes/kit-node" "$work/clog" ||
+		why "the Node publisher made no request: $(grep kube "$work/clog")"
+	grep -q "pmu: libpfm.so.4 (libpfm4" "$work/clog" && why "libpfm4 did not load: $(grep pmu "$work/clog")"
+	runc kill "$id" TERM
+	for _ in $(seq 200); do
+		runc state "$id" 2>/dev/null | grep -q '"status": "stopped"' && break
+		sleep 0.05
+	done
+	runc delete --force "$id" && rm -f "$work/container"
+	grep -q "moatd stops\|stopped" "$work/clog" || true
+	echo "in the image: /healthz '$(cat "$work/healthz")', $(grep -c '^# TYPE' "$work/metrics") metric families; moatctl status in it:"
+	cat "$work/status"
+}
+
+run_check image_builds_and_runs_as_the_daemonset_runs_it image_runs
+run_check deploy_renders_and_passes_the_kubernetes_schemas deploy_schema
+run_check deploy_passes_yamllint deploy_lint
+run_check deploy_asks_of_moatd_what_it_accepts deploy_moatd
 run_check unit_passes_systemd_analyze_verify unit_verify
 run_check unit_exposure_is_the_one_recorded unit_security
 run_check moatd_runs_with_the_units_capabilities unit_capabilities

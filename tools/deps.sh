@@ -29,7 +29,12 @@ PACKAGES="
 	qemu-system-x86 busybox-static cpio xz-utils
 	prometheus curl openssl
 	python3-docutils mandoc bash-completion systemd
+	yamllint python3-yaml python3-jsonschema mmdebstrap umoci runc
 "
+# kubectl renders deploy/ (kubectl kustomize): Debian's kubernetes-client,
+# unless a kubectl is installed already (the Kubernetes project's kubectl
+# package holds the same file)
+command -v kubectl >/dev/null || PACKAGES="$PACKAGES kubernetes-client"
 
 if [ "${1:-}" = "--bench" ]; then
 	PACKAGES="$PACKAGES nginx-light stress-ng"

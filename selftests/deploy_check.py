@@ -1,0 +1,227 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Check deploy/ as rendered (kubectl kustomize deploy/), offline.
+
+    deploy_check.py schema SCHEMA.json < rendered.yaml
+    deploy_check.py moatd HELP.txt KUBE.c < rendered.yaml
+
+schema: every object is of a kind the vendored Kubernetes schemas know
+(deploy/schema, tools/k8s-schema.py) and valid against its strict schema.
+moatd: the DaemonSet asks of moatd what moatd accepts and gives it what
+it needs: each flag is in moatd --help; the --listen port is the
+container's, the probes' and the Service's; --host-root, --state-dir,
+--socket and --config are mounted from the host or the ConfigMap, and
+the ConfigMap holds the config file; $NODE_NAME and $POD_IP come from
+the downward API; the ServiceAccount is the one the ClusterRoleBinding
+binds; and the ClusterRole grants exactly the requests kube.c makes.
+Prints one line per problem; exits 1 if there is any.
+"""
+import json
+import os
+import re
+import sys
+
+import jsonschema
+import yaml
+
+problems = []
+
+
+def problem(what):
+    problems.append(what)
+
+
+def check_schema(objs, path):
+    spec = json.load(open(path))
+    for o in objs:
+        name = "%s %s" % (o.get("kind"), o.get("metadata", {}).get("name"))
+        key = "%s/%s" % (o.get("apiVersion"), o.get("kind"))
+        if key not in spec["kinds"]:
+            problem("%s: %s is not a kind deploy/schema knows" % (name, key))
+            continue
+        schema = {"$ref": "#/definitions/" + spec["kinds"][key],
+                  "definitions": spec["definitions"]}
+        v = jsonschema.Draft4Validator(schema)
+        for e in sorted(v.iter_errors(o), key=lambda e: list(e.absolute_path)):
+            where = "/".join(str(p) for p in e.absolute_path)
+            problem("%s: %s: %s" % (name, where or "(top)", e.message))
+
+
+def one(objs, kind, name=None):
+    found = [o for o in objs if o["kind"] == kind and
+             (name is None or o["metadata"]["name"] == name)]
+    if len(found) != 1:
+        problem("%d %s objects%s, expected one" %
+                (len(found), kind, " named " + name if name else ""))
+        return None
+    return found[0]
+
+
+def check_moatd(objs, help_path, kube_c):
+    helptext = open(help_path).read()
+    accepted = set(re.findall(r"--[a-z][a-z-]*", helptext))
+    ds = one(objs, "DaemonSet")
+    if not ds:
+        return
+    pod = ds["spec"]["template"]["spec"]
+    c = next((c for c in pod["containers"] if c["name"] == "moatd"), None)
+    if not c:
+        problem("DaemonSet: no container named moatd")
+        return
+    flags = {}
+    for a in c.get("args", []):
+        m = re.fullmatch(r"(--[a-z-]+)(?:=(.*))?", a)
+        if not m:
+            problem("moatd argument %r: not --flag or --flag=value" % a)
+            continue
+        if m.group(1) not in accepted:
+            problem("moatd argument %s: moatd --help has no such option" % m.group(1))
+        flags[m.group(1)] = m.group(2)
+    env = {e["name"]: e for e in c.get("env", [])}
+    field = {n: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+             for n, e in env.items()}
+    if field.get("NODE_NAME") != "spec.nodeName":
+        problem("env NODE_NAME is not the downward API's spec.nodeName: the Node publisher would patch the host name's node")
+    for var in re.findall(r"\$\(([A-Z_]+)\)", " ".join(c.get("args", []))):
+        if var not in env:
+            problem("moatd's arguments use $(%s), which the container's env does not set" % var)
+    ports = {p.get("name"): p["containerPort"] for p in c.get("ports", [])}
+
+    listen = flags.get("--listen")
+    if not listen or not re.fullmatch(r"\$\(POD_IP\):\d+", listen):
+        problem("--listen %r: expected $(POD_IP):PORT" % listen)
+    else:
+        if field.get("POD_IP") != "status.podIP":
+            problem("env POD_IP is not the downward API's status.podIP")
+        port = int(listen.rsplit(":", 1)[1])
+        if ports.get("http") != port:
+            problem("--listen port %d is not the container's port 'http' (%s)" % (port, ports.get("http")))
+        for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+            p = c.get(probe)
+            if not p:
+                problem("no %s" % probe)
+                continue
+            g = p.get("httpGet", {})
+            pp = g.get("port")
+            if g.get("path") != "/healthz" or (pp != port and ports.get(pp) != port):
+                problem("%s: %s on port %s, not /healthz on %d" % (probe, g.get("path"), pp, port))
+        svc = one(objs, "Service")
+        if svc:
+            for sp in svc["spec"]["ports"]:
+                t = sp.get("targetPort", sp["port"])
+                if t != port and ports.get(t) != port:
+                    problem("Service port %s targets %s, not moatd's %d" % (sp.get("name"), t, port))
+            sel = svc["spec"].get("selector", {})
+            labels = ds["spec"]["template"]["metadata"].get("labels", {})
+            if not sel or any(labels.get(k) != v for k, v in sel.items()):
+                problem("the Service's selector %s does not select the DaemonSet's pods %s" % (sel, labels))
+
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    mounts = c.get("volumeMounts", [])
+
+    def source(path):
+        """The volume a path in the container is on, and the path in it."""
+        best = None
+        for m in mounts:
+            mp = m["mountPath"].rstrip("/")
+            if path == mp or path.startswith(mp + "/"):
+                if not best or len(mp) > len(best[0]["mountPath"].rstrip("/")):
+                    best = (m, path[len(mp):])
+        if not best:
+            return None, None, None
+        return best[0], volumes.get(best[0]["name"]), best[1]
+
+    def host_path(path, what, want=None):
+        m, v, rest = source(path)
+        if not v or "hostPath" not in v:
+            problem("%s %s is not on a hostPath volume" % (what, path))
+            return
+        if want and v["hostPath"]["path"].rstrip("/") + rest != want:
+            problem("%s %s is the host's %s, not %s" % (what, path, v["hostPath"]["path"] + rest, want))
+        if m.get("readOnly") and what != "config":
+            problem("%s %s is mounted read-only" % (what, path))
+
+    root = flags.get("--host-root")
+    if not root:
+        problem("no --host-root: in a pod's cgroup namespace moatd would see only its own cgroup")
+    else:
+        for p in ("/sys/fs/cgroup", "/proc"):
+            host_path(root + p, "--host-root's", p)
+        m, v, rest = source(root + "/sys/fs/cgroup")
+        if m and m.get("mountPropagation") not in ("HostToContainer", "Bidirectional"):
+            problem("%s is mounted without HostToContainer propagation: a resctrl or cgroup mount made later on the host would not show" % m["mountPath"])
+        if not pod.get("hostPID"):
+            problem("hostPID is not true: delay accounting and resctrl's task moves need the host's tids")
+    for flag in ("--state-dir", "--socket"):
+        p = flags.get(flag)
+        if not p:
+            problem("no %s: moatd would use its default inside the pod" % flag)
+            continue
+        host_path(p if flag == "--state-dir" else os.path.dirname(p), flag)
+    conf = flags.get("--config")
+    if conf:
+        m, v, rest = source(os.path.dirname(conf))
+        if not v or "configMap" not in v:
+            problem("--config %s is not on a ConfigMap volume" % conf)
+        else:
+            cm = one(objs, "ConfigMap", v["configMap"]["name"])
+            if cm and os.path.basename(conf) not in cm.get("data", {}):
+                problem("ConfigMap %s has no %s" % (cm["metadata"]["name"], os.path.basename(conf)))
+    else:
+        problem("no --config")
+
+    sa = pod.get("serviceAccountName")
+    ns = ds["metadata"].get("namespace")
+    one(objs, "ServiceAccount", sa)
+    crb = one(objs, "ClusterRoleBinding")
+    if crb and {"kind": "ServiceAccount", "name": sa, "namespace": ns} not in crb.get("subjects", []):
+        problem("ClusterRoleBinding %s does not bind ServiceAccount %s/%s" % (crb["metadata"]["name"], ns, sa))
+    role = one(objs, "ClusterRole")
+    if crb and role and crb["roleRef"]["name"] != role["metadata"]["name"]:
+        problem("ClusterRoleBinding binds %s, not the ClusterRole %s" % (crb["roleRef"]["name"], role["metadata"]["name"]))
+    if role:
+        # what kube.c sends: request(k, "METHOD", path, ...), where path
+        # is the last snprintf(path, ..., "/api/v1/nodes/%s[/sub]") above
+        src = open(kube_c).read()
+        verb = {"GET": "get", "PATCH": "patch", "PUT": "update",
+                "POST": "create", "DELETE": "delete"}
+        events = [(m.start(), "path", m.group(1) or "") for m in
+                  re.finditer(r'snprintf\(path, sizeof\(path\), "/api/v1/nodes/%s(/[a-z]+)?"', src)]
+        events += [(m.start(), "request", m.group(1)) for m in
+                   re.finditer(r'request\(k, "([A-Z]+)", path', src)]
+        need, last = set(), None
+        for _, what, val in sorted(events):
+            if what == "path":
+                last = val
+            elif last is None or val not in verb:
+                problem("kube.c: a %s request before any node path: update deploy_check.py" % val)
+            else:
+                need.add(("nodes" + last, verb[val]))
+        if not need:
+            problem("kube.c: no request found: update deploy_check.py")
+        have = set()
+        for r in role.get("rules", []):
+            if r.get("apiGroups") != [""]:
+                problem("ClusterRole rule %s: moatd uses only the core API group" % r)
+            for res in r.get("resources", []):
+                for v in r.get("verbs", []):
+                    have.add((res, v))
+        for n in sorted(need - have):
+            problem("ClusterRole lacks %s %s, which moatd's Node publisher sends" % n)
+        for n in sorted(have - need):
+            problem("ClusterRole grants %s %s, which moatd never uses" % n)
+
+
+def main():
+    objs = [o for o in yaml.safe_load_all(sys.stdin) if o]
+    if sys.argv[1] == "schema":
+        check_schema(objs, sys.argv[2])
+    else:
+        check_moatd(objs, sys.argv[2], sys.argv[3])
+    for p in problems:
+        print(p)
+    print("%d objects, %d problems" % (len(objs), len(problems)))
+    sys.exit(1 if problems else 0)
+
+
+main()
