@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -323,6 +324,25 @@ static int check_privileges(const struct moatd *d)
 		return -EPERM;
 	}
 	return 0;
+}
+
+/*
+ * A group keeps up to four cgroup files open (observe.c): 2000 fds at 500
+ * groups, over the soft limit of 1024 most services start with.  moatd
+ * waits with poll() and epoll, never select(), so it may take the hard
+ * limit.
+ */
+static void raise_nofile(void)
+{
+	struct rlimit r;
+
+	if (getrlimit(RLIMIT_NOFILE, &r) || r.rlim_cur >= r.rlim_max)
+		return;
+	pr_debug("open files: soft limit %llu raised to the hard limit %llu",
+		 (unsigned long long)r.rlim_cur, (unsigned long long)r.rlim_max);
+	r.rlim_cur = r.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &r))
+		pr_warn("open files: setrlimit: %s", strerror(errno));
 }
 
 /* Say in @dir's lock file that this process holds it. */
@@ -662,6 +682,7 @@ int main(int argc, char **argv)
 			       o.verbose ? MOAT_LOG_DEBUG : MOAT_LOG_INFO);
 	if (set_host_root(&o))
 		return 1;
+	raise_nofile();
 	/* Before anything reads or writes the state directory. */
 	lock = lock_state_dir(o.state_dir);
 	if (lock < -1)
