@@ -15,10 +15,19 @@
  *   cpu.pressure    "some avg10=0.00 avg60=0.00 avg300=0.00 total=<us>"
  *   memory.current  bytes (v1: memory.usage_in_bytes)
  *   cpuacct.usage   ns (v1)
+ *
+ * Where the kernel has a cgroup iterator (v6.1), bpf/cgstat.bpf.c reads
+ * cpu.stat's counters and (v2) memory.current of every group in one
+ * read() a period (lib/cgstat_bpf.c): the same numbers, without a
+ * pread() and a parse per file per group.  The pressure files (v2) and,
+ * on v1, cpuacct.usage and memory.usage_in_bytes are still read per
+ * group (cgstat.bpf.c says why).  observe/source: auto (the iterator
+ * where it loads) or files.
  */
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cgroup.h"
+#include "cgstat_bpf.h"
 #include "log.h"
 #include "observe.h"
 
@@ -44,6 +54,19 @@ struct counters {
 	__u64 cpu_ns, nr_throttled, throttled_ns;
 	__u64 cpu_some_us, memory_some_us;
 	bool valid;		/* false before the first read */
+};
+
+enum { SRC_AUTO, SRC_FILES };
+static const char *const sources[] = { "auto", "files", NULL };
+
+struct observe {
+	struct moatd *d;
+	unsigned int source;		/* observe/source */
+	struct moat_cgstat_prog *prog;	/* NULL: the files */
+	struct moat_cgstat_walk *walk;	/* of the scan root */
+	unsigned int replaced;		/* 1 << GF_*: files the walk stands in
+					   for, not opened */
+	bool walked;			/* this period's read worked */
 };
 
 /* Its state of a group. */
@@ -74,19 +97,31 @@ static void close_files(struct observe_group *og)
 	}
 }
 
-/* (Re)open @g's files; a file this kernel or layout lacks stays -1. */
+static struct observe *O(const struct moatd *d)
+{
+	return moatd_mod(d, MOD_OBSERVE);
+}
+
+/*
+ * (Re)open @g's files, but those the cgroup iterator stands in for (at
+ * 500 groups on v2 they were 2000 fds); a file this kernel or layout
+ * lacks stays -1.
+ */
 static void open_files(struct moatd *d, struct moatd_group *g)
 {
 	struct observe_group *og = group_mod(g, MOD_OBSERVE);
+	unsigned int replaced = O(d)->replaced;
 	bool v2 = d->cpu->v2;
 
 	close_files(og);
 	memset(&og->last, 0, sizeof(og->last));
-	og->fd[GF_CPU_STAT] = open_in(d->cpu, g->path, "cpu.stat");
+	if (!(replaced & 1u << GF_CPU_STAT))
+		og->fd[GF_CPU_STAT] = open_in(d->cpu, g->path, "cpu.stat");
 	if (v2) {
 		og->fd[GF_CPU_PRESSURE] = open_in(d->cpu, g->path, "cpu.pressure");
 		og->fd[GF_MEMORY_PRESSURE] = open_in(d->cpu, g->path, "memory.pressure");
-		og->fd[GF_MEMORY_USAGE] = open_in(d->cpu, g->path, "memory.current");
+		if (!(replaced & 1u << GF_MEMORY_USAGE))
+			og->fd[GF_MEMORY_USAGE] = open_in(d->cpu, g->path, "memory.current");
 	} else {
 		og->fd[GF_CPUACCT_USAGE] = open_in(d->cpuacct, g->path, "cpuacct.usage");
 		og->fd[GF_MEMORY_USAGE] = open_in(d->memory, g->path,
@@ -164,17 +199,28 @@ static double pct(double v)
 static void observe_group(struct moatd *d, struct moatd_group *g, double secs)
 {
 	struct observe_group *og = group_mod(g, MOD_OBSERVE);
+	const struct observe *o = O(d);
+	const struct moat_cgstat *r = o->walked ?
+		moat_cgstat_walk_find(o->walk, g->cgid) : NULL;
 	struct counters c = { .valid = true };
 	struct group_sample *s = &g->sample;
 	struct group_window *w = &g->win;
-	bool cpu_ok, thr_ok, cpsi_ok, mpsi_ok;
+	bool cpu_ok, thr_ok, cpsi_ok, mpsi_ok, mem_ok;
 	bool had = og->last.valid && secs > 0;
 	char buf[1024];
 	__u64 v;
 
 	/* cpu.stat: usage (v2) and throttling (v1 and v2). */
 	thr_ok = cpu_ok = false;
-	if (!reread(og->fd[GF_CPU_STAT], buf, sizeof(buf))) {
+	if (r && (r->has & MOAT_CGSTAT_THROTTLE) &&
+	    (!d->cpu->v2 || (r->has & MOAT_CGSTAT_USAGE))) {
+		c.cpu_ns = r->usage_ns / 1000 * 1000;	/* cpu.stat's usec */
+		cpu_ok = d->cpu->v2;
+		c.nr_throttled = r->nr_throttled;
+		c.throttled_ns = d->cpu->v2 ? r->throttled_ns / 1000 * 1000 :
+					      r->throttled_ns;
+		thr_ok = true;
+	} else if (!reread(og->fd[GF_CPU_STAT], buf, sizeof(buf))) {
 		if (d->cpu->v2) {
 			cpu_ok = !key_u64(buf, "usage_usec", &v);
 			c.cpu_ns = v * 1000;
@@ -205,16 +251,128 @@ static void observe_group(struct moatd *d, struct moatd_group *g, double secs)
 				       og->last.cpu_some_us, 1e-4 / secs));
 	w->memory_pressure_pct = pct(rate(mpsi_ok, had, c.memory_some_us,
 					  og->last.memory_some_us, 1e-4 / secs));
-	w->memory_bytes = read_number(og->fd[GF_MEMORY_USAGE], &v) ? NAN : v;
+	if (r && (r->has & MOAT_CGSTAT_MEMORY)) {
+		v = r->memory_bytes;
+		mem_ok = true;
+	} else {
+		mem_ok = !read_number(og->fd[GF_MEMORY_USAGE], &v);
+	}
+	w->memory_bytes = mem_ok ? v : NAN;
 	og->last = c;
 }
 
 void observe_sample(struct moatd *d, struct period *p)
 {
+	struct observe *o = O(d);
 	size_t i;
+	int n;
 
+	o->walked = false;
+	if (o->walk) {
+		n = moat_cgstat_walk_read(o->walk);
+		if (n < 0)
+			pr_warn("observe: the cgroup iterator's read failed (%s): each group's files this period",
+				strerror(-n));
+		o->walked = n > 0;
+	}
 	for (i = 0; i < d->nr_groups; i++)
 		observe_group(d, d->groups[i], p->secs);
+}
+
+static void iterator_off(struct observe *o)
+{
+	moat_cgstat_walk_free(o->walk);
+	moat_cgstat_unload(o->prog);
+	o->walk = NULL;
+	o->prog = NULL;
+	o->replaced = 0;
+}
+
+/* The iterator on the scan root, where observe/source and the kernel allow. */
+static void iterator_on(struct moatd *d)
+{
+	struct observe *o = O(d);
+	char why[PATH_MAX + 128];
+	int err;
+
+	if (o->source == SRC_FILES) {
+		pr_info("observe: each group's cgroup files (observe/source = files)");
+		return;
+	}
+	err = moat_cgstat_load(d->cpu->v2, &o->prog, why, sizeof(why));
+	if (!err) {
+		err = moat_cgstat_walk_new(o->prog, d->scan.mnt, &o->walk);
+		if (err)
+			snprintf(why, sizeof(why), "a walk of %s: %s", d->scan.mnt,
+				 strerror(-err));
+	} else if (err != -EOPNOTSUPP) {
+		snprintf(why, sizeof(why), "%s", strerror(-err));
+	}
+	if (err) {
+		iterator_off(o);
+		pr_info("observe: each group's cgroup files: no cgroup iterator (%s)", why);
+		return;
+	}
+	/* v1's cpu.stat has throttling only; v2's usage needs the flush */
+	if (!d->cpu->v2 || moat_cgstat_has_usage(o->prog))
+		o->replaced |= 1u << GF_CPU_STAT;
+	if (d->cpu->v2)
+		o->replaced |= 1u << GF_MEMORY_USAGE;
+	pr_info("observe: one read a period for every group below %s: a cgroup iterator (cpu.stat%s); %s per group",
+		d->scan.root, d->cpu->v2 ? ", memory.current" : "",
+		d->cpu->v2 ? "cpu.pressure and memory.pressure" :
+			     "cpuacct.usage and memory.usage_in_bytes");
+}
+
+static int show_active(const struct moat_knob *k, char *buf, size_t len)
+{
+	const struct observe *o = k->owner;
+
+	return snprintf(buf, len, "%s", o->walk ? "iterator" : "files") >=
+	       (int)len ? -EOVERFLOW : 0;
+}
+
+/* Taken at once: a benchmark compares both in one run (scale.sh). */
+static void store_source(const struct moat_knob *k, unsigned int u,
+			 const char *val)
+{
+	struct observe *o = k->owner;
+	size_t i;
+
+	if (o->source == u)
+		return;
+	o->source = u;
+	if (!o->d->cpu)		/* before the start's open: it reads the knob */
+		return;
+	iterator_off(o);
+	iterator_on(o->d);
+	for (i = 0; i < o->d->nr_groups; i++)
+		open_files(o->d, o->d->groups[i]);
+}
+
+static int observe_init(struct moatd *d)
+{
+	struct observe *o = O(d);
+	const struct moat_knob knobs[] = {
+		{ .path = "observe/source", .type = MOAT_KNOB_CHOICE, .writable = true,
+		  .choices = sources, .data = &o->source, .store = store_source },
+		{ .path = "observe/active_source", .type = MOAT_KNOB_SHOW,
+		  .show = show_active },
+	};
+
+	o->d = d;
+	return moat_knob_add_all(d->tree, "", knobs, sizeof(knobs) / sizeof(knobs[0]), o);
+}
+
+static int observe_open(struct moatd *d)
+{
+	iterator_on(d);
+	return 0;
+}
+
+static void observe_close(struct moatd *d)
+{
+	iterator_off(O(d));
 }
 
 /* Each window field as a knob: offset into struct group_window. */
@@ -343,7 +501,11 @@ static void observe_group_del(struct moatd *d, struct moatd_group *g)
 
 const struct moatd_module observe_module = {
 	.name = "observe",
+	.size = sizeof(struct observe),
 	.group_size = sizeof(struct observe_group),
+	.init = observe_init,
+	.open = observe_open,
+	.close = observe_close,
 	.group_add = observe_group_add,
 	.group_reset = observe_group_reset,
 	.group_del = observe_group_del,

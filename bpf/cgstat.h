@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The record bpf/cgstat.bpf.c writes for each cgroup, read by
+ * userspace/lib/cgstat_bpf.c.  The includer provides __u32/__u64.
+ */
+#ifndef MOAT_BPF_CGSTAT_H
+#define MOAT_BPF_CGSTAT_H
+
+/* Which of a record's counters this cgroup has, in its hierarchy. */
+#define MOAT_CGSTAT_USAGE	(1u << 0)	/* usage_ns: v2 */
+#define MOAT_CGSTAT_THROTTLE	(1u << 1)	/* nr_throttled, throttled_ns */
+#define MOAT_CGSTAT_MEMORY	(1u << 2)	/* memory_bytes: v2 */
+
+struct moat_cgstat {
+	__u64 id;		/* the cgroup's kernfs id: its directory's inode */
+	__u64 usage_ns;		/* cpu.stat usage_usec */
+	__u64 throttled_ns;	/* cpu.stat throttled_usec / throttled_time */
+	__u64 memory_bytes;	/* memory.current */
+	__u32 nr_throttled;	/* cpu.stat nr_throttled */
+	__u32 has;		/* MOAT_CGSTAT_* */
+};
+
+#endif /* MOAT_BPF_CGSTAT_H */

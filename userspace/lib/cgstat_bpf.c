@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The userspace side of bpf/cgstat.bpf.c (cgstat_bpf.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include "cgstat_bpf.h"
+#include "cgstat.skel.h"
+#include "log.h"
+
+struct moat_cgstat_prog {
+	struct cgstat *skel;
+	struct bpf_program *prog;	/* the one loaded */
+};
+
+/* Which of the programs this kernel loads: the rstat flush kfunc it has. */
+static struct bpf_program *choose(struct cgstat *skel, bool v2)
+{
+	struct bpf_program *use = skel->progs.cgstat_no_flush;
+	struct btf *btf = v2 ? btf__load_vmlinux_btf() : NULL;
+
+	if (btf && btf__find_by_name_kind(btf, "css_rstat_flush", BTF_KIND_FUNC) > 0)
+		use = skel->progs.cgstat_css_flush;
+	else if (btf && btf__find_by_name_kind(btf, "cgroup_rstat_flush", BTF_KIND_FUNC) > 0)
+		use = skel->progs.cgstat_cgroup_flush;
+	btf__free(btf);
+	bpf_program__set_autoload(skel->progs.cgstat_css_flush, use == skel->progs.cgstat_css_flush);
+	bpf_program__set_autoload(skel->progs.cgstat_cgroup_flush,
+				  use == skel->progs.cgstat_cgroup_flush);
+	bpf_program__set_autoload(skel->progs.cgstat_no_flush, use == skel->progs.cgstat_no_flush);
+	return use;
+}
+
+struct moat_cgstat_walk {
+	struct bpf_link *link;
+	struct moat_cgstat *rec;
+	size_t n, cap;		/* records; bytes of rec */
+};
+
+int moat_cgstat_load(bool v2, struct moat_cgstat_prog **out, char *why,
+		     size_t whylen)
+{
+	struct moat_cgstat_prog *p;
+	int err;
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->skel = cgstat__open();
+	if (!p->skel) {
+		err = -errno;
+		free(p);
+		return err;
+	}
+	p->skel->rodata->v2 = v2;
+	p->prog = choose(p->skel, v2);
+	p->skel->rodata->page_size = sysconf(_SC_PAGESIZE);
+	err = cgstat__load(p->skel);
+	if (err) {
+		/* a kernel without iter/cgroup (before v6.1) fails here */
+		snprintf(why, whylen, "the cgroup iterator does not load: %s",
+			 strerror(-err));
+		cgstat__destroy(p->skel);
+		free(p);
+		return err == -EPERM ? err : -EOPNOTSUPP;
+	}
+	*out = p;
+	return 0;
+}
+
+bool moat_cgstat_has_usage(const struct moat_cgstat_prog *p)
+{
+	return p->prog != p->skel->progs.cgstat_no_flush;
+}
+
+void moat_cgstat_unload(struct moat_cgstat_prog *p)
+{
+	if (!p)
+		return;
+	cgstat__destroy(p->skel);
+	free(p);
+}
+
+int moat_cgstat_walk_new(struct moat_cgstat_prog *p, const char *dir,
+			 struct moat_cgstat_walk **out)
+{
+	union bpf_iter_link_info info = {};
+	LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &info,
+		    .link_info_len = sizeof(info));
+	struct moat_cgstat_walk *w;
+	int fd, err;
+
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		close(fd);
+		return -ENOMEM;
+	}
+	info.cgroup.cgroup_fd = fd;
+	info.cgroup.order = BPF_CGROUP_ITER_DESCENDANTS_PRE;
+	w->link = bpf_program__attach_iter(p->prog, &opts);
+	err = w->link ? 0 : -errno;
+	close(fd);		/* the link holds the cgroup */
+	if (err) {
+		free(w);
+		return err;
+	}
+	*out = w;
+	return 0;
+}
+
+void moat_cgstat_walk_free(struct moat_cgstat_walk *w)
+{
+	if (!w)
+		return;
+	bpf_link__destroy(w->link);
+	free(w->rec);
+	free(w);
+}
+
+static int by_id(const void *a, const void *b)
+{
+	const struct moat_cgstat *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+int moat_cgstat_walk_read(struct moat_cgstat_walk *w)
+{
+	size_t len = 0;
+	ssize_t n;
+	int fd, err = 0;
+
+	w->n = 0;
+	fd = bpf_iter_create(bpf_link__fd(w->link));
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		if (w->cap - len < 4096) {
+			size_t cap = w->cap ? w->cap * 2 : 64 * sizeof(*w->rec);
+			void *rec = realloc(w->rec, cap);
+
+			if (!rec) {
+				err = -ENOMEM;
+				break;
+			}
+			w->rec = rec;
+			w->cap = cap;
+		}
+		n = read(fd, (char *)w->rec + len, w->cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			err = n < 0 ? -errno : 0;
+			break;
+		}
+		len += n;
+	}
+	close(fd);
+	if (err)
+		return err;
+	if (len % sizeof(*w->rec))
+		return -EBADMSG;
+	w->n = len / sizeof(*w->rec);
+	qsort(w->rec, w->n, sizeof(*w->rec), by_id);
+	return w->n;
+}
+
+const struct moat_cgstat *moat_cgstat_walk_find(const struct moat_cgstat_walk *w,
+						__u64 id)
+{
+	struct moat_cgstat key = { .id = id };
+
+	if (!w->n)
+		return NULL;
+	return bsearch(&key, w->rec, w->n, sizeof(*w->rec), by_id);
+}
