@@ -55,6 +55,13 @@
 /* Bumped by userspace after each change to the watched map. */
 __u32 watch_gen;
 
+/*
+ * Where the hot path stops (enum moat_rqlat_part): MOAT_PART_ALL, never
+ * set, in moat; a benchmark's choice before load otherwise.  Read-only
+ * from load on, so the verifier drops the branches that test it.
+ */
+const volatile __u32 bench_parts = MOAT_PART_ALL;
+
 /* Drops are rare; a shared counter with an atomic add is cheap enough. */
 __u64 rqlat_drops[MOAT_DROP_NR];
 
@@ -161,6 +168,8 @@ static __always_inline void record_wait(struct task_struct *next,
 	struct moat_blame_key bk;
 	struct moat_blame_val *bv;
 
+	if (bench_parts == MOAT_PART_CGROUP)
+		return;
 	cg = lookup_or_init(&hists, &cgid, &new_cg, MOAT_DROP_HIST);
 	if (!cg)
 		return;
@@ -175,7 +184,7 @@ static __always_inline void record_wait(struct task_struct *next,
 	cg->hist.count++;
 	cg->hist.sum_ns += wait;
 
-	if (!is_watched(cg, cgid))
+	if (bench_parts == MOAT_PART_HIST || !is_watched(cg, cgid))
 		return;
 	bk.victim = cgid;
 	bk.culprit = prev_pid ? moat_task_cpu_cgroup_id(prev, btf) :
@@ -212,18 +221,24 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	__u32 next_pid = moat_task_pid(next, btf);
 	__u64 *since, wait;
 
+	if (bench_parts == MOAT_PART_CLOCK)
+		return 0;
 	/*
 	 * __schedule() dequeues prev only when it was not preempted and its
 	 * state is not TASK_RUNNING; otherwise it stays queued and waits.
 	 */
 	if (preempt || moat_task_state(prev, btf) == TASK_RUNNING)
 		mark_runnable(prev_pid, now, false);
+	if (bench_parts == MOAT_PART_MARK)
+		return 0;
 
 	since = next_pid ? bpf_map_lookup_elem(&runnable, &next_pid) : NULL;
 	if (!since || !*since)
 		return 0;
 	wait = now > *since ? now - *since : 0;
 	*since = 0;
+	if (bench_parts == MOAT_PART_WAIT)
+		return 0;
 	record_wait(next, prev, prev_pid, wait, btf);
 	return 0;
 }
@@ -235,9 +250,16 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
  */
 static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 {
+	__u64 now;
+	__u32 pid;
+
 	if (moat_task_on_cpu(p, btf))
 		return 0;
-	mark_runnable(moat_task_pid(p, btf), bpf_ktime_get_ns(), true);
+	now = bpf_ktime_get_ns();
+	pid = moat_task_pid(p, btf);
+	if (bench_parts == MOAT_PART_CLOCK)
+		return 0;
+	mark_runnable(pid, now, true);
 	return 0;
 }
 

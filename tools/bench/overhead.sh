@@ -21,7 +21,10 @@
 # Cost per event: run_time_ns / run_cnt of each program from the kernel's
 # BPF stats (kernel.bpf_stats_enabled, on only for those runs and put back
 # on exit), for the floor, and for moat with blame off and with the root
-# cgroup watched, each then above the floor's.
+# cgroup watched, each then above the floor's.  Between the two, what each
+# part of the hot path costs: moat's programs cut after it
+# (build/moat-rqlat-parts, enum moat_rqlat_part in bpf/rqlat.h), each
+# part's price the step from the part before (the floor's, for the first).
 #
 # Targets: median throughput ratio >= 0.95, sched_switch <= 150 ns/event;
 # against the floor of the same run (issue: the hot path near the floor):
@@ -46,6 +49,7 @@ CPU=${CPU:-$(($(nproc) - 1))}
 RQLAT=$O/moat-rqlat
 PMU=$O/moat-pmu-attach
 FLOOR=$O/moat-floor-attach
+PARTS=$O/moat-rqlat-parts
 PMU_EVENTS=${PMU_EVENTS-cpu-clock}
 
 die() { echo "overhead.sh: $*" >&2; exit 2; }
@@ -55,16 +59,18 @@ die() { echo "overhead.sh: $*" >&2; exit 2; }
 command -v perf >/dev/null || die "perf not found (tools/deps.sh installs linux-perf)"
 command -v jq >/dev/null || die "jq not found (tools/deps.sh installs it)"
 command -v bpftool >/dev/null || die "bpftool not found (tools/deps.sh installs it)"
-[ -x "$RQLAT" ] && [ -x "$PMU" ] && [ -x "$FLOOR" ] || make -C "$top" O="$O" >/dev/null
+[ -x "$RQLAT" ] && [ -x "$PMU" ] && [ -x "$FLOOR" ] && [ -x "$PARTS" ] ||
+	make -C "$top" O="$O" >/dev/null
 
 work=$(mktemp -d)
 rqlat_pid=
 pmu_pid=
 floor_pid=
+parts_pid=
 attached_pid=
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
 cleanup() {
-	for p in $rqlat_pid $pmu_pid $floor_pid; do
+	for p in $rqlat_pid $pmu_pid $floor_pid $parts_pid; do
 		kill "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
 	done
@@ -189,6 +195,24 @@ stop_floor
 sysctl -qw kernel.bpf_stats_enabled=0
 floor_switch=$(tp_ns switch) floor_wakeup=$(tp_ns wakeup)
 echo "the floor (empty programs): sched_switch $floor_switch ns/event, sched_wakeup $floor_wakeup ns/event"
+echo "each part of the hot path, with the parts before it (bpf/rqlat.h); in (): its own price"
+printf '%-8s %22s %22s\n' part sched_switch_ns sched_wakeup_ns
+last_switch=$floor_switch last_wakeup=$floor_wakeup
+for part in clock mark wait cgroup hist; do
+	sysctl -qw kernel.bpf_stats_enabled=1
+	attach '^attached' "$work/parts.err" "$PARTS" "$part"
+	parts_pid=$attached_pid
+	pipe_ops >/dev/null
+	prog_stats >"$work/stats"
+	kill "$parts_pid"
+	wait "$parts_pid" 2>/dev/null || true
+	parts_pid=
+	sysctl -qw kernel.bpf_stats_enabled=0
+	sw=$(tp_ns switch) wk=$(tp_ns wakeup)
+	awk -v p="$part" -v s="$sw" -v w="$wk" -v ls="$last_switch" -v lw="$last_wakeup" \
+		'BEGIN { printf "%-8s %12.1f (%+6.1f) %12.1f (%+6.1f)\n", p, s, s - ls, w, w - lw }'
+	last_switch=$sw last_wakeup=$wk
+done
 printf '%-10s %-24s %12s %10s\n' blame program events ns/event
 worst=0
 for cfg in off root; do

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * moat-rqlat-parts: attach moat's tp_btf rqlat programs cut after one part
+ * of their hot path (enum moat_rqlat_part in bpf/rqlat.h), until SIGTERM
+ * or SIGINT, so that tools/bench/overhead.sh prices each part in the run
+ * that measures the floor and moat's whole programs.  A benchmark tool,
+ * not installed.  Prints "attached" on stderr once it is.
+ *
+ *   moat-rqlat-parts clock|mark|wait|cgroup|hist
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <linux/types.h>
+#include "rqlat.h"
+#include "rqlat.skel.h"
+
+static const char *const names[MOAT_PART_NR] = {
+	[MOAT_PART_CLOCK] = "clock", [MOAT_PART_MARK] = "mark",
+	[MOAT_PART_WAIT] = "wait", [MOAT_PART_CGROUP] = "cgroup",
+	[MOAT_PART_HIST] = "hist",
+};
+
+int main(int argc, char **argv)
+{
+	struct rqlat *skel;
+	unsigned int part;
+	sigset_t set;
+	int sig, err;
+
+	for (part = MOAT_PART_CLOCK; argc == 2 && part < MOAT_PART_NR; part++)
+		if (!strcmp(argv[1], names[part]))
+			break;
+	if (argc != 2 || part == MOAT_PART_NR) {
+		fprintf(stderr, "usage: moat-rqlat-parts clock|mark|wait|cgroup|hist\n");
+		return 2;
+	}
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	skel = rqlat__open();
+	if (!skel) {
+		perror("moat-rqlat-parts: open bpf/rqlat.bpf.c");
+		return 1;
+	}
+	skel->rodata->bench_parts = part;
+	bpf_program__set_autoload(skel->progs.sched_switch_raw, false);
+	bpf_program__set_autoload(skel->progs.sched_wakeup_raw, false);
+	bpf_program__set_autoload(skel->progs.sched_wakeup_new_raw, false);
+	bpf_program__set_autoload(skel->progs.sched_process_exit_raw, false);
+	err = rqlat__load(skel);
+	if (!err)
+		err = rqlat__attach(skel);
+	if (err) {
+		fprintf(stderr, "moat-rqlat-parts: load and attach: %s\n", strerror(-err));
+		rqlat__destroy(skel);
+		return 1;
+	}
+	fprintf(stderr, "attached\n");
+	sigwait(&set, &sig);
+	rqlat__destroy(skel);
+	return 0;
+}
