@@ -9,6 +9,9 @@
 #   VMTEST_KERNELS=/path/bzImage ...           another kernel (no modules)
 #   VMTEST_FILTER='moatd/*' ...                some tests (Criterion --filter)
 #   VMTEST_ACCEL=kvm|tcg ...                   no probe: this accelerator
+#   VMTEST_RUN='tools/bench/scale.sh 500 20'   a command instead of the
+#                                              suite, from moat's tree
+#                                              (tools/ is in the guest)
 #
 # A Debian kernel is named by its series: 6.1 is linux-image-amd64's
 # (bookworm's default), 6.12 linux-image-6.12-amd64's (bookworm's
@@ -133,11 +136,12 @@ base_initramfs() {
 	# with the API server stub); the tools the tests run besides moat's,
 	# where this machine has them: openssl (the stub's certificate) and
 	# its config, setpriv (moatd as another uid, with capabilities),
-	# unshare (busybox's has no cgroup namespace: moatd in a pod's view)
+	# unshare (busybox's has no cgroup namespace: moatd in a pod's view),
+	# bash and curl (the benchmarks of tools/bench, VMTEST_RUN)
 	dlopened=$(ldconfig -p | awk '($1 == "libpfm.so.4" || $1 ~ /^libcurl(-gnutls)?\.so\.4$/) &&
 				      !seen[$1]++ { print $NF }')
 	tools=
-	for t in /usr/bin/openssl /usr/bin/setpriv /usr/bin/unshare; do
+	for t in /usr/bin/openssl /usr/bin/setpriv /usr/bin/unshare /bin/bash /usr/bin/curl; do
 		[ -x "$t" ] && tools="$tools $t"
 	done
 	for t in $tools /usr/lib/ssl/openssl.cnf; do
@@ -156,7 +160,10 @@ base_initramfs() {
 		cp -L "$lib" "$root$lib"
 	done
 	cp -r "$top/selftests/fixtures" "$root/moat/selftests/"
+	mkdir -p "$root/moat/tools"
+	cp -r "$top/tools/bench" "$root/moat/tools/"
 	printf '%s\n' "${VMTEST_FILTER:-}" >"$root/moat/filter"
+	printf '%s\n' "${VMTEST_RUN:-}" >"$root/moat/run"
 	cat >"$root/init" <<'EOF'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -188,8 +195,13 @@ echo "vmtest: $(uname -r), $(nproc) CPUs, cgroup2 controllers: $(cat /sys/fs/cgr
 cd /moat
 filter=$(cat /moat/filter)
 [ -n "$filter" ] && set -- --filter "$filter"
-MOAT_FIXTURES=/moat/selftests/fixtures MOAT_BUILD=/moat/build \
-	build/selftests/moat-selftests --jobs 1 --verbose "$@"
+if [ -n "$(cat /moat/run)" ]; then
+	echo "vmtest: running: $(cat /moat/run)"
+	O=/moat/build sh -c "$(cat /moat/run)"
+else
+	MOAT_FIXTURES=/moat/selftests/fixtures MOAT_BUILD=/moat/build \
+		build/selftests/moat-selftests --jobs 1 --verbose "$@"
+fi
 echo "vmtest-exit: $?"
 poweroff -f
 EOF
