@@ -66,7 +66,9 @@ struct observe {
 	struct moat_cgstat_walk *walk;	/* of the scan root */
 	unsigned int replaced;		/* 1 << GF_*: files the walk stands in
 					   for, not opened */
+	bool opened;			/* after the start's open */
 	bool walked;			/* this period's read worked */
+	bool failing;			/* said that reads fail */
 };
 
 /* Its state of a group. */
@@ -270,9 +272,12 @@ void observe_sample(struct moatd *d, struct period *p)
 	o->walked = false;
 	if (o->walk) {
 		n = moat_cgstat_walk_read(o->walk);
-		if (n < 0)
-			pr_warn("observe: the cgroup iterator's read failed (%s): each group's files this period",
+		if (n < 0 && !o->failing)
+			pr_warn("observe: the cgroup iterator's read failed (%s): no usage, throttling or memory until it works again",
 				strerror(-n));
+		else if (n >= 0 && o->failing)
+			pr_info("observe: the cgroup iterator reads again");
+		o->failing = n < 0;
 		o->walked = n > 0;
 	}
 	for (i = 0; i < d->nr_groups; i++)
@@ -332,22 +337,29 @@ static int show_active(const struct moat_knob *k, char *buf, size_t len)
 	       (int)len ? -EOVERFLOW : 0;
 }
 
+/* The files of every group known, as the source now in use needs them. */
+static void reopen_all(struct moatd *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->nr_groups; i++)
+		open_files(d, d->groups[i]);
+}
+
 /* Taken at once: a benchmark compares both in one run (scale.sh). */
 static void store_source(const struct moat_knob *k, unsigned int u,
 			 const char *val)
 {
 	struct observe *o = k->owner;
-	size_t i;
 
 	if (o->source == u)
 		return;
 	o->source = u;
-	if (!o->d->cpu)		/* before the start's open: it reads the knob */
+	if (!o->opened)		/* the start's open reads the knob */
 		return;
 	iterator_off(o);
 	iterator_on(o->d);
-	for (i = 0; i < o->d->nr_groups; i++)
-		open_files(o->d, o->d->groups[i]);
+	reopen_all(o->d);
 }
 
 static int observe_init(struct moatd *d)
@@ -367,6 +379,8 @@ static int observe_init(struct moatd *d)
 static int observe_open(struct moatd *d)
 {
 	iterator_on(d);
+	O(d)->opened = true;
+	reopen_all(d);
 	return 0;
 }
 
