@@ -168,6 +168,7 @@ static __always_inline void record_wait(struct task_struct *next,
 	struct moat_blame_key bk;
 	struct moat_blame_val *bv;
 
+	barrier_var(cgid);	/* computed here, not sunk past the next test */
 	if (bench_parts == MOAT_PART_CGROUP)
 		return;
 	cg = lookup_or_init(&hists, &cgid, &new_cg, MOAT_DROP_HIST);
@@ -221,6 +222,8 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	__u32 next_pid = moat_task_pid(next, btf);
 	__u64 *since, wait;
 
+	barrier_var(prev_pid);	/* read here, as the part says */
+	barrier_var(next_pid);
 	if (bench_parts == MOAT_PART_CLOCK)
 		return 0;
 	/*
@@ -257,6 +260,7 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 		return 0;
 	now = bpf_ktime_get_ns();
 	pid = moat_task_pid(p, btf);
+	barrier_var(pid);
 	if (bench_parts == MOAT_PART_CLOCK)
 		return 0;
 	mark_runnable(pid, now, true);
