@@ -2473,13 +2473,40 @@ Test(moatd, hints_see_a_pods_waits_in_its_containers)
  * period must be 1 within the skew of two reads.  The default events
  * that do not open here are named in the log, and moatd runs on.
  */
+/* The numbers in a knob's history ("-": none), at most @max, into @v. */
+static int numbers(const char *hist, double *v, int max)
+{
+	const char *p = hist;
+	char *end;
+	int n = 0;
+
+	while (*p && n < max) {
+		double x = strtod(p, &end);
+
+		if (end == p) {		/* "-" or a separator */
+			p++;
+			continue;
+		}
+		v[n++] = x;
+		p = end;
+	}
+	return n;
+}
+
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 Test(moatd, counters_give_each_group_its_cpi)
 {
 	char conf[PATH_MAX], log[PATH_MAX], *text;
 	struct tcg web;
-	double cpi = NAN;
+	double cpi = NAN, w[64];
 	pid_t hog;
-	int i;
+	int i, n = 0;
 
 	snprintf(log, sizeof(log), "%s/moatd.log", dir);
 	text = slurp(log);
@@ -2506,12 +2533,25 @@ Test(moatd, counters_give_each_group_its_cpi)
 			cpi = strtod(out, NULL);
 	}
 	/* the committed windows keep their CPI (they once kept NaN) */
-	cr_assert_eq(ctl(out, err, "get", "groups/web.web-cpi/cpi_history", NULL), 0,
-		     "%s", err);
+	for (i = 0; i < 30 && n < 3; i++) {
+		sleep_ms(100);
+		cr_assert_eq(ctl(out, err, "get", "groups/web.web-cpi/cpi_history", NULL), 0,
+			     "%s", err);
+		n = numbers(out, w, sizeof(w) / sizeof(w[0]));
+	}
 	tcg_kill(hog);
-	cr_expect(strstr(out, "1.00"), "no CPI in the history: %s", out);
-	cr_log_info("CPI with cpu-clock for cycles and instructions: %.4f", cpi);
-	cr_expect(fabs(cpi - 1) < 0.01, "CPI %.4f", cpi);
+	cr_assert_geq(n, 3, "fewer than 3 windows with a CPI: %s", out);
+	/*
+	 * One window may be off by a slice: the sums map can be read while
+	 * the program charges a slice, cycles already and instructions not
+	 * yet (one 6.1 guest run read 0.984 in its first window).  The
+	 * median is the steady CPI.
+	 */
+	qsort(w, n, sizeof(w[0]), by_value);
+	cpi = w[n / 2];
+	cr_log_info("CPI with cpu-clock for cycles and instructions: median %.4f of %d windows (%s)",
+		    cpi, n, out);
+	cr_expect(fabs(cpi - 1) < 0.01, "CPI %.4f: %s", cpi, out);
 	cr_assert_eq(ctl(out, err, "get", "groups/web.web-cpi/cpi2_victim", NULL), 0,
 		     "%s", err);
 	cr_expect_str_eq(out, "0\n", "a victim of a steady hog of its own");
