@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -16,6 +17,7 @@
 #include <sys/wait.h>
 #include "cgroup.h"
 #include "helpers.h"
+#include "tasksched.h"
 
 #define MAX_TCG 8
 #define MAX_CHILDREN 16
@@ -242,6 +244,112 @@ void work_hog(void *unused)
 
 	for (;;)
 		n++;
+}
+
+static volatile sig_atomic_t fork_asked;
+
+static void ask_fork(int sig)
+{
+	(void)sig;
+	fork_asked = 1;
+}
+
+void work_forker(void *unused)
+{
+	struct sigaction sa = { .sa_handler = ask_fork };
+	pid_t self = getpid();
+	sigset_t usr1, none;
+
+	(void)unused;
+	sigemptyset(&none);
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, NULL);
+	sigaction(SIGUSR1, &sa, NULL);	/* ready: SigCgt has SIGUSR1 */
+	for (;;) {
+		sigsuspend(&none);
+		if (!fork_asked)
+			continue;
+		fork_asked = 0;
+		if (!fork()) {
+			die_with_parent(self, SIGKILL);
+			for (;;)
+				pause();
+		}
+	}
+}
+
+bool forker_ready(pid_t pid)
+{
+	unsigned long long caught = 0, bit = 1ULL << (SIGUSR1 - 1);
+	char path[64], line[256];
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	for (i = 0; i < 500; i++) {
+		FILE *f = fopen(path, "re");
+
+		while (f && fgets(line, sizeof(line), f))
+			sscanf(line, "SigCgt: %llx", &caught);
+		if (f)
+			fclose(f);
+		if (caught & bit)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+pid_t tcg_new_thread(const struct tcg *cg, const pid_t *known, size_t n)
+{
+	char path[PATH_MAX + 16];
+	__u32 *tids;
+	long nt, i;
+	size_t k;
+	int tries;
+
+	snprintf(path, sizeof(path), "%s/%s", cg->dir,
+		 cpu_h->v2 ? "cgroup.threads" : "tasks");
+	for (tries = 0; tries < 500; tries++) {
+		pid_t found = 0;
+
+		nt = moat_read_tids(path, &tids);
+		for (i = 0; i < nt && !found; i++) {
+			for (k = 0; k < n && known[k] != (pid_t)tids[i]; k++)
+				;
+			if (k == n)
+				found = tids[i];
+		}
+		if (nt > 0)
+			free(tids);
+		if (found)
+			return found;
+		usleep(10000);
+	}
+	return 0;
+}
+
+bool sched_wait(pid_t tid, const struct moat_sched *want, int ms, char *got,
+		size_t len)
+{
+	struct moat_sched s;
+	int waited = 0;
+
+	for (;;) {
+		int err = moat_sched_get(tid, &s);
+
+		if (err) {
+			snprintf(got, len, "nothing: %s", strerror(-err));
+			return false;
+		}
+		moat_sched_format(got, len, &s);
+		if (moat_sched_equal(&s, want))
+			return true;
+		if (waited >= ms)
+			return false;
+		usleep(20000);
+		waited += 20;
+	}
 }
 
 static double thread_cpu_us(void)

@@ -97,6 +97,31 @@ struct work_periodic {
 void work_periodic(void *struct_work_periodic);
 
 /*
+ * A process whose threads and children inherit what is set on it: it
+ * sleeps, and at each SIGUSR1 forks a child that sleeps too (and dies
+ * with it).  Its children are what a restore must sweep.  It is ready
+ * for the signal once /proc/<pid>/status's SigCgt has it.
+ */
+void work_forker(void *unused);
+
+/* Whether @pid is ready for work_forker()'s SIGUSR1, waiting up to 5 s. */
+bool forker_ready(pid_t pid);
+
+/*
+ * A thread in @cg that is none of the @n @known, waiting up to 5 s for
+ * one to come; 0: none came.
+ */
+pid_t tcg_new_thread(const struct tcg *cg, const pid_t *known, size_t n);
+
+struct moat_sched;
+/*
+ * Whether thread @tid has the scheduling attributes @want, polling up to
+ * @ms; what it has last, formatted, in @got.
+ */
+bool sched_wait(pid_t tid, const struct moat_sched *want, int ms, char *got,
+		size_t len);
+
+/*
  * Memory in use: map @mb MiB of anonymous memory and write a byte to each
  * page, then sleep @sleep_ms, and again, until killed: its pages stay
  * hot, and a page reclaimed (swapped out) is faulted back in and charged

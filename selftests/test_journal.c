@@ -4,6 +4,8 @@
  * is caught, and moat_kfile_write()/restore on real cgroup files.
  */
 #include <errno.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +14,10 @@
 #include <criterion/criterion.h>
 #include <zlib.h>
 #include "helpers.h"
+#include "cgroup.h"
 #include "hostroot.h"
 #include "journal.h"
+#include "tasksched.h"
 
 static struct moat_journal *mem_journal(void)
 {
@@ -445,5 +449,129 @@ Test(journal, a_bad_root_line_is_refused)
 		cr_expect_eq(moat_journal_decode(j, text, n, why, sizeof(why)), -EBADMSG,
 			     "%s", bad[i]);
 	}
+	moat_journal_free(j);
+}
+
+/* A task entry's fields are checked as a file's are. */
+Test(journal, task_entries_round_trip_and_bad_ones_are_refused)
+{
+	static const char *const bad[] = {
+		"task /sys/fs/cgroup/a/task:1:2 0/0/0 0/0/0 %00\n",
+		"task /sys/fs/cgroup/a/task:1:2:3 0/0 0/0/0 %00\n",
+		"task /sys/fs/cgroup/a/task:0:2:3 0/0/0 0/0/0 %00\n",
+		"task /sys/fs/cgroup/a/task:1:2:3 0/40/0 0/0/0 %00\n",
+		"task /sys/fs/cgroup/a/task:1:2:3 0/0/0 5/0/x %00\n",
+	};
+	struct moat_journal *j = mem_journal(), *k = mem_journal();
+	char text[512], why[256], *buf;
+	size_t len, i;
+
+	add(j, "/sys/fs/cgroup/kubepods/besteffort/podx/task:10:12:345", "0/3/0");
+	j->e[0].kind = MOAT_J_TASK;
+	strcpy(j->e[0].last, "5/3/0");
+	strcpy(j->e[0].pending, "");
+	buf = encode(j, &len);
+	cr_assert_eq(moat_journal_decode(k, buf, len, why, sizeof(why)), 0, "%s", why);
+	cr_assert_eq(k->n, 1);
+	cr_expect_eq(k->e[0].kind, MOAT_J_TASK);
+	cr_expect_str_eq(k->e[0].orig, "0/3/0");
+	cr_expect_str_eq(k->e[0].last, "5/3/0");
+	free(buf);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int n = snprintf(text, sizeof(text), "moat-journal 2\n%s", bad[i]);
+
+		n += snprintf(text + n, sizeof(text) - n, "end 1 %08lx\n",
+			      crc32(0, (const Bytef *)text, n));
+		cr_expect_eq(moat_journal_decode(k, text, n, why, sizeof(why)), -EBADMSG,
+			     "accepted: %s", bad[i]);
+	}
+	moat_journal_free(j);
+	moat_journal_free(k);
+}
+
+static void expect_sched(pid_t tid, const struct moat_sched *want, const char *what)
+{
+	char got[64], w[64];
+
+	moat_sched_format(w, sizeof(w), want);
+	cr_expect(sched_wait(tid, want, 0, got, sizeof(got)), "%s: thread %d has %s, not %s",
+		  what, (int)tid, got, w);
+}
+
+/*
+ * A thread's policy, nice and slice: recorded before the change, on disk;
+ * put back exactly from the file, as after a crash, with the child it
+ * forked after the change (it inherited moat's value); a tid whose start
+ * time is not the recorded one is another thread and is left alone.
+ */
+Test(journal, a_threads_scheduling_is_put_back_with_its_children, .fini = fini_tmp)
+{
+	const char *skip = tcg_skip_reason(false);
+	const struct moat_sched_caps *caps = moat_sched_caps();
+	struct moat_sched orig = { SCHED_BATCH, 5, 0 }, want, child_orig;
+	struct moat_journal *j, *again;
+	char file[PATH_MAX], path[PATH_MAX + 64];
+	struct moat_task t, tc;
+	struct tcg cg;
+	pid_t p, child;
+
+	if (skip)
+		cr_skip_test("%s", skip);
+	cr_assert_eq(tcg_setup(), 0);
+	cr_assert_eq(tcg_create("sched-attrs", &cg), 0);
+	cr_assert_not_null(mkdtemp(tmp_dir));
+	snprintf(file, sizeof(file), "%s/journal", tmp_dir);
+	p = tcg_spawn(&cg, tcg_pick_cpu(), work_forker, NULL);
+	cr_assert_gt(p, 0);
+	cr_assert(forker_ready(p), "process %d never got ready", (int)p);
+	cr_assert_eq(moat_sched_set(p, &orig), 0);
+	/* the slice lever where the kernel keeps slices, else SCHED_IDLE */
+	want = orig;
+	if (caps->slice)
+		want.slice_ns = 4000000;
+	else
+		want.policy = SCHED_IDLE;
+	cr_log_info("lever: %s", caps->slice ? "slice 4 ms" : "SCHED_IDLE");
+
+	cr_assert_eq(moat_journal_open(file, &j), 0);
+	cr_assert_eq(moat_task_read(p, &t), 0);
+	cr_expect_eq(t.tgid, p);
+	cr_expect(!t.kthread);
+	cr_assert_eq(moat_ktask_write(j, cg.dir, &t, &want, NULL), 0);
+	expect_sched(p, &want, "changed");
+	cr_assert_eq(moat_journal_open(file, &again), 0);
+	cr_assert_eq(again->n, 1, "not on disk before the change");
+	cr_expect_eq(again->e[0].kind, MOAT_J_TASK);
+	cr_expect_str_eq(again->e[0].orig, "3/5/0");
+	moat_journal_free(again);
+
+	/* a record of the same tid with another start time: another thread */
+	tc = t;
+	tc.start++;
+	snprintf(path, sizeof(path), "%s/task:%d:%d:%llu", cg.dir, (int)t.tgid,
+		 (int)t.tid, tc.start);
+	add(j, path, "0/0/0");
+	j->e[j->n - 1].kind = MOAT_J_TASK;
+	moat_sched_format(j->e[j->n - 1].last, sizeof(j->e[0].last), &want);
+	cr_assert_eq(moat_journal_restore(j, path), 0);
+	expect_sched(p, &want, "a reused tid's record");
+
+	/* a child forked now inherits moat's value */
+	kill(p, SIGUSR1);
+	child = tcg_new_thread(&cg, &p, 1);
+	cr_assert_gt(child, 0, "the forker's child never came");
+	expect_sched(child, &want, "inherited");
+	cr_assert_eq(moat_task_read(child, &tc), 0);
+	cr_expect(moat_ktask_inherited(j, cg.dir, &tc, &want, &child_orig),
+		  "the child is not seen as inheriting its parent's change");
+	cr_expect(moat_sched_equal(&child_orig, &orig));
+
+	/* from the file, as after a crash: the parent and its child */
+	cr_assert_eq(moat_journal_open(file, &again), 0);
+	cr_assert_eq(moat_journal_restore(again, cg.dir), 0);
+	cr_expect_eq(again->n, 0);
+	expect_sched(p, &orig, "restored");
+	expect_sched(child, &orig, "swept");
+	moat_journal_free(again);
 	moat_journal_free(j);
 }

@@ -16,9 +16,11 @@
 #include <sys/vfs.h>
 #include <linux/magic.h>
 #include <zlib.h>
+#include "cgroup.h"
 #include "hostroot.h"
 #include "journal.h"
 #include "log.h"
+#include "tasksched.h"
 
 #define HEADER "moat-journal 2\n"
 #define HEADER_V1 "moat-journal 1\n"
@@ -118,6 +120,7 @@ static void drop_entry(struct moat_journal *j, size_t i)
 static const char *const kind_names[] = {
 	[MOAT_J_FILE] = "file", [MOAT_J_SIDE] = "side",
 	[MOAT_J_DIR] = "mkdir", [MOAT_J_MOUNT] = "mount",
+	[MOAT_J_TASK] = "task",
 };
 
 int moat_journal_encode(const struct moat_journal *j, char **buf, size_t *len)
@@ -199,6 +202,37 @@ static int host_path(char *path, size_t len, const char *root)
 		return -ENAMETOOLONG;
 	strcpy(path, moved);
 	return 0;
+}
+
+/*
+ * A task entry's thread, from its path "<dir>/task:<tgid>:<tid>:<start>":
+ * the length of <dir>, or 0 when it is not one.
+ */
+static size_t task_of(const char *path, pid_t *tgid, pid_t *tid,
+		      unsigned long long *start)
+{
+	const char *slash = strrchr(path, '/');
+	int a, b;
+	char tail;
+
+	if (!slash || slash == path ||
+	    sscanf(slash + 1, "task:%d:%d:%llu%c", &a, &b, start, &tail) != 3 ||
+	    a <= 0 || b <= 0)
+		return 0;
+	*tgid = a;
+	*tid = b;
+	return slash - path;
+}
+
+static bool task_entry_valid(const char *path, char v[3][MOAT_JOURNAL_VALUE_MAX])
+{
+	unsigned long long start;
+	struct moat_sched s;
+	pid_t tgid, tid;
+
+	return task_of(path, &tgid, &tid, &start) &&
+	       !moat_sched_parse(v[0], &s) && !moat_sched_parse(v[1], &s) &&
+	       (!v[2][0] || !moat_sched_parse(v[2], &s));
 }
 
 int moat_journal_decode(struct moat_journal *j, const char *buf, size_t len,
@@ -313,6 +347,10 @@ int moat_journal_decode(struct moat_journal *j, const char *buf, size_t len,
 		if (!path_normal(path)) {
 			snprintf(why, whylen, "line %u: path '%s' is not absolute and normal",
 				 line, path);
+			goto bad;
+		}
+		if (kind == MOAT_J_TASK && !task_entry_valid(path, v)) {
+			snprintf(why, whylen, "line %u: bad task entry", line);
 			goto bad;
 		}
 		if (host_path(path, sizeof(path), root)) {
@@ -773,6 +811,262 @@ int moat_kfile_write_with(struct moat_journal *j, const char *path,
 	return err ? err : save(j);
 }
 
+/* ---- threads' scheduling attributes ---- */
+
+static int task_path(char *buf, size_t len, const char *dir,
+		     const struct moat_task *t)
+{
+	return snprintf(buf, len, "%s/task:%d:%d:%llu", dir, (int)t->tgid,
+			(int)t->tid, t->start) >= (int)len ? -ENAMETOOLONG : 0;
+}
+
+struct moat_journal_entry *moat_ktask_find(struct moat_journal *j,
+					   const char *dir,
+					   const struct moat_task *t)
+{
+	char path[PATH_MAX];
+
+	return task_path(path, sizeof(path), dir, t) ? NULL :
+	       moat_journal_find(j, path);
+}
+
+/* Whether @a and @b are one policy and slice (a thread's nice is its own). */
+static bool same_lever(const struct moat_sched *a, const struct moat_sched *b)
+{
+	return a->policy == b->policy && a->slice_ns == b->slice_ns;
+}
+
+/* Of the @n entries @e, the one thread @t inherited @cur from (below). */
+static const struct moat_journal_entry *
+inherited_from(const struct moat_journal_entry *e, size_t n, const char *dir,
+	       const struct moat_task *t, const struct moat_sched *cur)
+{
+	size_t i, dl = strlen(dir);
+
+	for (i = 0; i < n; i++) {
+		unsigned long long start;
+		struct moat_sched last;
+		pid_t tgid, tid;
+
+		if (e[i].kind != MOAT_J_TASK ||
+		    task_of(e[i].path, &tgid, &tid, &start) != dl ||
+		    strncmp(e[i].path, dir, dl) || tid == t->tid ||
+		    (tgid != t->tgid && tgid != t->ppid) ||
+		    moat_sched_parse(e[i].last, &last) || !same_lever(&last, cur))
+			continue;
+		return &e[i];
+	}
+	return NULL;
+}
+
+bool moat_ktask_inherited(const struct moat_journal *j, const char *dir,
+			  const struct moat_task *t, const struct moat_sched *cur,
+			  struct moat_sched *orig)
+{
+	const struct moat_journal_entry *e = inherited_from(j->e, j->n, dir, t, cur);
+
+	if (!e || moat_sched_parse(e->orig, orig))
+		return false;
+	orig->nice = cur->nice;
+	return true;
+}
+
+/* Whether @cur is @e's original, moat's last value or the one pending. */
+static bool task_moats(const struct moat_journal_entry *e,
+		       const struct moat_sched *cur)
+{
+	const char *v[] = { e->orig, e->last, e->pending };
+	struct moat_sched s;
+	size_t i;
+
+	for (i = 0; i < 3; i++)
+		if (v[i][0] && !moat_sched_parse(v[i], &s) && moat_sched_equal(&s, cur))
+			return true;
+	return false;
+}
+
+int moat_ktask_write(struct moat_journal *j, const char *dir,
+		     const struct moat_task *t, const struct moat_sched *want,
+		     const struct moat_sched *orig)
+{
+	char path[PATH_MAX], now[MOAT_JOURNAL_VALUE_MAX], o[MOAT_JOURNAL_VALUE_MAX];
+	struct moat_journal_entry *e;
+	struct moat_sched cur;
+	int err;
+
+	err = task_path(path, sizeof(path), dir, t);
+	if (err)
+		return err;
+	e = moat_journal_find(j, path);
+	err = moat_sched_get(t->tid, &cur);
+	if (err)
+		goto fail;
+	moat_sched_format(now, sizeof(now), &cur);
+	if (!e) {
+		moat_sched_format(o, sizeof(o), orig ? orig : &cur);
+		err = add_entry(j, MOAT_J_TASK, path, o, now, "");
+		if (!err)
+			err = save(j);
+		if (err) {
+			if (moat_journal_find(j, path))
+				drop_entry(j, j->n - 1);
+			return err;	/* no record, no change */
+		}
+		e = &j->e[j->n - 1];
+	} else if (!task_moats(e, &cur)) {
+		pr_info("thread %d (process %d): scheduling changed by someone else to %s: that is now the value to restore",
+			(int)t->tid, (int)t->tgid, now);
+		strcpy(e->orig, now);
+		strcpy(e->last, now);
+		e->pending[0] = '\0';
+		err = save(j);
+		if (err)
+			return err;
+	}
+	strcpy(e->last, now);
+	if (moat_sched_equal(&cur, want))
+		return 0;
+	moat_sched_format(e->pending, sizeof(e->pending), want);
+	err = save(j);
+	if (err) {
+		e->pending[0] = '\0';
+		return err;
+	}
+	err = moat_sched_set(t->tid, want);
+	if (!err)
+		err = moat_sched_get(t->tid, &cur);
+	if (!err) {
+		moat_sched_format(e->last, sizeof(e->last), &cur);
+		if (strcmp(e->last, e->pending))
+			save(j);
+		return 0;
+	}
+	e->pending[0] = '\0';
+fail:
+	if (err == -ESRCH)
+		err = -ENOENT;
+	if (err == -ENOENT && e) {
+		drop_entry(j, e - j->e);
+		save(j);
+	}
+	return err;
+}
+
+/* Put back the thread of task entry @e: 0, or -errno (gone: -ENOENT). */
+static int restore_task(const struct moat_journal_entry *e)
+{
+	struct moat_sched cur, orig;
+	unsigned long long start;
+	struct moat_task t;
+	pid_t tgid, tid;
+	char now[MOAT_JOURNAL_VALUE_MAX];
+	int err;
+
+	if (!task_of(e->path, &tgid, &tid, &start) || moat_sched_parse(e->orig, &orig))
+		return -EINVAL;
+	err = moat_task_read(tid, &t);
+	if (err)
+		return err;
+	if (t.start != start) {
+		pr_info("thread %d: its tid names another thread now: left alone",
+			(int)tid);
+		return -ENOENT;
+	}
+	err = moat_sched_get(tid, &cur);
+	if (err)
+		return err == -ESRCH ? -ENOENT : err;
+	moat_sched_format(now, sizeof(now), &cur);
+	if (!task_moats(e, &cur)) {
+		pr_info("thread %d (process %d): scheduling changed since moatd set it (%s), to %s: left as it is",
+			(int)tid, (int)tgid, e->last, now);
+		return 0;
+	}
+	if (!moat_sched_equal(&cur, &orig)) {
+		err = moat_sched_set(tid, &orig);
+		if (err)
+			return err == -ESRCH ? -ENOENT : err;
+	}
+	pr_debug("thread %d (process %d): restored %s policy, nice %d, slice %llu ns",
+		 (int)tid, (int)tgid, moat_sched_policy_name(orig.policy),
+		 orig.nice, orig.slice_ns);
+	return 0;
+}
+
+/*
+ * The threads forked from threads moat changed, under the cgroup @dir and
+ * its children: each that holds the value moat set on its process or its
+ * parent process gets that thread's original (@e: the @n entries the
+ * restore just put back).  Return: how many.
+ */
+static size_t sweep_dir(const struct moat_journal_entry *e, size_t n,
+			const char *top, const char *dir)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	size_t swept = 0;
+	__u32 *tids;
+	long nt, i;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/cgroup.threads", dir);
+	if (access(path, F_OK))
+		snprintf(path, sizeof(path), "%s/tasks", dir);
+	nt = moat_read_tids(path, &tids);
+	for (i = 0; i < nt; i++) {
+		const struct moat_journal_entry *from;
+		struct moat_sched cur, orig;
+		struct moat_task t;
+
+		if (moat_task_read(tids[i], &t) || t.kthread ||
+		    moat_sched_get(t.tid, &cur))
+			continue;
+		from = inherited_from(e, n, top, &t, &cur);
+		if (!from || moat_sched_parse(from->orig, &orig))
+			continue;
+		orig.nice = cur.nice;
+		if (!moat_sched_set(t.tid, &orig))
+			swept++;
+	}
+	if (nt > 0)
+		free(tids);
+	d = opendir(dir);
+	while (d && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		swept += sweep_dir(e, n, top, path);
+	}
+	if (d)
+		closedir(d);
+	return swept;
+}
+
+static void sweep(const struct moat_journal_entry *e, size_t n)
+{
+	unsigned long long start;
+	pid_t tgid, tid;
+	size_t i, k, dl;
+
+	for (i = 0; i < n; i++) {
+		char dir[PATH_MAX];
+		size_t swept;
+
+		dl = task_of(e[i].path, &tgid, &tid, &start);
+		for (k = 0; k < i; k++)		/* each directory once */
+			if (task_of(e[k].path, &tgid, &tid, &start) == dl &&
+			    !strncmp(e[k].path, e[i].path, dl))
+				break;
+		if (k < i || dl >= sizeof(dir))
+			continue;
+		memcpy(dir, e[i].path, dl);
+		dir[dl] = '\0';
+		swept = sweep_dir(e, n, dir, dir);
+		if (swept)
+			pr_info("%s: %zu threads forked from threads moatd changed: restored",
+				dir, swept);
+	}
+}
+
 static bool under(const char *path, const char *prefix)
 {
 	size_t n = strlen(prefix);
@@ -856,6 +1150,8 @@ static int restore_one(struct moat_journal *j, struct moat_journal_entry *e,
 		return 0;
 	case MOAT_J_MOUNT:
 		return unmount_one(j, e);
+	case MOAT_J_TASK:
+		return restore_task(e);
 	default:
 		break;
 	}
@@ -906,11 +1202,22 @@ static bool selected(const struct restore_sel *sel,
 /* Newest first: a file's original is under the values moat wrote later. */
 static int restore_sel(struct moat_journal *j, const struct restore_sel *sel)
 {
+	struct moat_journal_entry *tasks = NULL;
 	char dir[PATH_MAX] = "";
-	size_t i, before = j->n;
+	size_t i, ntasks = 0, before = j->n;
 	int err, first = 0;
 	bool wrote = false;
 
+	/* the threads', for the sweep of their children after */
+	for (i = 0; i < j->n; i++)
+		ntasks += j->e[i].kind == MOAT_J_TASK && selected(sel, &j->e[i]);
+	if (ntasks)
+		tasks = malloc(ntasks * sizeof(*tasks));
+	if (!tasks && ntasks)
+		pr_warn("out of memory: threads forked from those moatd changed keep its value");
+	for (i = 0, ntasks = 0; tasks && i < j->n; i++)
+		if (j->e[i].kind == MOAT_J_TASK && selected(sel, &j->e[i]))
+			tasks[ntasks++] = j->e[i];
 	for (i = j->n; i-- > 0;) {
 		struct moat_journal_entry *e = &j->e[i];
 
@@ -935,6 +1242,9 @@ static int restore_sel(struct moat_journal *j, const struct restore_sel *sel)
 	}
 	if (j->n != before)
 		save(j);
+	if (ntasks)
+		sweep(tasks, ntasks);
+	free(tasks);
 	return first;
 }
 

@@ -30,6 +30,7 @@
  *   side <path> <original> <last> <pending>
  *   mkdir <path> %00 %00 %00
  *   mount <path> <file system type> %00 %00
+ *   task <cgroup dir>/task:<tgid>:<tid>:<start> <orig> <last> <pending>
  *   ...
  *   end <entries> <crc32 of every line above, newlines included, in hex>
  *
@@ -48,6 +49,16 @@
  * view of the host): paths below it are read as the host's paths below
  * the reader's host root, so a journal a pod kept is put back by the
  * node's own moatd, and the other way.
+ * A "task" is a thread whose scheduling attributes moat changed
+ * (tasksched.h; values "<policy>/<nice>/<slice ns>"), kept under the
+ * cgroup directory of the unit it was changed for: a restore of that
+ * directory puts it back.  <start> (its start time, /proc/<tid>/stat)
+ * names the thread for good: a thread with the same tid and another start
+ * time is another thread, and is never touched.  A thread forked from one
+ * moat changed carries the change (the kernel copies policy and slice on
+ * fork): a restore also sweeps the directory's threads, and puts the
+ * original back on each of them that has moat's value and whose process,
+ * or parent process, is a recorded thread's.
  * Version 1 (no <last>, no <pending>) is still read; its entries are put
  * back whatever the file holds.
  *
@@ -64,10 +75,11 @@ enum moat_journal_kind {
 	MOAT_J_SIDE,		/* a value the kernel changes with another */
 	MOAT_J_DIR,		/* a directory moat made */
 	MOAT_J_MOUNT,		/* a file system moat mounted; orig: its type */
+	MOAT_J_TASK,		/* a thread's scheduling attributes */
 };
 
 /* Kinds, as a mask, for moat_journal_restore_some(). */
-#define MOAT_J_VALUES	(1u << MOAT_J_FILE | 1u << MOAT_J_SIDE)
+#define MOAT_J_VALUES	(1u << MOAT_J_FILE | 1u << MOAT_J_SIDE | 1u << MOAT_J_TASK)
 #define MOAT_J_TREES	(1u << MOAT_J_DIR | 1u << MOAT_J_MOUNT)
 
 struct moat_journal_entry {
@@ -252,5 +264,39 @@ int moat_kfile_open_put(struct moat_journal *j, const char *path);
  * a restore unmounts it.  Return: 0 or -errno.
  */
 int moat_kmount(struct moat_journal *j, const char *target, const char *fstype);
+
+struct moat_sched;
+struct moat_task;
+
+/**
+ * moat_ktask_write() - set thread @t's scheduling attributes to @want,
+ * for the unit whose cgroup directory is @dir, recording first what the
+ * thread has now, or @orig where it is not NULL (a thread that inherited
+ * moat's change: moat_ktask_inherited()).  Nothing is written when the
+ * thread has @want already.
+ *
+ * Return: 0; -ENOENT when the thread is gone (or its tid names another
+ * thread now); the save's -errno, nothing written; sched_setattr's.
+ */
+int moat_ktask_write(struct moat_journal *j, const char *dir,
+		     const struct moat_task *t, const struct moat_sched *want,
+		     const struct moat_sched *orig);
+
+/**
+ * moat_ktask_find() - the entry of thread @t under @dir, or NULL.
+ */
+struct moat_journal_entry *moat_ktask_find(struct moat_journal *j,
+					   const char *dir,
+					   const struct moat_task *t);
+
+/**
+ * moat_ktask_inherited() - whether thread @t, not recorded, holding @cur,
+ * got it from a thread moat changed for @dir: its process or its parent
+ * process is a recorded thread's, and @cur is what moat set there.  Then
+ * that thread's original is in *@orig, with @cur's nice.
+ */
+bool moat_ktask_inherited(const struct moat_journal *j, const char *dir,
+			  const struct moat_task *t, const struct moat_sched *cur,
+			  struct moat_sched *orig);
 
 #endif /* MOAT_JOURNAL_H */
