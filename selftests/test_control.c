@@ -488,6 +488,54 @@ Test(control, a_step_after_which_the_lc_group_is_worse_is_undone)
 	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.5, 1e-9);
 }
 
+/*
+ * Do no harm: a quota step in its cooldown is judged early when the LC
+ * group is worse the very next period (the quota's bursts made waits),
+ * and undone then; one that leaves it no worse waits out its cooldown.
+ */
+Test(control, a_step_that_made_it_worse_is_undone_the_next_period)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc lc = lc_with(4000, 1000);
+	struct moat_ctl_be be = be_using(1);
+	double blame = 100;
+
+	lc.id = 7;
+	p.min_effect_pct = 10;
+	p.step[MOAT_RES_CPU].cooldown = 3;
+	p.step[MOAT_RES_CPU].backoff = 4;
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
+	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.5, 1e-9);
+
+	/* the next period, 8x over target instead of 4x: undone at once */
+	lc.value[MOAT_SIG_RQLAT_P99] = 8000;
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_UNDO,
+		     "a harmful step was kept into its cooldown (action %d)",
+		     be.action[MOAT_RES_CPU]);
+	cr_assert(isinf(be.lim[MOAT_RES_CPU].limit));
+	cr_assert_eq(be.lim[MOAT_RES_CPU].backoff, 4);
+
+	/* no worse (4x -> 3.9x): held for its cooldown, nothing undone */
+	be = be_using(1);
+	lc.value[MOAT_SIG_RQLAT_P99] = 4000;
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
+	lc.value[MOAT_SIG_RQLAT_P99] = 3900;
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE);
+	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.5, 1e-9);
+
+	/* within target: no step at all */
+	be = be_using(1);
+	lc.value[MOAT_SIG_RQLAT_P99] = 900;
+	moat_control_step(&p, &st, &lc, 1, &blame, NULL, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE);
+	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_NONE);
+}
+
 /* A CPI² victim: run-queue latency within target, CPI over its threshold. */
 static struct moat_ctl_lc cpi_victim(double cpi, double threshold)
 {

@@ -238,9 +238,12 @@ static void judge(const struct moat_ctl_params *p, enum moat_resource head,
 			unsigned int shift;
 			int i;
 
-			if (!(l->judge > 0) || l->cooldown || l->head != head)
+			if (!(l->judge > 0) || l->head != head)
 				continue;
 			i = lc_by_id(lc, nlc, l->cause_id);
+			/* worse than before the step: undone now, cooldown or not */
+			if (l->cooldown && !(i >= 0 && sev[i] > l->judge))
+				continue;
 			if (i < 0 || !(sev[i] > 0) || !p->step[r].backoff ||
 			    fell(p, sev[i], l->judge)) {
 				l->judge = 0;	/* it helped, or nothing to ask */

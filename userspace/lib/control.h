@@ -50,6 +50,9 @@
  *    for is now within its target, or min_effect_pct% less far over it.
  *    Less wait behind the BE group is not enough: a step costs BE work,
  *    and is worth that only if the LC group's signal shows it.  A step
+ *    after which the LC group is further over its target than before is
+ *    judged at once, in its cooldown: doing nothing would have been
+ *    better (a quota's bursts make the waits it reacts to).  A step
  *    that did not help is undone, and the resource is left alone for that
  *    BE group for `backoff` periods, doubled after each further step that
  *    did not help: a CFS quota on a low-weight BE group can leave an LC
