@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@
 #include "helpers.h"
 #include "journal.h"
 #include "resctrl.h"
+#include "tasksched.h"
 
 #define OUT_MAX 65536
 
@@ -2375,6 +2377,40 @@ static void kube_cgroup(const char *name, struct tcg *cg, struct tcg *parent)
 }
 
 /*
+ * The tree kubelet makes (the cgroupfs driver): an LC server's burstable
+ * pod and a BE besteffort pod, each with one container, where the tasks
+ * go.  Index 0 is the LC side, 1 the BE side.
+ */
+#define KUBE_LC_UID "0a1b2c3d-4e5f-6789-abcd-ef0123456789"
+#define KUBE_BE_UID "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
+struct kube_tree {
+	struct tcg kp, qos[2], pod[2], ctr[2];
+};
+
+static void kube_tree(struct kube_tree *t)
+{
+	static const char *const pods[2] = {
+		"kubepods/burstable/pod" KUBE_LC_UID,
+		"kubepods/besteffort/pod" KUBE_BE_UID,
+	};
+	static const char *const ctrs[2] = {
+		"1111111111111111111111111111111111111111111111111111111111111111",
+		"2222222222222222222222222222222222222222222222222222222222222222",
+	};
+	char name[2 * PATH_MAX];
+	int i;
+
+	kube_cgroup("kubepods", &t->kp, NULL);
+	kube_cgroup("kubepods/burstable", &t->qos[0], &t->kp);
+	kube_cgroup("kubepods/besteffort", &t->qos[1], &t->kp);
+	for (i = 0; i < 2; i++) {
+		kube_cgroup(pods[i], &t->pod[i], &t->qos[i]);
+		snprintf(name, sizeof(name), "%s/%s", pods[i], ctrs[i]);
+		kube_cgroup(name, &t->ctr[i], &t->pod[i]);
+	}
+}
+
+/*
  * On a tree as kubelet makes it (the cgroupfs driver), with the tasks in
  * the container cgroups as on every node: an LC server in a burstable
  * pod, a BE hog in a besteffort pod, on one CPU.  The kernel keys the
@@ -2386,10 +2422,8 @@ static void kube_cgroup(const char *name, struct tcg *cg, struct tcg *parent)
 Test(moatd, hints_see_a_pods_waits_in_its_containers)
 {
 	static struct work_periodic probe = { 1000000, 1500 };
-	static const char *const lc_pod = "kubepods/burstable/pod0a1b2c3d-4e5f-6789-abcd-ef0123456789";
-	static const char *const be_pod = "kubepods/besteffort/podaaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee";
-	char conf[PATH_MAX], log[PATH_MAX], name[PATH_MAX], *body;
-	struct tcg kp, qos[2], pod[2], ctr[2];
+	char conf[PATH_MAX], log[PATH_MAX], *body;
+	struct kube_tree kt;
 	struct json_object *o = NULL, *v, *lc, *e;
 	struct MHD_Daemon *api;
 	struct stub_req r;
@@ -2399,17 +2433,7 @@ Test(moatd, hints_see_a_pods_waits_in_its_containers)
 
 	stop(&daemon_pid);
 	api = stub_start();
-	kube_cgroup("kubepods", &kp, NULL);
-	kube_cgroup("kubepods/burstable", &qos[0], &kp);
-	kube_cgroup("kubepods/besteffort", &qos[1], &kp);
-	kube_cgroup(lc_pod, &pod[0], &qos[0]);
-	kube_cgroup(be_pod, &pod[1], &qos[1]);
-	snprintf(name, sizeof(name), "%s/%s", lc_pod,
-		 "1111111111111111111111111111111111111111111111111111111111111111");
-	kube_cgroup(name, &ctr[0], &pod[0]);
-	snprintf(name, sizeof(name), "%s/%s", be_pod,
-		 "2222222222222222222222222222222222222222222222222222222222222222");
-	kube_cgroup(name, &ctr[1], &pod[1]);
+	kube_tree(&kt);
 
 	snprintf(conf, sizeof(conf), "%s/kube.conf", dir);
 	snprintf(log, sizeof(log), "%s/moatd.log", dir);
@@ -2422,8 +2446,8 @@ Test(moatd, hints_see_a_pods_waits_in_its_containers)
 
 	tcg_lock_cpu();
 	cpu = tcg_pick_cpu();
-	hog = tcg_spawn(&ctr[1], cpu, work_hog, NULL);
-	lcp = tcg_spawn(&ctr[0], cpu, work_periodic, &probe);
+	hog = tcg_spawn(&kt.ctr[1], cpu, work_hog, NULL);
+	lcp = tcg_spawn(&kt.ctr[0], cpu, work_periodic, &probe);
 	cr_assert(hog > 0 && lcp > 0);
 
 	for (i = 0; i < 100 && !(cpu_itf > 1 && !isnan(wp99)); i++) {
@@ -3053,8 +3077,6 @@ Test(moatd, in_a_pods_namespaces_the_host_root_finds_pods_throttles_and_restores
      .timeout = 150)
 {
 	static struct work_periodic probe = { 1000000, 1500 };
-	static const char *const lc_pod = "kubepods/burstable/pod0a1b2c3d-4e5f-6789-abcd-ef0123456789";
-	static const char *const be_pod = "kubepods/besteffort/podaaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee";
 	static const char *const be_throttles = "groups/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee/throttles";
 	/* the runtime's part: join the pod's cgroup, then its namespaces */
 	static const char outer[] =
@@ -3074,7 +3096,8 @@ Test(moatd, in_a_pods_namespaces_the_host_root_finds_pods_throttles_and_restores
 		"exec \"$@\"";
 	char conf[PATH_MAX], log[PATH_MAX], name[2 * PATH_MAX], host[PATH_MAX];
 	char root[2 * PATH_MAX], journal[PATH_MAX], was[8192], now[8192], *text;
-	struct tcg kp, qos[2], pod[2], ctr[2], mine;
+	struct kube_tree kt;
+	struct tcg mine;
 	pid_t hog, lcp;
 	int cpu, i;
 
@@ -3083,20 +3106,10 @@ Test(moatd, in_a_pods_namespaces_the_host_root_finds_pods_throttles_and_restores
 		cr_skip_test("no /usr/bin/unshare (util-linux) for a cgroup namespace");
 	}
 	stop(&daemon_pid);
-	kube_cgroup("kubepods", &kp, NULL);
-	kube_cgroup("kubepods/burstable", &qos[0], &kp);
-	kube_cgroup("kubepods/besteffort", &qos[1], &kp);
-	kube_cgroup(lc_pod, &pod[0], &qos[0]);
-	kube_cgroup(be_pod, &pod[1], &qos[1]);
-	snprintf(name, sizeof(name), "%s/%s", lc_pod,
-		 "1111111111111111111111111111111111111111111111111111111111111111");
-	kube_cgroup(name, &ctr[0], &pod[0]);
-	snprintf(name, sizeof(name), "%s/%s", be_pod,
-		 "2222222222222222222222222222222222222222222222222222222222222222");
-	kube_cgroup(name, &ctr[1], &pod[1]);
+	kube_tree(&kt);
 	cr_assert_eq(tcg_create("moat-daemonset-pod", &mine), 0);
-	snapshot(&pod[1], was, sizeof(was));
-	snapshot(&ctr[1], was + strlen(was), sizeof(was) - strlen(was));
+	snapshot(&kt.pod[1], was, sizeof(was));
+	snapshot(&kt.ctr[1], was + strlen(was), sizeof(was) - strlen(was));
 
 	snprintf(conf, sizeof(conf), "%s/kube.conf", dir);
 	snprintf(log, sizeof(log), "%s/moatd.log", dir);
@@ -3115,8 +3128,8 @@ Test(moatd, in_a_pods_namespaces_the_host_root_finds_pods_throttles_and_restores
 	}
 	tcg_lock_cpu();
 	cpu = tcg_pick_cpu();
-	hog = tcg_spawn(&ctr[1], cpu, work_hog, NULL);
-	lcp = tcg_spawn(&ctr[0], cpu, work_periodic, &probe);
+	hog = tcg_spawn(&kt.ctr[1], cpu, work_hog, NULL);
+	lcp = tcg_spawn(&kt.ctr[0], cpu, work_periodic, &probe);
 	cr_assert(hog > 0 && lcp > 0);
 
 	for (i = 0; i < 2; i++) {
@@ -3126,7 +3139,7 @@ Test(moatd, in_a_pods_namespaces_the_host_root_finds_pods_throttles_and_restores
 		cr_assert_gt(daemon_inner, 0, "no moatd below unshare %d", (int)daemon_pid);
 		cr_expect(wait_log("host root ", 1, 0), "moatd did not say its host root");
 		wait_get("groups/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee/path", 0, 30);
-		snprintf(name, sizeof(name), "%s\n", pod[1].path);
+		snprintf(name, sizeof(name), "%s\n", kt.pod[1].path);
 		cr_expect_str_eq(out, name, "the BE pod's path is not the host's");
 		{
 			int p;
@@ -3142,8 +3155,8 @@ Test(moatd, in_a_pods_namespaces_the_host_root_finds_pods_throttles_and_restores
 		/* stopped, so that what is checked is what a SIGKILL leaves */
 		if (i == 1)
 			kill(daemon_inner, SIGSTOP);
-		snapshot(&pod[1], now, sizeof(now));
-		snapshot(&ctr[1], now + strlen(now), sizeof(now) - strlen(now));
+		snapshot(&kt.pod[1], now, sizeof(now));
+		snapshot(&kt.ctr[1], now + strlen(now), sizeof(now) - strlen(now));
 		cr_expect_str_neq(now, was, "throttled, yet the BE pod's files are unchanged");
 		text = slurp(journal);
 		snprintf(name, sizeof(name), "moat-journal 2\nroot %s\n", host);
@@ -3154,8 +3167,8 @@ Test(moatd, in_a_pods_namespaces_the_host_root_finds_pods_throttles_and_restores
 		free(text);
 		if (i == 0) {
 			stop(&daemon_pid);
-			snapshot(&pod[1], now, sizeof(now));
-			snapshot(&ctr[1], now + strlen(now), sizeof(now) - strlen(now));
+			snapshot(&kt.pod[1], now, sizeof(now));
+			snapshot(&kt.ctr[1], now + strlen(now), sizeof(now) - strlen(now));
 			cr_expect_str_eq(now, was, "after SIGTERM in the pod: were\n%s\nare\n%s",
 					 was, now);
 		}
@@ -3173,8 +3186,167 @@ Test(moatd, in_a_pods_namespaces_the_host_root_finds_pods_throttles_and_restores
 	cr_expect(strstr(text, "values from a moatd that did not stop cleanly: restoring"),
 		  "the node's moatd did not read the pod's journal:\n%s", text);
 	free(text);
-	snapshot(&pod[1], now, sizeof(now));
-	snapshot(&ctr[1], now + strlen(now), sizeof(now) - strlen(now));
+	snapshot(&kt.pod[1], now, sizeof(now));
+	snapshot(&kt.ctr[1], now + strlen(now), sizeof(now) - strlen(now));
 	cr_expect_str_eq(now, was, "after SIGKILL in the pod and a start on the node: were\n%s\nare\n%s",
 			 was, now);
+}
+
+/* What the per-task lever makes of a plain thread with @s (levers.h). */
+static struct moat_sched levered(struct moat_sched s, bool be)
+{
+	if (moat_sched_caps()->slice)
+		s.slice_ns = be ? 4000000 : 100000;
+	else if (be)
+		s.policy = SCHED_IDLE;
+	return s;
+}
+
+static void expect_thread(pid_t tid, const struct moat_sched *want, int ms,
+			  const char *what, const char *when)
+{
+	char got[64], w[64];
+
+	moat_sched_format(w, sizeof(w), want);
+	cr_expect(sched_wait(tid, want, ms, got, sizeof(got)),
+		  "%s: %s (thread %d) has %s (policy/nice/slice ns), not %s",
+		  when, what, (int)tid, got, w);
+}
+
+/*
+ * On a tree as kubelet makes it, moatd's CPU-priority step on a BE pod
+ * is a per-task lever (the slice where the kernel keeps custom slices,
+ * else SCHED_IDLE): on every thread of its container, on a process
+ * attached later, on a child forked from a changed thread (the kernel's
+ * inheritance), never on a thread with a policy or slice of its own; the
+ * LC pod's threads get a short slice where there are slices.  kubelet
+ * can still write its pods' and QoS tiers' weights.  A switch to observe,
+ * a kill -9 and the next start, SIGTERM and `moatctl restore` each put
+ * back policy, nice and slice exactly, the forked child's too.
+ */
+Test(moatd, a_kubelet_pods_threads_get_the_lever_and_get_back_exactly,
+     .timeout = 150)
+{
+	static struct work_periodic probe = { 1000000, 1500 };
+	static const char *const how[] = {
+		"a switch to observe", "a kill -9 and the next start", "SIGTERM",
+		"moatctl restore",
+	};
+	const char *weight = tcg_hierarchy()->v2 ? "cpu.weight" : "cpu.shares";
+	const char *restore[] = { "--socket", sock, "restore", NULL };
+	struct moat_sched hog_s = { SCHED_OTHER, 2, 0 }, fork_s = { SCHED_BATCH, 3, 0 };
+	struct moat_sched plain = { SCHED_OTHER, 0, 0 }, own, on;
+	char conf[PATH_MAX], observe_conf[PATH_MAX], log[PATH_MAX];
+	pid_t hog, forker, owner, late = 0, kid = 0, lcp, known[4];
+	struct kube_tree kt;
+	int cpu, round;
+
+	stop(&daemon_pid);
+	kube_tree(&kt);
+	/* a thread's own choice, which the lever must leave alone */
+	own = moat_sched_caps()->slice ? (struct moat_sched){ SCHED_OTHER, 0, 7000000 } :
+					 (struct moat_sched){ SCHED_IDLE, 0, 0 };
+	cr_log_info("lever: %s", moat_sched_caps()->slice ? "slices" : "SCHED_IDLE");
+	snprintf(conf, sizeof(conf), "%s/levers.conf", dir);
+	snprintf(observe_conf, sizeof(observe_conf), "%s/observe.conf", dir);
+	snprintf(log, sizeof(log), "%s/moatd.log", dir);
+	/* no judgement, no release: the lever stays while the test looks */
+	write_file(observe_conf, "period_ms = 100\nhttp/listen = \n"
+				 "lc/rqlat_p99_target_us = 50\nenforce/min_waits = 5\n"
+				 "enforce/cpu_prio_backoff_periods = 0\n"
+				 "enforce/cpu_backoff_periods = 0\n"
+				 "enforce/release_periods = 1000\n");
+	write_file(conf, "period_ms = 100\nhttp/listen = \n"
+			 "lc/rqlat_p99_target_us = 50\nenforce/min_waits = 5\n"
+			 "enforce/cpu_prio_backoff_periods = 0\n"
+			 "enforce/cpu_backoff_periods = 0\n"
+			 "enforce/release_periods = 1000\nmode = enforce\n");
+
+	tcg_lock_cpu();
+	cpu = tcg_pick_cpu();
+	hog = tcg_spawn(&kt.ctr[1], cpu, work_hog, NULL);
+	forker = tcg_spawn(&kt.ctr[1], cpu, work_forker, NULL);
+	owner = tcg_spawn(&kt.ctr[1], cpu, work_forker, NULL);
+	lcp = tcg_spawn(&kt.ctr[0], cpu, work_periodic, &probe);
+	cr_assert(hog > 0 && forker > 0 && owner > 0 && lcp > 0);
+	cr_assert(forker_ready(forker) && forker_ready(owner));
+	cr_assert_eq(moat_sched_set(hog, &hog_s), 0);
+	cr_assert_eq(moat_sched_set(forker, &fork_s), 0);
+	cr_assert_eq(moat_sched_set(owner, &own), 0);
+	daemon_pid = start_moatd(sock, conf, log);
+
+	for (round = 0; round < 4; round++) {
+		const char *when = how[round];
+
+		on = levered(hog_s, true);
+		expect_thread(hog, &on, 15000, "the BE hog", "before");
+		on = levered(fork_s, true);
+		expect_thread(forker, &on, 3000, "the BE pod's sleeper", "before");
+		if (moat_sched_caps()->slice) {
+			on = levered(plain, false);
+			expect_thread(lcp, &on, 3000, "the LC pod's server", "before");
+		}
+		expect_thread(owner, &own, 0, "a thread with its own policy", "before");
+		if (round == 0) {
+			/* kubelet's writes go through: nothing of moat's is in the way */
+			cr_expect_eq(tcg_write(&kt.qos[1], weight, tcg_hierarchy()->v2 ? "1" : "2"), 0);
+			cr_expect_eq(tcg_write(&kt.pod[1], weight, tcg_hierarchy()->v2 ? "1" : "2"), 0);
+			cr_expect_eq(tcg_write(&kt.pod[0], weight, tcg_hierarchy()->v2 ? "100" : "1024"), 0);
+			cr_expect_eq(tcg_write(&kt.qos[0], weight, tcg_hierarchy()->v2 ? "100" : "1024"), 0);
+			/* a process attached later, and a child forked now */
+			late = tcg_spawn(&kt.ctr[1], cpu, work_forker, NULL);
+			cr_assert(late > 0 && forker_ready(late));
+			on = levered(plain, true);
+			expect_thread(late, &on, 3000, "a process attached later", "before");
+			known[0] = hog;
+			known[1] = forker;
+			known[2] = owner;
+			known[3] = late;
+			kill(forker, SIGUSR1);
+			kid = tcg_new_thread(&kt.ctr[1], known, 4);
+			cr_assert_gt(kid, 0, "the sleeper's child never came");
+			on = levered(fork_s, true);
+			expect_thread(kid, &on, 0, "a child forked from a changed thread", "before");
+		}
+		switch (round) {
+		case 0:
+			set_runtime("mode", "observe");
+			break;
+		case 1:
+			kill(daemon_pid, SIGKILL);
+			waitpid(daemon_pid, NULL, 0);
+			daemon_pid = 0;
+			unlink(sock);
+			on = levered(hog_s, true);
+			expect_thread(hog, &on, 0, "the BE hog", "after a kill -9");
+			daemon_pid = start_moatd(sock, observe_conf, log);
+			break;
+		case 2:
+			stop(&daemon_pid);
+			break;
+		case 3:
+			tcg_kill(hog);	/* no violation: nothing steps again */
+			tcg_kill(lcp);
+			cr_assert_eq(run("moatctl", restore, out, err), 0, "%s", err);
+			cr_expect(strstr(out, "left = 0\n") && !strstr(out, "restored = 0\n"),
+				  "%s", out);
+			break;
+		}
+		if (round < 3)
+			expect_thread(hog, &hog_s, 2000, "the BE hog", when);
+		expect_thread(forker, &fork_s, 2000, "the BE pod's sleeper", when);
+		expect_thread(kid, &fork_s, 2000, "the forked child", when);
+		expect_thread(late, &plain, 2000, "the process attached later", when);
+		expect_thread(owner, &own, 0, "the thread with its own policy", when);
+		if (round < 3)
+			expect_thread(lcp, &plain, 2000, "the LC pod's server", when);
+		/* and on again */
+		if (round == 0 || round == 1)
+			set_runtime("mode", "enforce");
+		else if (round == 2)
+			daemon_pid = start_moatd(sock, conf, log);
+	}
+	cr_assert_eq(ctl(out, err, "get", "enforce/journal_entries", NULL), 0);
+	cr_expect_str_eq(out, "0\n");
+	stop(&daemon_pid);
 }

@@ -2,7 +2,9 @@
 /* The host root: where the host's /sys and /proc are (hostroot.h). */
 #include <errno.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include "hostroot.h"
 
@@ -65,4 +67,24 @@ const char *moat_path_below(const char *path, const char *dir)
 	if (strncmp(path, dir, n) || (path[n] && path[n] != '/'))
 		return NULL;
 	return path + n;
+}
+
+int moat_in_host_pid_ns(void)
+{
+	char self[PATH_MAX], pid[32];
+	ssize_t n;
+
+	/*
+	 * The host's /proc names this process by its pid in the host's PID
+	 * namespace: its own pid only if that is its namespace.  (Comparing
+	 * /proc/1/ns/pid needs ptrace access to the host's init, which a pod
+	 * may not have.)
+	 */
+	if (moat_host_path(self, sizeof(self), "/proc/self"))
+		return -ENAMETOOLONG;
+	n = readlink(self, pid, sizeof(pid) - 1);
+	if (n < 0)
+		return -errno;
+	pid[n] = '\0';
+	return strtol(pid, NULL, 10) == (long)getpid();
 }

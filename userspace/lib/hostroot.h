@@ -50,4 +50,13 @@ FILE *moat_host_fopen(const char *path);
  */
 const char *moat_path_below(const char *path, const char *dir);
 
+/**
+ * moat_in_host_pid_ns() - whether this process is in the PID namespace of
+ * the host's /proc (below the host root), where the tids of the host's
+ * cgroup files are its own.
+ *
+ * Return: 1 or 0; -errno when the host's /proc is not there to tell.
+ */
+int moat_in_host_pid_ns(void);
+
 #endif /* MOAT_HOSTROOT_H */

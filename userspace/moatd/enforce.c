@@ -20,7 +20,11 @@
  * 2732).  A besteffort pod has the least weight from kubelet already.  On
  * a rule's cgroup, which no kubelet rewrites, moat first lowers the CPU
  * priority (cpu.weight, then cpu.idle: what an LC wake-up needs), and
- * only then the quota (enforce/cpu_priority = 0 turns that off).
+ * only then the quota (enforce/cpu_priority = 0 turns that off).  On a
+ * pod the CPU priority step is a per-task lever instead (levers.h): a
+ * long slice or SCHED_IDLE on the BE pod's threads, and a short slice on
+ * the threads of the LC pod it was for, attributes the kernel keeps per
+ * thread (enforce/task_levers = 0 turns that off).
  *
  * What it writes is put back: when the controller releases a group all
  * the way, when a group stops being BE or stops being a group, on a switch
@@ -35,6 +39,7 @@
 #include <unistd.h>
 #include "actuator.h"
 #include "enforce.h"
+#include "levers.h"
 #include "log.h"
 #include "units.h"
 
@@ -44,6 +49,8 @@ struct enforce_knobs {
 	unsigned int cpu_priority;	/* 0: never cpu.weight or cpu.idle */
 	unsigned int cpu_idle;		/* 0: the least weight is the floor */
 	unsigned int cpi2_act;		/* 1: throttle CPI² victims' suspects */
+	unsigned int task_levers;	/* 0: on pods, the quota only */
+	unsigned int lc_slice_us, be_slice_us;	/* the slice lever's */
 	struct moat_ctl_step step[MOAT_RES_NR];
 };
 
@@ -51,6 +58,7 @@ struct enforce {
 	struct moatd *d;
 	struct enforce_knobs ek;
 	struct moat_ctl_state ctl;
+	struct levers lv;
 	unsigned long long throttles, releases, restores, undos, write_errors;
 	/* by the chain that decided (its first resource), resource, action */
 	unsigned long long actions[MOAT_RES_NR][MOAT_RES_NR][MOAT_CTL_UNDO + 1];
@@ -61,6 +69,12 @@ struct enforce_group {
 	struct moat_ctl_limit lim[MOAT_RES_NR];
 	double orig[MOAT_RES_NR];	/* read where no limit is held; NAN */
 	unsigned long long throttles;	/* steps down taken */
+	const struct enforce *e;
+	/* The per-task lever: of a BE pod, the LC unit its step was for. */
+	__u64 lever_lc;
+	bool lc_slice;			/* an LC unit's threads: short slices */
+	__u32 *seen;			/* the threads the last pass saw */
+	size_t nseen;
 };
 
 /*
@@ -96,10 +110,28 @@ static const char *res_name(enum moat_resource r)
 
 static void forget_limits(struct moatd_group *g)
 {
+	struct enforce_group *eg = EG(g);
 	unsigned int r;
 
 	for (r = 0; r < MOAT_RES_NR; r++)
-		EG(g)->lim[r] = (struct moat_ctl_limit){ .limit = INFINITY };
+		eg->lim[r] = (struct moat_ctl_limit){ .limit = INFINITY };
+	eg->lever_lc = 0;
+	eg->lc_slice = false;
+	free(eg->seen);
+	eg->seen = NULL;
+	eg->nseen = 0;
+}
+
+/* Whether @g's CPU priority is a per-task lever: a kubelet pod's. */
+static bool task_lever(const struct moatd_group *g)
+{
+	return g->gid.kind != MOAT_GROUP_RULE;
+}
+
+/* The least weight: v2 1, v1 2 shares; under it, cpu.idle. */
+static double least_weight(const struct moatd *d)
+{
+	return d->cpu->v2 ? 1 : 200.0 / 1024;
 }
 
 /* What moat's restore puts back: the cgroup files it wrote. */
@@ -140,6 +172,7 @@ static void enforce_group_del(struct moatd *d, struct moatd_group *g)
 {
 	if (d->journal && d->journal->n)
 		moat_journal_restore(d->journal, g->dir);
+	forget_limits(g);
 }
 
 /* @g's cgroup was removed and made again: what moat wrote died with it. */
@@ -160,9 +193,14 @@ static double original(struct moatd *d, const struct period *p,
 
 	if (!actuator[r])	/* resctrl: what the BE class has */
 		return u->class == MOAT_CLASS_BE ? p->rdt_be_orig[r] : NAN;
-	/* Not on kubelet's cgroups (the comment at the top), or when off. */
-	if (r == MOAT_RES_CPU_PRIO &&
-	    (u->gid.kind != MOAT_GROUP_RULE || !E(d)->ek.cpu_priority))
+	/*
+	 * On a pod, the per-task lever: one step from the least weight to
+	 * "idle" turns it on (the comment at the top).
+	 */
+	if (r == MOAT_RES_CPU_PRIO && task_lever(u))
+		return E(d)->lv.kind != LEVER_NONE && E(d)->ek.task_levers &&
+		       E(d)->ek.cpu_priority ? least_weight(d) : NAN;
+	if (r == MOAT_RES_CPU_PRIO && !E(d)->ek.cpu_priority)
 		return NAN;
 	if (!moat_act_supported(actuator[r], u->dir, d->cpu->v2) ||
 	    actuator[r]->read(u->dir, d->cpu->v2, &v))
@@ -194,8 +232,7 @@ static struct moat_ctl_params params(const struct moatd *d,
 				     const struct period *p)
 {
 	const struct enforce *e = E(d);
-	/* The least weight: v2 1, v1 2 shares; under it, cpu.idle. */
-	double least = d->cpu->v2 ? 1 : 200.0 / 1024;
+	double least = least_weight(d);
 	struct moat_ctl_params prm = {
 		.floor_min = {
 			/* cpu.idle, where enforce/cpu_idle allows it */
@@ -230,6 +267,24 @@ static void format_limit(char *buf, size_t len, enum moat_resource r, double v)
 		snprintf(buf, len, "%.0f", floor(v));
 	else
 		snprintf(buf, len, "%.0f", v);
+}
+
+/* A limit of @g as its knob and the log show it: on a pod, the lever. */
+static void format_group_limit(const struct moatd_group *g, char *buf,
+			       size_t len, enum moat_resource r, double v)
+{
+	const struct enforce *e = EG(g)->e;
+
+	if (r == MOAT_RES_CPU_PRIO && task_lever(g) && (!isinf(v) || EG(g)->lc_slice)) {
+		if (isinf(v))
+			snprintf(buf, len, "threads-slice-%uus", e->ek.lc_slice_us);
+		else if (e->lv.kind == LEVER_IDLE)
+			snprintf(buf, len, "threads-idle");
+		else
+			snprintf(buf, len, "threads-slice-%uus", e->ek.be_slice_us);
+		return;
+	}
+	format_limit(buf, len, r, v);
 }
 
 /* What one LC unit (or the node, @lc NULL) saw that made it a cause. */
@@ -425,6 +480,7 @@ void enforce_decide(struct moatd *d, const struct period *p, struct plan *plan)
 			struct plan_step s = {
 				.unit = beu[i]->g, .r = r, .action = be[i].action[r],
 				.lim = be[i].lim[r], .chain = be[i].chain[r],
+				.lc = c >= 0 && (size_t)c < nlc ? lcu[c]->g : NULL,
 			};
 
 			if (s.action != MOAT_CTL_NONE && c >= 0)
@@ -451,6 +507,84 @@ out:
 
 /* ---- the actuators ---- */
 
+/* The lever a BE pod's threads get, and the slices. */
+static struct lever_want lever_want(const struct enforce *e, bool be)
+{
+	return (struct lever_want){ .be = be, .lc_slice_us = e->ek.lc_slice_us,
+				    .be_slice_us = e->ek.be_slice_us };
+}
+
+/* Step @s on a pod's CPU priority: its threads' lever on, or back. */
+static int lever_step(struct moatd *d, const struct plan_step *s)
+{
+	struct enforce *e = E(d);
+	struct enforce_group *eg = EG(s->unit);
+	struct lever_want w = lever_want(e, true);
+	int n;
+
+	free(eg->seen);
+	eg->seen = NULL;
+	eg->nseen = 0;
+	if (isinf(s->lim.limit)) {
+		/* the LC unit's slices go back at the pass, when no lever names it */
+		eg->lever_lc = 0;
+		return levers_restore(d, s->unit);
+	}
+	eg->lever_lc = s->lc ? s->lc->cgid : 0;
+	n = levers_apply(d, &e->lv, s->unit, &w, &eg->seen, &eg->nseen);
+	if (n >= 0)
+		pr_debug("be group %s: the lever on %d threads", s->unit->gid.id, n);
+	return n < 0 ? n : 0;
+}
+
+/*
+ * Every period: the lever on the threads that entered a BE pod that has
+ * it; a short slice on the threads of each LC pod a BE pod's lever was
+ * for, and back where none is now.
+ */
+static void lever_pass(struct moatd *d)
+{
+	struct enforce *e = E(d);
+	size_t i, j;
+	int n;
+
+	if (d->mode != MOATD_ENFORCE || e->lv.kind == LEVER_NONE)
+		return;
+	for (i = 0; i < d->nr_groups; i++) {
+		struct moatd_group *g = d->groups[i];
+		struct enforce_group *eg = EG(g);
+		struct lever_want w = lever_want(e, true);
+		bool named = false;
+
+		if (g->unit != g || !task_lever(g))
+			continue;
+		if (!isinf(eg->lim[MOAT_RES_CPU_PRIO].limit)) {
+			levers_apply(d, &e->lv, g, &w, &eg->seen, &eg->nseen);
+			continue;
+		}
+		for (j = 0; e->lv.kind == LEVER_SLICE && e->ek.lc_slice_us &&
+			    g->class == MOAT_CLASS_LC && j < d->nr_groups && !named; j++)
+			named = EG(d->groups[j])->lever_lc == g->cgid &&
+				!isinf(EG(d->groups[j])->lim[MOAT_RES_CPU_PRIO].limit);
+		if (named) {
+			w.be = false;
+			n = levers_apply(d, &e->lv, g, &w, &eg->seen, &eg->nseen);
+			if (n > 0 && !eg->lc_slice)
+				pr_info("lc group %s: %d threads get a %u us slice: a BE pod's lever is for it",
+					g->gid.id, n, e->ek.lc_slice_us);
+			eg->lc_slice |= n >= 0;
+		} else if (eg->lc_slice) {
+			eg->lc_slice = false;
+			free(eg->seen);
+			eg->seen = NULL;
+			eg->nseen = 0;
+			if (!levers_restore(d, g))
+				pr_info("lc group %s: its threads' slices back: no BE pod's lever is for it now",
+					g->gid.id);
+		}
+	}
+}
+
 /* Carry out step @s on its unit. */
 static void act(struct moatd *d, const struct plan_step *s)
 {
@@ -469,6 +603,8 @@ static void act(struct moatd *d, const struct plan_step *s)
 	}
 	if (!a)
 		;	/* resctrl: the BE class gets the least, in rdt.c */
+	else if (s->r == MOAT_RES_CPU_PRIO && task_lever(u))
+		err = lever_step(d, s);
 	else if (isinf(s->lim.limit))
 		err = moat_act_restore(a, d->journal, u->dir, d->cpu->v2);
 	else
@@ -490,8 +626,8 @@ static void act(struct moatd *d, const struct plan_step *s)
 			moat_kfile_strerror(err));
 		return;
 	}
-	format_limit(from, sizeof(from), s->r, eg->lim[s->r].limit);
-	format_limit(to, sizeof(to), s->r, s->lim.limit);
+	format_group_limit(u, from, sizeof(from), s->r, eg->lim[s->r].limit);
+	format_group_limit(u, to, sizeof(to), s->r, s->lim.limit);
 	eg->lim[s->r] = s->lim;
 	if (s->action <= MOAT_CTL_UNDO && s->chain < MOAT_RES_NR)
 		e->actions[s->chain][s->r][s->action]++;
@@ -530,6 +666,7 @@ void enforce_act(struct moatd *d, const struct plan *plan)
 
 	for (i = 0; i < plan->nr; i++)
 		act(d, &plan->steps[i]);
+	lever_pass(d);
 }
 
 /* ---- what reporters read ---- */
@@ -629,6 +766,9 @@ static int enforce_init(struct moatd *d)
 		U32("enforce/cpu_priority", 0, 1, &ek->cpu_priority),
 		U32("enforce/cpu_idle", 0, 1, &ek->cpu_idle),
 		U32("enforce/cpi", 0, 1, &ek->cpi2_act),
+		U32("enforce/task_levers", 0, 1, &ek->task_levers),
+		U32("enforce/lc_slice_us", 0, 100000, &ek->lc_slice_us),
+		U32("enforce/be_slice_us", 0, 100000, &ek->be_slice_us),
 		U32("enforce/cpu_prio_decrease_pct", 1, 99, &prio->decrease_pct),
 		U32("enforce/cpu_prio_increase_pct", 1, 100, &prio->increase_pct),
 		U32("enforce/cpu_prio_cooldown_periods", 0, 100, &prio->cooldown),
@@ -671,6 +811,7 @@ static int enforce_init(struct moatd *d)
 	*ek = (struct enforce_knobs){
 		.slack_pct = 50, .min_effect_pct = 10, .release_periods = 6,
 		.culprits = 2, .cpu_priority = 1, .cpu_idle = 1, .cpi2_act = 1,
+		.task_levers = 1, .lc_slice_us = 100, .be_slice_us = 4000,
 		.step = {
 			[MOAT_RES_CPU_PRIO] = { .decrease_pct = 90, .increase_pct = 10,
 						.min_pct = 0, .cooldown = 0,
@@ -715,7 +856,7 @@ static int show_throttle(const struct moat_knob *k, char *buf, size_t len)
 	unsigned int r;
 
 	for (r = 0; r < MOAT_RES_NR; r++)
-		format_limit(v[r], sizeof(v[r]), r, EG(g)->lim[r].limit);
+		format_group_limit(g, v[r], sizeof(v[r]), r, EG(g)->lim[r].limit);
 	return snprintf(buf, len, "cpu_prio=%s cpu=%s memory=%s l3=%s mb=%s",
 			v[MOAT_RES_CPU_PRIO], v[MOAT_RES_CPU],
 			v[MOAT_RES_MEMORY], v[MOAT_RES_L3],
@@ -732,6 +873,7 @@ static int enforce_group_add(struct moatd *d, struct moatd_group *g)
 	char dir[MOAT_KNOB_PATH_MAX];
 	int err;
 
+	EG(g)->e = E(d);
 	forget_limits(g);
 	snprintf(dir, sizeof(dir), "groups/%s", g->gid.id);
 	err = moat_knob_add_all(d->tree, dir, attrs,
@@ -740,11 +882,19 @@ static int enforce_group_add(struct moatd *d, struct moatd_group *g)
 	return err ? err : moat_knob_add(d->tree, &k);
 }
 
+/* Which per-task lever this kernel honours: said once. */
+static int enforce_open(struct moatd *d)
+{
+	levers_probe(&E(d)->lv);
+	return 0;
+}
+
 const struct moatd_module enforce_module = {
 	.name = "enforce",
 	.size = sizeof(struct enforce),
 	.group_size = sizeof(struct enforce_group),
 	.init = enforce_init,
+	.open = enforce_open,
 	.group_add = enforce_group_add,
 	.group_reset = enforce_group_reset,
 	.group_del = enforce_group_del,

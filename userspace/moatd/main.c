@@ -269,7 +269,6 @@ static int setup_cgroups(struct moatd *d, const struct options *o)
 static int set_host_root(const struct options *o)
 {
 	char host_ns[PATH_MAX];
-	struct stat mine, host;
 	int err;
 
 	if (!o->host_root)
@@ -283,15 +282,14 @@ static int set_host_root(const struct options *o)
 	}
 	if (!*moat_host_root())
 		return 0;
-	moat_host_path(host_ns, sizeof(host_ns), "/proc/1/ns/pid");
-	if (stat(host_ns, &host)) {
+	moat_host_path(host_ns, sizeof(host_ns), "/proc/self");
+	err = moat_in_host_pid_ns();
+	if (err < 0)
 		pr_warn("host root %s: no %s (the host's /proc is not mounted there): /proc/pressure, /proc/stat and kernel.task_delayacct are read there",
 			moat_host_root(), host_ns);
-	} else if (!stat("/proc/self/ns/pid", &mine) &&
-		   (mine.st_ino != host.st_ino || mine.st_dev != host.st_dev)) {
-		pr_warn("host root %s: moatd is not in the host's PID namespace (hostPID): delay accounting and resctrl's task moves see none of the host's tasks",
+	else if (!err)
+		pr_warn("host root %s: moatd is not in the host's PID namespace (hostPID): delay accounting, resctrl's task moves and the per-task levers see none of the host's tasks",
 			moat_host_root());
-	}
 	pr_info("host root %s: cgroup and resctrl mounts looked for below it, /proc read there",
 		moat_host_root());
 	return 0;

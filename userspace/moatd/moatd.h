@@ -209,6 +209,7 @@ struct plan_step {
 	enum moat_ctl_action action;	/* MOAT_CTL_NONE: its state only */
 	struct moat_ctl_limit lim;	/* the limit after the step */
 	enum moat_resource chain;	/* the chain (signal) that decided */
+	struct moatd_group *lc;		/* the LC unit it was for, or NULL */
 	char cause[256];		/* what the LC unit saw */
 };
 

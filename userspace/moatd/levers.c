@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The per-task wake-up levers (levers.h).  A pass over a unit's threads
+ * each period takes the threads that entered it since the last: threads
+ * forked by a changed thread carry the change already (the kernel copies
+ * policy and slice), and are recorded with their parent's original so
+ * that a restore puts it back; threads attached from outside (a new
+ * container's) get the lever at the next pass.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cgroup.h"
+#include "hostroot.h"
+#include "journal.h"
+#include "levers.h"
+#include "log.h"
+#include "tasksched.h"
+
+#ifndef SCHED_IDLE
+#define SCHED_IDLE	5
+#endif
+
+void levers_probe(struct levers *lv)
+{
+	const struct moat_sched_caps *c = moat_sched_caps();
+	int ns = moat_in_host_pid_ns();
+
+	*lv = (struct levers){ .kind = LEVER_NONE };
+	if (ns != 1) {
+		pr_info("levers: moatd is not in the host's PID namespace%s%s: no per-task lever on kubelet pods, only the CPU quota",
+			ns < 0 ? " (or cannot tell: " : "", ns < 0 ? strerror(-ns) : "");
+		return;
+	}
+	if (c->slice) {
+		lv->kind = LEVER_SLICE;
+		lv->base_slice_ns = c->base_slice_ns;
+		pr_info("levers: this kernel keeps custom slices (default %.2f ms): kubelet pods' LC threads get a short slice, BE threads a long one; SCHED_IDLE is not used (a waking task no longer preempts it across cgroups since 6.12)",
+			c->base_slice_ns / 1e6);
+		return;
+	}
+	lv->kind = LEVER_IDLE;
+	pr_info("levers: no custom slices on this kernel (before 6.12%s%s): kubelet pods' BE threads get SCHED_IDLE, which a waking task preempts across cgroups there (not on a 6.6.y with faa42d29419d backported: the controller undoes what does not help)",
+		c->err ? ": " : "", c->err ? strerror(-c->err) : "");
+}
+
+/* Whether @cur is the kernel's, not the thread's own choice. */
+static bool plain(const struct moat_sched *cur)
+{
+	unsigned int p = cur->policy & ~MOAT_SCHED_RESET_ON_FORK;
+
+	return (p == SCHED_OTHER || p == SCHED_BATCH) && !cur->slice_ns;
+}
+
+/* What the lever makes of a thread with @cur; false: nothing. */
+static bool lever_value(const struct levers *lv, const struct lever_want *w,
+			const struct moat_sched *cur, struct moat_sched *want)
+{
+	*want = *cur;
+	if (lv->kind == LEVER_IDLE && w->be) {
+		want->policy = SCHED_IDLE | (cur->policy & MOAT_SCHED_RESET_ON_FORK);
+		return true;
+	}
+	if (lv->kind != LEVER_SLICE)
+		return false;
+	want->slice_ns = 1000ULL * (w->be ? w->be_slice_us : w->lc_slice_us);
+	return want->slice_ns > 0;
+}
+
+/* One thread; 1: changed, 0: left, or -errno. */
+static int apply_one(struct moatd *d, struct levers *lv,
+		     const struct moatd_group *u, const struct lever_want *w,
+		     pid_t tid)
+{
+	struct moat_sched cur, want, orig;
+	struct moat_task t;
+	int err;
+
+	err = moat_task_read(tid, &t);
+	if (err || t.kthread || moat_ktask_find(d->journal, u->dir, &t))
+		return err == -ENOENT ? 0 : err;
+	err = moat_sched_get(tid, &cur);
+	if (err)
+		return err == -ESRCH ? 0 : err;
+	/* forked from a thread moat changed: its parent's original */
+	if (moat_ktask_inherited(d->journal, u->dir, &t, &cur, &orig))
+		return moat_ktask_write(d->journal, u->dir, &t, &cur, &orig);
+	if (!plain(&cur) || !lever_value(lv, w, &cur, &want))
+		return 0;	/* a policy or slice of its own */
+	err = moat_ktask_write(d->journal, u->dir, &t, &want, NULL);
+	return err == -ENOENT ? 0 : err ? err : 1;
+}
+
+static int cmp_tid(const void *a, const void *b)
+{
+	__u32 x = *(const __u32 *)a, y = *(const __u32 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int levers_apply(struct moatd *d, struct levers *lv, struct moatd_group *unit,
+		 const struct lever_want *w, __u32 **seen, size_t *nseen)
+{
+	__u32 *all = NULL, *tids, *v;
+	size_t n = 0, i;
+	int changed = 0, err = 0, first = 0;
+	long nt;
+
+	if (lv->kind == LEVER_NONE)
+		return -EOPNOTSUPP;
+	for (i = 0; i < d->nr_groups; i++) {
+		const struct moatd_group *g = d->groups[i];
+		char path[PATH_MAX + 16];
+
+		if (g->unit != unit)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", g->dir,
+			 d->cpu->v2 ? "cgroup.threads" : "tasks");
+		nt = moat_read_tids(path, &tids);
+		if (nt <= 0)
+			continue;	/* gone, or empty */
+		v = realloc(all, (n + nt) * sizeof(*all));
+		if (!v) {
+			free(tids);
+			first = -ENOMEM;
+			break;
+		}
+		all = v;
+		memcpy(all + n, tids, nt * sizeof(*tids));
+		n += nt;
+		free(tids);
+	}
+	if (n)
+		qsort(all, n, sizeof(*all), cmp_tid);
+	for (i = 0; i < n; i++) {
+		if (*seen && bsearch(&all[i], *seen, *nseen, sizeof(**seen), cmp_tid))
+			continue;	/* seen at an earlier pass */
+		err = apply_one(d, lv, unit, w, all[i]);
+		if (err > 0)
+			changed++;
+		else if (err < 0 && !first)
+			first = err;
+		if (err == -EPERM || (err < 0 && d->journal->stale))
+			break;
+	}
+	if (first == -EPERM && !lv->denied) {
+		pr_warn("levers: group %s: sched_setattr: %s: moatd lacks CAP_SYS_NICE for other users' threads",
+			unit->gid.id, strerror(EPERM));
+		lv->denied = true;
+	}
+	if (first) {
+		free(all);	/* what failed is tried again at the next pass */
+		return first;
+	}
+	free(*seen);
+	*seen = all;
+	*nseen = n;
+	return changed;
+}
+
+int levers_restore(struct moatd *d, struct moatd_group *unit)
+{
+	return moat_journal_restore_some(d->journal, unit->dir, 1u << MOAT_J_TASK);
+}
+
+bool levers_held(const struct moatd *d, const struct moatd_group *unit)
+{
+	size_t i, n = strlen(unit->dir);
+
+	for (i = 0; d->journal && i < d->journal->n; i++) {
+		const struct moat_journal_entry *e = &d->journal->e[i];
+
+		if (e->kind == MOAT_J_TASK && !strncmp(e->path, unit->dir, n) &&
+		    e->path[n] == '/' && !strchr(e->path + n + 1, '/'))
+			return true;
+	}
+	return false;
+}
