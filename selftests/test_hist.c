@@ -159,3 +159,50 @@ Test(hist, time_weighted_percentile_sees_the_rare_long_waits)
 	cr_assert_eq(moat_hist_time_percentile(&h, 0.99, &ns), -ENODATA);
 	cr_assert_eq(moat_hist_time_percentile(&h, 0, &ns), -EINVAL);
 }
+
+/*
+ * What a request arriving at random waits: rare waits are no wait for
+ * the p99 request, however long; common ones are, in full.  Values by
+ * hand: one slot [2^21, 2^22) ns spread evenly, scaled to sum_ns.
+ */
+Test(hist, arrival_percentile_counts_how_rarely_the_waits_come)
+{
+	double ns, lo = 2097152, hi = 4194304, x;
+
+	/* 10 waits of ~3 ms in 1 s: 3% of the time waiting */
+	h.slots[21] = 10;
+	h.count = 10;
+	h.sum_ns = 10 * (lo + hi) / 2;
+	cr_assert_eq(moat_hist_arrival_percentile(&h, 0.99, 1e9, &ns), 0);
+	/* P(> x) = 10 (hi - x)^2 / (2 (hi - lo)) / 1e9 = 0.01 */
+	x = hi - sqrt(0.01 * 1e9 * 2 * (hi - lo) / 10);
+	cr_assert_float_eq(ns, x, 1, "%.0f ns, by hand %.0f", ns, x);
+	cr_assert(ns > lo && ns < hi);
+
+	/* the same 10 waits in 100 s: 0.03% of the time: p99 waits nothing */
+	cr_assert_eq(moat_hist_arrival_percentile(&h, 0.99, 100e9, &ns), 0);
+	cr_assert_float_eq(ns, 0, 1e-9);
+	/* but the p99.99 request meets one */
+	cr_assert_eq(moat_hist_arrival_percentile(&h, 0.9999, 100e9, &ns), 0);
+	cr_assert_gt(ns, 0);
+	/* the time-weighted p99 cannot tell the two windows apart */
+	cr_assert_eq(moat_hist_time_percentile(&h, 0.99, &ns), 0);
+	cr_assert_geq(ns, lo);
+
+	/* many short waits and one long one, 2% of 1 s each */
+	memset(&h, 0, sizeof(h));
+	h.slots[14] = 800;	/* [16, 32) us: ~19.7 ms */
+	h.slots[24] = 1;	/* [16.8, 33.6) ms: ~25 ms */
+	h.count = 801;
+	h.sum_ns = 800 * 24576 + 25165824;
+	cr_assert_eq(moat_hist_arrival_percentile(&h, 0.99, 1e9, &ns), 0);
+	cr_assert(ns > 32768, "%.0f ns: the long wait decides the tail", ns);
+	cr_assert_eq(moat_hist_arrival_percentile(&h, 0.5, 1e9, &ns), 0);
+	cr_assert_float_eq(ns, 0, 1e-9, "the median request waits not at all");
+
+	memset(&h, 0, sizeof(h));
+	cr_assert_eq(moat_hist_arrival_percentile(&h, 0.99, 1e9, &ns), -ENODATA);
+	h.slots[3] = 1;
+	cr_assert_eq(moat_hist_arrival_percentile(&h, 1, 1e9, &ns), -EINVAL);
+	cr_assert_eq(moat_hist_arrival_percentile(&h, 0.99, 0, &ns), -EINVAL);
+}

@@ -98,3 +98,64 @@ int moat_hist_time_percentile(const struct moat_rqlat_hist *h, double q,
 {
 	return quantile(h, q, true, ns);
 }
+
+/* Sum over slot @i's waits, spread over the slot, of max(0, w - x). */
+static double excess(const struct moat_rqlat_hist *h, unsigned int i, double x)
+{
+	double lo, hi;
+
+	moat_hist_slot_bounds(i, &lo, &hi);
+	if (x <= lo)
+		return h->slots[i] * ((lo + hi) / 2 - x);
+	if (x >= hi)
+		return 0;
+	return h->slots[i] * (hi - x) * (hi - x) / (2 * (hi - lo));
+}
+
+/* P(a request arriving at random waits more than @x ns). */
+static double p_wait_over(const struct moat_rqlat_hist *h, double x,
+			  double scale, double window_ns)
+{
+	double sum = 0;
+	unsigned int i;
+
+	for (i = 0; i < MOAT_HIST_SLOTS; i++)
+		if (h->slots[i])
+			sum += excess(h, i, x);
+	return sum * scale / window_ns;
+}
+
+int moat_hist_arrival_percentile(const struct moat_rqlat_hist *h, double q,
+				 double window_ns, double *ns)
+{
+	double total = 0, scale, lo = 0, hi = 0, p = 1 - q, a, b;
+	unsigned int i, k;
+
+	if (!(q > 0 && q < 1) || !(window_ns > 0))
+		return -EINVAL;
+	for (i = 0; i < MOAT_HIST_SLOTS; i++) {
+		if (!h->slots[i])
+			continue;
+		total += excess(h, i, 0);
+		moat_hist_slot_bounds(i, &a, &b);
+		hi = b;
+	}
+	if (!(total > 0))
+		return -ENODATA;
+	/* the slots' midpoints, scaled to the waits' real total */
+	scale = h->sum_ns > 0 ? h->sum_ns / total : 1;
+	if (p_wait_over(h, 0, scale, window_ns) <= p) {
+		*ns = 0;	/* the quantile request meets no wait */
+		return 0;
+	}
+	for (k = 0; k < 64; k++) {	/* P falls as x grows: bisect */
+		double mid = (lo + hi) / 2;
+
+		if (p_wait_over(h, mid, scale, window_ns) > p)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	*ns = (lo + hi) / 2;
+	return 0;
+}

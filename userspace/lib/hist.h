@@ -55,4 +55,23 @@ int moat_hist_percentile(const struct moat_rqlat_hist *h, double q,
 int moat_hist_time_percentile(const struct moat_rqlat_hist *h, double q,
 			      double *ns);
 
+/**
+ * moat_hist_arrival_percentile() - the @q quantile of the run-queue wait
+ * that a request arriving at a random moment of a window of @window_ns
+ * meets: it arrives during a wait w with a chance of w / window, and then
+ * waits what is left of it, so P(wait > x) = sum over the waits of
+ * max(0, w - x) / window.  Unlike the time-weighted quantile it counts
+ * how rarely the waits come: a server that waits 0.1% of the time has 0
+ * for its p99, as its client's p99 request meets no wait at all, however
+ * long the few waits are.  Waits are spread evenly over their slot, the
+ * slots' total scaled to the histogram's sum.  Waits of threads that
+ * overlap are counted as if one after the other: for a unit of many
+ * threads it is an upper bound.
+ *
+ * Return: 0; -EINVAL for q out of range or a window not > 0; -ENODATA
+ * for an empty histogram.
+ */
+int moat_hist_arrival_percentile(const struct moat_rqlat_hist *h, double q,
+				 double window_ns, double *ns);
+
 #endif /* MOAT_HIST_H */

@@ -233,7 +233,8 @@ static double percentile_us(const struct moat_rqlat_hist *h, double q)
 }
 
 /* @g's cumulative waits into its sample; its window from the last read. */
-static void read_group(struct moatd *d, struct delay *dl, struct moatd_group *g)
+static void read_group(struct moatd *d, struct delay *dl, struct moatd_group *g,
+		       double secs)
 {
 	struct delay_group *dg = group_mod(g, MOD_DELAY);
 	struct moat_rqlat_hist *cum = &g->sample.rqlat;
@@ -265,6 +266,9 @@ static void read_group(struct moatd *d, struct delay *dl, struct moatd_group *g)
 	w->rqlat_p99_us = percentile_us(&g->win_hist, 0.99);
 	w->rqlat_p999_us = percentile_us(&g->win_hist, 0.999);
 	w->rqlat_wp99_us = moat_hist_time_percentile(&g->win_hist, 0.99, &ns) ?
+			   NAN : ns / 1000;
+	w->rqlat_ap99_us = moat_hist_arrival_percentile(&g->win_hist, 0.99,
+							secs * 1e9, &ns) ?
 			   NAN : ns / 1000;
 }
 
@@ -308,7 +312,7 @@ void delay_sample(struct moatd *d, struct period *p)
 		moat_idsnap_sort(&dl->snap);
 	}
 	for (i = 0; i < d->nr_groups; i++)
-		read_group(d, dl, d->groups[i]);
+		read_group(d, dl, d->groups[i], p->secs);
 	read_blame(d, dl, p);
 }
 

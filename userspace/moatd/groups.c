@@ -411,7 +411,7 @@ static void drop_group(struct moatd *d, size_t i, const char *why)
 /* The window before any was read: nothing known. */
 static const struct group_window no_window = {
 	.rqlat_p50_us = NAN, .rqlat_p99_us = NAN, .rqlat_p999_us = NAN,
-	.rqlat_wp99_us = NAN, .cpu_usage = NAN, .throttled_periods = NAN,
+	.rqlat_wp99_us = NAN, .rqlat_ap99_us = NAN, .cpu_usage = NAN, .throttled_periods = NAN,
 	.throttled_ms = NAN, .cpu_pressure_pct = NAN,
 	.memory_pressure_pct = NAN, .memory_bytes = NAN, .cpi = NAN,
 	.llc_mpki = NAN,

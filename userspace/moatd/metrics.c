@@ -199,6 +199,11 @@ static double g_wp99(const struct moatd_group *g)
 	return g->win.rqlat_wp99_us / 1e6;
 }
 
+static double g_ap99(const struct moatd_group *g)
+{
+	return g->win.rqlat_ap99_us / 1e6;
+}
+
 static double g_throttles(const struct moatd_group *g)
 {
 	return enforce_throttles(g);
@@ -485,8 +490,11 @@ int metrics_write(struct moatd *d, FILE *f)
 		  "A group moatd tracks, with its labels; always 1.", g_info);
 	rqlat_histogram(f, d);
 	per_group(f, d, "moat_group_rqlat_wp99_seconds", "gauge",
-		  "Time-weighted p99 run-queue wait over the last period: what the controller compares with the target.",
+		  "Time-weighted p99 run-queue wait over the last period (lc/rqlat_signal wp99).",
 		  g_wp99);
+	per_group(f, d, "moat_group_rqlat_ap99_seconds", "gauge",
+		  "p99 of the run-queue wait a request arriving at a random moment of the last period meets (lc/rqlat_signal ap99).",
+		  g_ap99);
 	per_group(f, d, "moat_group_cpu_usage_seconds_total", "counter",
 		  "CPU time the group used since moatd found it.", g_usage);
 	per_group(f, d, "moat_group_cpu_throttled_periods_total", "counter",

@@ -83,7 +83,9 @@ extern const struct moatd_module *const moatd_modules[MOD_NR];
 struct group_window {
 	__u64 rqlat_count;
 	double rqlat_p50_us, rqlat_p99_us, rqlat_p999_us;
-	double rqlat_wp99_us;		/* time-weighted: what requests see */
+	double rqlat_wp99_us;		/* time-weighted (hist.h) */
+	double rqlat_ap99_us;		/* what a request arriving at random
+					   waits, its p99 (hist.h) */
 	double cpu_usage;		/* CPUs */
 	double throttled_periods;	/* CFS periods throttled */
 	double throttled_ms;
@@ -149,6 +151,7 @@ struct unit {
 	 * are hierarchical: the unit's own files count its members.
 	 */
 	struct moat_rqlat_hist waits;
+	double rqlat_wp99_us, rqlat_ap99_us;	/* of @waits; NAN: too few */
 	/* An LC unit's signals and targets, as the controller takes them;
 	   value NAN: not measured this period, target 0: none. */
 	struct moat_ctl_lc lc;

@@ -399,6 +399,7 @@ static const struct {
 	{ "rqlat_p99_us", offsetof(struct group_window, rqlat_p99_us), 1 },
 	{ "rqlat_p999_us", offsetof(struct group_window, rqlat_p999_us), 1 },
 	{ "rqlat_wp99_us", offsetof(struct group_window, rqlat_wp99_us), 1 },
+	{ "rqlat_ap99_us", offsetof(struct group_window, rqlat_ap99_us), 1 },
 	{ "cpu_usage", offsetof(struct group_window, cpu_usage), 3 },
 	{ "throttled_periods", offsetof(struct group_window, throttled_periods), 0 },
 	{ "throttled_ms", offsetof(struct group_window, throttled_ms), 3 },
@@ -492,6 +493,12 @@ static int observe_group_add(struct moatd *d, struct moatd_group *g)
 	if (!err)
 		err = moat_knob_add(d->tree, &k);
 	snprintf(k.path, sizeof(k.path), "groups/%s/cpi_history", g->gid.id);
+	if (!err)
+		err = moat_knob_add(d->tree, &k);
+	snprintf(k.path, sizeof(k.path), "groups/%s/rqlat_wp99_us_history", g->gid.id);
+	if (!err)
+		err = moat_knob_add(d->tree, &k);
+	snprintf(k.path, sizeof(k.path), "groups/%s/rqlat_ap99_us_history", g->gid.id);
 	if (!err)
 		err = moat_knob_add(d->tree, &k);
 	k.show = show_field;

@@ -8,9 +8,12 @@
  * containers) or a rule's cgroup.  The kernel keys a run-queue wait by
  * the cgroup of the task's cpu controller, and on a node a pod's tasks
  * are in its containers, so a pod's own histogram is empty: a unit's
- * waits are its members' merged, and its run-queue signal is their
- * time-weighted p99 (moat_hist_time_percentile()), not measured under
- * enforce/min_waits waits.  Pressure, CPU time and memory are
+ * waits are its members' merged, and its run-queue signal is taken from
+ * them, not measured under enforce/min_waits waits: lc/rqlat_signal picks
+ * the p99 of what a request arriving at random waits (ap99,
+ * moat_hist_arrival_percentile()) or the time-weighted p99 (wp99,
+ * moat_hist_time_percentile()); Documentation/performance.rst has how
+ * each agrees with a client's latency.  Pressure, CPU time and memory are
  * hierarchical in the kernel: the unit's own files count its members.
  */
 #include <errno.h>
@@ -20,7 +23,12 @@
 #include <string.h>
 #include "units.h"
 
+/* lc/rqlat_signal: which p99 of the waits the controller takes */
+enum { SIGNAL_AP99, SIGNAL_WP99 };
+static const char *const rqlat_signals[] = { "ap99", "wp99", NULL };
+
 struct signals {
+	unsigned int rqlat_signal;
 	unsigned int rqlat_p99_target_us;
 	unsigned int memory_pressure_target_pct;
 	unsigned int min_waits;		/* for a p99 that means anything */
@@ -71,7 +79,7 @@ static void find_units(struct moatd_group **by_dir, size_t n)
 	}
 }
 
-static void lc_signals(const struct signals *s, struct unit *u)
+static void lc_signals(const struct signals *s, struct unit *u, double secs)
 {
 	const struct signals_group *sg = group_mod(u->g, MOD_SIGNALS);
 	double ns;
@@ -82,11 +90,17 @@ static void lc_signals(const struct signals *s, struct unit *u)
 		u->lc.target[i] = 0;
 	}
 	u->lc.id = u->g->cgid;
+	u->rqlat_wp99_us = u->rqlat_ap99_us = NAN;
+	if (u->waits.count >= s->min_waits) {
+		if (!moat_hist_time_percentile(&u->waits, 0.99, &ns))
+			u->rqlat_wp99_us = ns / 1000;
+		if (!moat_hist_arrival_percentile(&u->waits, 0.99, secs * 1e9, &ns))
+			u->rqlat_ap99_us = ns / 1000;
+	}
 	if (u->class != MOAT_CLASS_LC)
 		return;
-	if (u->waits.count >= s->min_waits &&
-	    !moat_hist_time_percentile(&u->waits, 0.99, &ns))
-		u->lc.value[MOAT_SIG_RQLAT_P99] = ns / 1000;
+	u->lc.value[MOAT_SIG_RQLAT_P99] = s->rqlat_signal == SIGNAL_AP99 ?
+					  u->rqlat_ap99_us : u->rqlat_wp99_us;
 	u->lc.target[MOAT_SIG_RQLAT_P99] = sg->rqlat_p99_target_us ?
 					   sg->rqlat_p99_target_us :
 					   s->rqlat_p99_target_us;
@@ -139,7 +153,7 @@ int units_build(struct moatd *d, struct period *p)
 		moat_hist_add(&p->units[usg->unit].waits, &g->win_hist);
 	}
 	for (i = 0; i < p->nr_units; i++)
-		lc_signals(s, &p->units[i]);
+		lc_signals(s, &p->units[i], p->secs);
 	return 0;
 }
 
@@ -174,6 +188,9 @@ static int signals_init(struct moatd *d)
 {
 	struct signals *s = S(d);
 	const struct moat_knob knobs[] = {
+		{ .path = "lc/rqlat_signal", .type = MOAT_KNOB_CHOICE,
+		  .writable = true, .choices = rqlat_signals,
+		  .data = &s->rqlat_signal },
 		{ .path = "lc/rqlat_p99_target_us", .type = MOAT_KNOB_U32,
 		  .writable = true, .min = 1, .max = 10000000,
 		  .data = &s->rqlat_p99_target_us },
@@ -184,6 +201,7 @@ static int signals_init(struct moatd *d)
 		  .writable = true, .min = 1, .max = 1000000, .data = &s->min_waits },
 	};
 
+	s->rqlat_signal = SIGNAL_WP99;
 	s->rqlat_p99_target_us = 2000;
 	s->memory_pressure_target_pct = 10;
 	s->min_waits = 20;
