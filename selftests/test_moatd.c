@@ -1434,6 +1434,11 @@ Test(moatd, a_lasting_violation_walks_weight_idle_then_quota)
 
 	contend("enforce");
 	floor = prio_floor();
+	/*
+	 * The time-weighted p99 stays over 1 us; the arrival p99 is 0 once
+	 * the weight alone keeps the LC group from waiting 1% of the time.
+	 */
+	set_runtime("lc/rqlat_signal", "wp99");
 	set_runtime("lc/rqlat_p99_target_us", "1");
 	for (i = 0; i < 100; i++) {
 		cr_assert_eq(ctl(out, err, "get", "groups/batch.batch-hog/throttle",
@@ -3277,6 +3282,7 @@ Test(moatd, a_kubelet_pods_threads_get_the_lever_and_get_back_exactly,
 
 	for (round = 0; round < 4; round++) {
 		const char *when = how[round];
+
 
 		on = levered(hog_s, true);
 		expect_thread(hog, &on, 15000, "the BE hog", "before");

@@ -288,7 +288,8 @@ static void format_group_limit(const struct moatd_group *g, char *buf,
 }
 
 /* What one LC unit (or the node, @lc NULL) saw that made it a cause. */
-static void format_cause(char *buf, size_t len, const struct unit *lc,
+static void format_cause(const struct moatd *d, char *buf, size_t len,
+			 const struct unit *lc,
 			 const struct moat_ctl_lc *in, enum moat_resource head,
 			 double blame_ns, double corr)
 {
@@ -300,7 +301,7 @@ static void format_cause(char *buf, size_t len, const struct unit *lc,
 		if (moat_signal_resource[s] == head && in->value[s] > in->target[s] &&
 		    in->target[s] > 0)
 			n += snprintf(buf + n, len - n, " %s %.1f > %.1f",
-				      moat_signal_names[s], in->value[s],
+				      signals_name(d, s), in->value[s],
 				      in->target[s]);
 	if (head == MOAT_RES_CPU_PRIO && lc && lc->waits.sum_ns > 0 && n < len)
 		snprintf(buf + n, len - n, ", %.0f%% of its wait behind this group",
@@ -484,7 +485,7 @@ void enforce_decide(struct moatd *d, const struct period *p, struct plan *plan)
 			};
 
 			if (s.action != MOAT_CTL_NONE && c >= 0)
-				format_cause(s.cause, sizeof(s.cause),
+				format_cause(d, s.cause, sizeof(s.cause),
 					     (size_t)c < nlc ? lcu[c] : NULL, &lc[c],
 					     be[i].chain[r], blame[c * nbe + i],
 					     suspect[c * nbe + i]);
@@ -596,6 +597,9 @@ static void act(struct moatd *d, const struct plan_step *s)
 								  "ways" : "%";
 	char from[32], to[32];
 	int err = 0;
+
+	if (s->r == MOAT_RES_CPU_PRIO && task_lever(u))
+		unit = "";	/* the lever names itself */
 
 	if (s->action == MOAT_CTL_NONE) {	/* cooldown, backoff, judged */
 		eg->lim[s->r] = s->lim;

@@ -179,6 +179,13 @@ double node_memory_ratio(const struct moatd *d, const struct period *p)
 	return t ? p->node.psi_some_avg10[1] / t : NAN;
 }
 
+const char *signals_name(const struct moatd *d, enum moat_signal s)
+{
+	if (s == MOAT_SIG_RQLAT_P99)
+		return S(d)->rqlat_signal == SIGNAL_AP99 ? "rqlat_ap99_us" : "rqlat_wp99_us";
+	return moat_signal_names[s];
+}
+
 double signals_memory_target(const struct moatd *d)
 {
 	return S(d)->memory_pressure_target_pct;
@@ -201,7 +208,7 @@ static int signals_init(struct moatd *d)
 		  .writable = true, .min = 1, .max = 1000000, .data = &s->min_waits },
 	};
 
-	s->rqlat_signal = SIGNAL_WP99;
+	s->rqlat_signal = SIGNAL_AP99;
 	s->rqlat_p99_target_us = 2000;
 	s->memory_pressure_target_pct = 10;
 	s->min_waits = 20;
