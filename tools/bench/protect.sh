@@ -6,28 +6,39 @@
 #
 #   tools/bench/protect.sh [REPS] [SECONDS]      (root; default 3, 12)
 #
-# LC: Debian's nginx, one worker, serving a small file on loopback from
-# its own cgroup, driven by build/moat-loadgen (open loop, fixed rate,
-# latency from each request's due time).  BE: stress-ng, one CPU and one
-# cache stressor, in their own cgroup, started BE_AT seconds into the
-# load.  nginx and stress-ng share the last CPU; the load generator and
-# moatd run on the first, so the client measures without competing.
+# LC: Debian's nginx, one worker, serving a small file on loopback,
+# driven by build/moat-loadgen (open loop, fixed rate, latency from each
+# request's due time).  BE: stress-ng, one CPU and one cache stressor,
+# started BE_AT seconds into the load.  nginx and stress-ng share the
+# last CPU; the load generator and moatd run on the first, so the client
+# measures without competing.
 #
-# Scenarios, each REPS times, medians reported:
-#   alone    LC only
-#   none     LC + BE, no isolation
-#   k8s      LC + BE with Kubernetes' defaults for besteffort pods:
-#            cpu.shares=2 (v1) / cpu.weight=1 (v2)
-#   static   k8s, plus a koordlet-style static suppress: BE's CPU budget
-#            = shared CPUs x 65% - LC usage, recomputed every second
-#   moatd    k8s, plus moatd in enforce mode; the BE cgroup is a rule's,
-#            so moatd may lower its CPU priority (cpu.idle) first
-#   moatd-pod  k8s, plus moatd with enforce/cpu_priority = 0: what moatd
-#            may do to a kubelet pod, whose weight it leaves to kubelet
-#   moatd-only  moatd in enforce mode without Kubernetes' defaults: the
-#            controller alone, so that it has something to do
-# static and moatd start from Kubernetes' defaults because that is where
-# koordlet and moatd run: on nodes where kubelet already set them.
+# TREE=kubelet (the default): the cgroups as kubelet's cgroupfs driver
+# makes them, the tasks in the container cgroups, every weight as kubelet
+# sets it (kubepods 1024 per CPU, a pod's its CPU request, the burstable
+# tier the sum of its pods', besteffort 2; cpu.weight on v2 converted as
+# kubelet converts).  nginx is a burstable pod requesting 0.5 CPU.
+#   alone        LC only
+#   none         a BE pod with the LC pod's weight at every level (no
+#                isolation)
+#   k8s          a besteffort BE pod: cpu.shares 2 / cpu.weight 1
+#   moatd-pod    k8s, plus moatd in enforce mode: on pods it writes none
+#                of kubelet's files, only per-task levers and the quota
+#   burst        the BE work in a burstable batch pod requesting 1 CPU,
+#                where weights alone do not protect
+#   burst-moatd  burst, plus moatd, the batch pod classed be by override
+# moatd runs in every scenario, observing where it does not enforce, with
+# a period of one loadgen window (1 s): each run also records moatd's LC
+# signals for every window next to the client's p99 of that window, and
+# the end reports how well each signal ranks and predicts the client.
+#
+# TREE=flat: the first experiment, LC and BE in cgroups of their own:
+#   alone, none, k8s (BE cpu.shares=2 / cpu.weight=1); static: k8s plus
+#   a koordlet-style static suppress (BE's CPU budget = shared CPUs x 65%
+#   - LC usage, every second); moatd: k8s plus moatd, the BE cgroup a
+#   rule's, so moatd may lower its CPU priority (cpu.idle) first;
+#   moatd-pod: k8s plus moatd with enforce/cpu_priority = 0 (the quota
+#   only); moatd-only: moatd without Kubernetes' weights.
 #
 # LC latency is over the requests due from BE_AT + 2 s to the end, the
 # same steady-state window for every scenario; the reaction (time to
@@ -36,8 +47,9 @@
 # bogo-ops per second of wall time, per stressor.
 #
 # Environment: RATE (requests/s, 4000: nginx needs ~35% of a CPU, enough
-# to lose its wake-up preemption to a hog), PERIOD_MS (moatd, 500),
-# TARGET_US (moatd's lc/rqlat_p99_target_us, 500), SCENARIOS.
+# to lose its wake-up preemption to a hog), PERIOD_MS (moatd; 1000 for
+# kubelet, 500 for flat), TARGET_US (lc/rqlat_p99_target_us, 500), SIGNAL
+# (lc/rqlat_signal), SCENARIOS, TREE.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -45,9 +57,19 @@ O=${O:-$top/build}
 REPS=${1:-3}
 SECS=${2:-12}
 RATE=${RATE:-4000}
-PERIOD_MS=${PERIOD_MS:-500}
+TREE=${TREE:-kubelet}
 TARGET_US=${TARGET_US:-500}
-SCENARIOS=${SCENARIOS:-alone none k8s static moatd moatd-pod moatd-only}
+SIGNAL=${SIGNAL:-}
+case $TREE in
+kubelet)
+	PERIOD_MS=${PERIOD_MS:-1000}
+	SCENARIOS=${SCENARIOS:-alone none k8s moatd-pod burst burst-moatd} ;;
+flat)
+	PERIOD_MS=${PERIOD_MS:-500}
+	SCENARIOS=${SCENARIOS:-alone none k8s static moatd moatd-pod moatd-only} ;;
+*)
+	echo "protect.sh: TREE: '$TREE' is neither kubelet nor flat" >&2; exit 2 ;;
+esac
 BE_AT=2
 SKIP=$((BE_AT + 2))
 PORT=18080
@@ -93,9 +115,7 @@ cleanup() {
 		wait "$p" 2>/dev/null || true
 	done
 	for m in "$cpu_mnt" ${acct_mnt:+"$acct_mnt"}; do
-		for d in be lc ""; do
-			[ -d "$m/$name/$d" ] && rmdir "$m/$name/$d" 2>/dev/null
-		done
+		[ -d "$m/$name" ] && find "$m/$name" -depth -type d -exec rmdir {} + 2>/dev/null
 	done
 	[ -n "${KEEP:-}" ] && echo "protect.sh: kept $work" >&2 || rm -rf "$work"
 }
@@ -126,18 +146,60 @@ http {
 	}
 }
 EOF
-# mk_group NAME: the cgroup in every hierarchy; join_group NAME PID.
-mk_group() { mkdir "$prefix/$1"; [ -z "$acct_mnt" ] || mkdir "$acct_mnt/$name/$1"; }
+# mk_group PATH: the cgroup and its parents in every hierarchy (on v2,
+# each parent gives its children cpu and memory); join_group PATH PID;
+# rm_group PATH: it and its parents up to the first that has others.
+mk_group() {
+	local m rel= part
+	for part in ${1//\// }; do
+		rel=${rel:+$rel/}$part
+		for m in "$prefix" ${acct_mnt:+"$acct_mnt/$name"}; do
+			[ -d "$m/$rel" ] && continue
+			[ "$v2" = 1 ] && echo "+cpu +memory" >"$(dirname "$m/$rel")/cgroup.subtree_control"
+			mkdir "$m/$rel"
+		done
+	done
+}
 join_group() {
 	echo "$2" >"$prefix/$1/cgroup.procs"
 	[ -z "$acct_mnt" ] || echo "$2" >"$acct_mnt/$name/$1/cgroup.procs"
 }
-rm_group() { rmdir "$prefix/$1"; [ -z "$acct_mnt" ] || rmdir "$acct_mnt/$name/$1"; }
+rm_group() {
+	local m rel=$1
+	while [ "$rel" != . ]; do
+		for m in "$prefix" ${acct_mnt:+"$acct_mnt/$name"}; do
+			rmdir "$m/$rel" 2>/dev/null || return 0
+		done
+		rel=$(dirname "$rel")
+	done
+}
+# set_shares PATH SHARES: a v1 cpu.shares, or the v2 cpu.weight kubelet
+# converts it to: 1 + (shares - 2) * 9999 / 262142.
+set_shares() {
+	if [ "$v2" = 1 ]; then echo $((1 + ($2 - 2) * 9999 / 262142)) >"$prefix/$1/cpu.weight"
+	else echo "$2" >"$prefix/$1/cpu.shares"; fi
+}
 mkdir "$prefix"
 [ -z "$acct_mnt" ] || mkdir "$acct_mnt/$name"
-[ "$v2" = 1 ] && echo "+cpu +memory" >"$prefix/cgroup.subtree_control"
-mk_group lc
-(join_group lc "$BASHPID"
+
+# Where LC and BE run: kubelet's containers, or cgroups of their own.
+ctr() { printf '%064x' "$1"; }
+LC_UID=0a1b2c3d-4e5f-6789-abcd-ef0123456789
+BE_UID=aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee
+BATCH_UID=bbbbbbbb-cccc-dddd-eeee-ffffffffffff
+if [ "$TREE" = kubelet ]; then
+	LC_POD=kubepods/burstable/pod$LC_UID
+	LC=$LC_POD/$(ctr 1)
+	mk_group "$LC"
+	set_shares kubepods $((1024 * $(nproc)))
+	set_shares "$LC_POD" 512
+	set_shares kubepods/burstable 512
+	set_shares "$LC" 512
+else
+	LC=lc
+	mk_group lc
+fi
+(join_group "$LC" "$BASHPID"
  exec taskset -c "$SHARED_CPU" nginx -c "$work/nginx.conf" -e "$work/nginx.err") &
 pids+=($!)
 for _ in $(seq 50); do
@@ -148,7 +210,7 @@ done
 # LC CPU usage in CPUs over the last @1 seconds, from its tasks' times.
 lc_ticks() {
 	local p t=0
-	for p in $(cat "$prefix/lc/cgroup.procs"); do
+	for p in $(cat "$prefix/$LC/cgroup.procs"); do
 		t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0)))
 	done
 	echo "$t"
@@ -157,8 +219,8 @@ lc_ticks() {
 set_quota() {	# CPUs
 	local q
 	q=$(awk -v c="$1" 'BEGIN { q = int(c * 100000); print q < 1000 ? 1000 : q }')
-	if [ "$v2" = 1 ]; then echo "$q 100000" >"$prefix/be/cpu.max"
-	else echo "$q" >"$prefix/be/cpu.cfs_quota_us"; fi
+	if [ "$v2" = 1 ]; then echo "$q 100000" >"$prefix/$BE/cpu.max"
+	else echo "$q" >"$prefix/$BE/cpu.cfs_quota_us"; fi
 }
 
 # koordlet's BE suppress: budget = capacity x 65% - LC usage, every second.
@@ -174,46 +236,91 @@ static_suppress() {
 	done
 }
 
+# start_moatd MODE [CPU_PRIORITY]: moatd on the client's CPU.  On the
+# kubelet tree, lc_gid is then the id of nginx's container's group.
 start_moatd() {
-	printf 'period_ms = %s\nrules/lc = lc lc\nrules/be = be be\nlc/rqlat_p99_target_us = %s\nenforce/cpu_priority = %s\n' \
-		"$PERIOD_MS" "$TARGET_US" "$1" >"$work/moat.conf"
+	local id
+	{
+		printf 'period_ms = %s\nlc/rqlat_p99_target_us = %s\n' "$PERIOD_MS" "$TARGET_US"
+		[ -z "$SIGNAL" ] || printf 'lc/rqlat_signal = %s\n' "$SIGNAL"
+		[ "$TREE" = kubelet ] ||
+			printf 'rules/lc = lc lc\nrules/be = be be\nenforce/cpu_priority = %s\n' "$2"
+	} >"$work/moat.conf"
 	rm -rf "$work/state"
-	taskset -c "$CLIENT_CPU" "$O/moatd" --foreground --mode enforce \
+	taskset -c "$CLIENT_CPU" "$O/moatd" --foreground --mode "$1" \
 		--config "$work/moat.conf" --cgroup-root "/$name" \
 		--state-dir "$work/state" --socket "$work/sock" --listen 127.0.0.1:0 \
 		2>>"$work/moatd.log" &
 	moatd_pid=$!
 	pids+=("$moatd_pid")
+	lc_gid=
 	for _ in $(seq 100); do
-		[ "$("$O/moatctl" --socket "$work/sock" ls groups 2>/dev/null | wc -l)" -ge 2 ] && return
+		if [ "$TREE" = flat ]; then
+			[ "$(ctl ls groups 2>/dev/null | wc -l)" -ge 2 ] && return
+		else
+			for id in $(ctl ls groups 2>/dev/null); do
+				id=${id%/}
+				case $(ctl get "groups/$id/path") in
+				*/"$LC") lc_gid=$id; return ;;
+				esac
+			done
+		fi
 		sleep 0.1
 	done
-	die "moatd did not find the lc and be groups: $(tail -5 "$work/moatd.log")"
+	die "moatd did not find the groups: $(tail -5 "$work/moatd.log")"
 }
+ctl() { "$O/moatctl" --socket "$work/sock" "$@"; }
 
 now() { date +%s.%N; }
 
-# One run: "p50 p99 p999 cpu_ops cache_ops first_action_s recovery_s".
+# One run: "p50 p99 p999 cpu_ops cache_ops first_action_s recovery_s";
+# on the kubelet tree, the run's windows go to $work/$sc.sig as
+# "run window_s client_p99_us wp99_us ap99_us".
 run_one() {
-	local sc=$1 lg=$work/lg.out be_pid= helper= t0 first=- ops
+	local sc=$1 run=$2 lg=$work/lg.out be_pid= helper= t0 first=- ops mode=
 	moatd_pid=
-	mk_group be
-	if [ "$sc" = k8s ] || [ "$sc" = static ] || [ "$sc" = moatd ] ||
-	   [ "$sc" = moatd-pod ]; then
-		if [ "$v2" = 1 ]; then echo 1 >"$prefix/be/cpu.weight"
-		else echo 2 >"$prefix/be/cpu.shares"; fi
+	BE=
+	if [ "$TREE" = kubelet ]; then
+		case $sc in
+		none | k8s | moatd-pod)
+			BE=kubepods/besteffort/pod$BE_UID/$(ctr 2)
+			mk_group "$BE"
+			# none: the LC pod's weight at every level
+			local w=2
+			[ "$sc" = none ] && w=512
+			set_shares kubepods/besteffort "$w"
+			set_shares "$(dirname "$BE")" "$w"
+			set_shares "$BE" "$w" ;;
+		burst | burst-moatd)
+			BE=kubepods/burstable/pod$BATCH_UID/$(ctr 3)
+			mk_group "$BE"
+			set_shares kubepods/burstable $((512 + 1024))
+			set_shares "$(dirname "$BE")" 1024
+			set_shares "$BE" 1024 ;;
+		esac
+		mode=observe
+		case $sc in moatd-pod | burst-moatd) mode=enforce ;; esac
+		start_moatd "$mode"
+		[ "$sc" = burst-moatd ] && ctl set --runtime "groups/$BATCH_UID/class" be >/dev/null
+	else
+		BE=be
+		mk_group be
+		if [ "$sc" = k8s ] || [ "$sc" = static ] || [ "$sc" = moatd ] ||
+		   [ "$sc" = moatd-pod ]; then
+			set_shares be 2
+		fi
+		case $sc in
+		moatd | moatd-only) start_moatd enforce 1 ;;
+		moatd-pod) start_moatd enforce 0 ;;
+		esac
 	fi
-	case $sc in
-	moatd | moatd-only) start_moatd 1 ;;
-	moatd-pod) start_moatd 0 ;;
-	esac
 	taskset -c "$CLIENT_CPU" "$O/moat-loadgen" -r "$RATE" -d "$SECS" -c 32 \
 		-s "$SKIP" 127.0.0.1 "$PORT" /index.html >"$lg" &
 	local lg_pid=$!
 	sleep "$BE_AT"
 	if [ "$sc" != alone ]; then
 		t0=$(now)
-		(join_group be "$BASHPID"
+		(join_group "$BE" "$BASHPID"
 		 exec taskset -c "$SHARED_CPU" stress-ng --cpu 1 --cache 1 \
 			--timeout "$((SECS - BE_AT))s" --metrics-brief \
 			--yaml "$work/be.yaml" >/dev/null 2>&1) &
@@ -221,7 +328,7 @@ run_one() {
 		[ "$sc" = static ] && { static_suppress & helper=$!; pids+=("$helper"); }
 		# moatd's first write creates its journal: watch for that,
 		# not poll moatctl, whose fork and exec would load the client.
-		if [ -n "$moatd_pid" ]; then
+		if [ "$mode" != observe ] && [ -n "$moatd_pid" ]; then
 			while kill -0 "$be_pid" 2>/dev/null; do
 				if [ -e "$work/state/journal" ]; then
 					first=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }')
@@ -232,16 +339,30 @@ run_one() {
 		fi
 	fi
 	wait "$lg_pid"
+	# moatd's windows, read once the client is done: no fork during the load
+	if [ -n "$lc_gid" ]; then
+		awk -v run="$run" -v skip="$SKIP" \
+			-v wp="$(ctl get "groups/$lc_gid/rqlat_wp99_us_history")" \
+			-v ap="$(ctl get "groups/$lc_gid/rqlat_ap99_us_history")" '
+			$1 == "window" && $2 >= skip { t[++n] = $2; c[n] = $4 }
+			END { nw = split(wp, w, " "); na = split(ap, a, " ")
+			      # the last moatd window ended within the last second of load
+			      for (i = 1; i <= n; i++) {
+				k = i - n
+				print run, t[i], c[i], (nw + k >= 1 ? w[nw + k] : "-"),
+				      (na + k >= 1 ? a[na + k] : "-") } }' "$lg" >>"$work/$sc.sig"
+	fi
 	[ -n "$be_pid" ] && wait "$be_pid"
 	[ -n "$helper" ] && { kill "$helper"; wait "$helper" 2>/dev/null || true; }
 	if [ -n "$moatd_pid" ]; then
-		grep -h "throttle\|release\|undo" "$work/moatd.log" | sed "s/^/# $sc: /" >&2 || true
+		grep -h "throttle\|release\|undo\|slice" "$work/moatd.log" | sed "s/^/# $sc: /" >&2 || true
 		: >"$work/moatd.log"
 		kill "$moatd_pid"
 		wait "$moatd_pid" || true
 		moatd_pid=
 	fi
-	rm_group be
+	[ -z "$BE" ] || rm_group "$BE"
+	[ "$TREE" = kubelet ] && set_shares kubepods/burstable 512
 	ops="- -"
 	if [ -n "$be_pid" ]; then
 		ops=$(awk '/stressor: cpu/ { s = "cpu" } /stressor: cache/ { s = "cache" }
@@ -265,8 +386,9 @@ echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -r), $(getconf _NPROCESSORS_ONLN)
 declare -A res
 for sc in $SCENARIOS; do
 	: >"$work/$sc.runs"
+	: >"$work/$sc.sig"
 	for r in $(seq "$REPS"); do
-		run_one "$sc" >"$work/line"	# not $(...): its pids stay ours
+		run_one "$sc" "$r" >"$work/line"	# not $(...): its pids stay ours
 		line=$(cat "$work/line")
 		echo "# $sc run $r: p50 p99 p999 (us), cpu cache (bogo-ops/s), first action (s), recovery (s): $line"
 		echo "$line" >>"$work/$sc.runs"
@@ -289,3 +411,72 @@ for sc in $SCENARIOS; do
 		printf "%-10s %10s %10s %10s %12s %12s %8s %8s %9s %9s\n", sc, p50, p99, p999,
 			cpu, cache, r, be, first, rec }'
 done
+
+[ "$TREE" = kubelet ] || exit 0
+# Does moatd's LC signal agree with the client?  Each signal against the
+# client's p99: Spearman's rank correlation over the 1 s windows, over
+# the runs (the signal's median window against the run's p99) and over
+# the scenarios (medians of those); and how well alone's p99 plus the
+# signal predicts a run's p99 (the median of |predicted - p99| / p99).
+for sc in $SCENARIOS; do sed "s/^/$sc /" "$work/$sc.sig"; done >"$work/signals"
+echo
+echo "# signals: scenario run window_s client_p99_us wp99_us ap99_us"
+sed 's/^/# /' "$work/signals"
+for sc in $SCENARIOS; do echo "$sc ${res[$sc,2]}"; done >"$work/client"
+python3 - "$work/signals" "$work/client" "${res[alone,2]:-0}" <<'PY'
+import statistics as st, sys
+
+def ranks(v):
+    order = sorted(range(len(v)), key=lambda i: v[i])
+    r = [0.0] * len(v)
+    i = 0
+    while i < len(v):
+        j = i
+        while j + 1 < len(v) and v[order[j + 1]] == v[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            r[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return r
+
+def spearman(x, y):
+    if len(x) < 3:
+        return float("nan")
+    rx, ry = ranks(x), ranks(y)
+    mx, my = st.mean(rx), st.mean(ry)
+    num = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    den = (sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry)) ** 0.5
+    return num / den if den else float("nan")
+
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+alone = float(sys.argv[3])
+runs_p99 = {}
+for l in open(sys.argv[2]):
+    sc, p99 = l.split()
+    runs_p99[sc] = p99
+print("\n%-6s %8s %10s %8s %11s %13s" % ("signal", "windows", "rho_window", "rho_run",
+                                         "rho_scenario", "run_pred_err"))
+for col, name in ((4, "wp99"), (5, "ap99")):
+    win = [(float(r[3]), float(r[col])) for r in rows if r[col] != "-"]
+    by_run = {}
+    for r in rows:
+        if r[col] != "-":
+            by_run.setdefault((r[0], r[1]), ([], []))
+            by_run[(r[0], r[1])][0].append(float(r[3]))
+            by_run[(r[0], r[1])][1].append(float(r[col]))
+    # a run's client p99: the median of its windows' p99 (its own figure
+    # is over all its requests; the windows keep the pairing honest)
+    runs = [(st.median(c), st.median(s), k[0]) for k, (c, s) in by_run.items()]
+    scen = {}
+    for c, s, sc in runs:
+        scen.setdefault(sc, ([], []))
+        scen[sc][0].append(c)
+        scen[sc][1].append(s)
+    sc_pairs = [(st.median(c), st.median(s)) for c, s in scen.values()]
+    err = [abs(alone + s - c) / c for c, s, _ in runs if c > 0]
+    print("%-6s %8d %10.2f %8.2f %11.2f %13.2f" % (
+        name, len(win), spearman([a for a, _ in win], [b for _, b in win]),
+        spearman([a for a, _, _ in runs], [b for _, b, _ in runs]),
+        spearman([a for a, _ in sc_pairs], [b for _, b in sc_pairs]),
+        st.median(err) if err else float("nan")))
+PY
