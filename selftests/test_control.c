@@ -438,6 +438,39 @@ Test(control, a_step_that_did_not_help_is_undone_and_backed_off)
 	cr_assert_eq(be.lim[MOAT_RES_CPU].backoff, 4);
 }
 
+/*
+ * The priority may ask for more periods of slack than the quota: the
+ * quota goes back after release_periods (3), the priority only once the
+ * slack has lasted its own 8; a violation in between starts the count
+ * over.
+ */
+Test(control, the_priority_waits_for_its_own_slack)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc bad = lc_with(5000, 1000), calm = lc_with(100, 1000);
+	struct moat_ctl_be be = be_using(1);
+	double blame = 100;
+	int i, first = -1;
+
+	p.step[MOAT_RES_CPU_PRIO].release = 8;
+	be.orig[MOAT_RES_CPU_PRIO] = 100;
+	moat_control_step(&p, &st, &bad, 1, &blame, NULL, &be, 1);
+	cr_assert_float_eq(be.lim[MOAT_RES_CPU_PRIO].limit, 10, 1e-9);
+	for (i = 0; i < 4; i++)		/* the quota's 3 periods, and more */
+		moat_control_step(&p, &st, &calm, 1, &blame, NULL, &be, 1);
+	cr_assert_float_eq(be.lim[MOAT_RES_CPU_PRIO].limit, 10, 1e-9,
+			   "released before its 8 periods of slack");
+	moat_control_step(&p, &st, &bad, 1, &blame, NULL, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_THROTTLE);
+	for (i = 1; i <= 12 && first < 0; i++) {
+		moat_control_step(&p, &st, &calm, 1, &blame, NULL, &be, 1);
+		if (be.action[MOAT_RES_CPU_PRIO] == MOAT_CTL_RELEASE)
+			first = i;
+	}
+	cr_assert_eq(first, 8, "the first step up after %d periods of slack, not 8", first);
+}
+
 /* A useless priority step is undone, and the quota is tried instead. */
 Test(control, a_useless_priority_step_moves_on_to_the_quota)
 {

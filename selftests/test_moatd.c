@@ -1686,6 +1686,8 @@ Test(moatd, slack_releases_the_group_stepwise_to_its_original)
 	 * what is tested here; when slack is slack, test_control.c.
 	 */
 	set_runtime("lc/rqlat_p99_target_us", "10000000");
+	/* the priority after as many periods of slack as the quota */
+	set_runtime("enforce/cpu_prio_release_periods", "0");
 	/* 6 periods of slack, then +10% of the reference a period: some 25
 	   periods, long under software emulation */
 	for (i = 0; i < 200; i++) {

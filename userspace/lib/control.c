@@ -3,6 +3,7 @@
  * The controller's decision step (the rules are in control.h).  Nothing
  * here reads a clock, a file or a map.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include "control.h"
@@ -272,7 +273,8 @@ static void judge(const struct moat_ctl_params *p, enum moat_resource head,
  * unless another chain that has it is not ready to release (@ready, by
  * chain head).
  */
-static void release(const struct moat_ctl_params *p, enum moat_resource head,
+static void release(const struct moat_ctl_params *p,
+		    const struct moat_ctl_state *st, enum moat_resource head,
 		    const bool *ready, struct moat_ctl_be *be, size_t nbe)
 {
 	enum moat_resource r, last, h;
@@ -283,7 +285,8 @@ static void release(const struct moat_ctl_params *p, enum moat_resource head,
 		for_chain(r, head)
 			if (!isinf(be[j].lim[r].limit))
 				last = r;
-		if (last == MOAT_RES_NR || be[j].action[last] != MOAT_CTL_NONE)
+		if (last == MOAT_RES_NR || be[j].action[last] != MOAT_CTL_NONE ||
+		    st->slack_periods[head] < p->step[last].release)
 			continue;
 		for (h = 0; h < MOAT_RES_NR; h++)
 			if (is_head(h) && !ready[h] && moat_chain_has(h, last))
@@ -354,7 +357,7 @@ static bool control_chain(const struct moat_ctl_params *p,
 		st->slack_periods[head] = 0;
 		return false;
 	}
-	if (st->slack_periods[head] < p->release_periods)
+	if (st->slack_periods[head] < UINT_MAX)
 		st->slack_periods[head]++;
 	return st->slack_periods[head] >= p->release_periods;
 }
@@ -404,6 +407,6 @@ void moat_control_step(const struct moat_ctl_params *p,
 	   the release of what it shares */
 	for (r = 0; r < MOAT_RES_NR; r++)
 		if (ready[r])
-			release(p, r, ready, be, nbe);
+			release(p, st, r, ready, be, nbe);
 	free(sev);
 }

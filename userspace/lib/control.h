@@ -62,7 +62,10 @@
  *    periods in a row, each throttled BE group gets one additive step up
  *    per period, + increase% of its reference, of the last resource of
  *    the chain it is throttled on, until the limit reaches the reference
- *    and the original setting is restored; then the one before.  A limit
+ *    and the original setting is restored; then the one before.  A
+ *    resource may ask for more periods of slack (its `release`): the CPU
+ *    priority costs BE little, and releasing it the moment the LC group
+ *    has slack only brings the waits back (an on-off cycle).  A limit
  *    under snap_below (cpu.idle) steps up to snap_below first.
  *  - in between: hold.
  * The reference of a throttled BE group is what it had when first
@@ -143,6 +146,8 @@ struct moat_ctl_step {
 	unsigned int cooldown;		/* periods after a step down */
 	unsigned int backoff;		/* periods left alone after a step
 					   that did not help; 0: not judged */
+	unsigned int release;		/* periods of slack before its step
+					   up, if more than release_periods */
 };
 
 struct moat_ctl_params {

@@ -777,6 +777,7 @@ static int enforce_init(struct moatd *d)
 		U32("enforce/cpu_prio_increase_pct", 1, 100, &prio->increase_pct),
 		U32("enforce/cpu_prio_cooldown_periods", 0, 100, &prio->cooldown),
 		U32("enforce/cpu_prio_backoff_periods", 0, 10000, &prio->backoff),
+		U32("enforce/cpu_prio_release_periods", 0, 10000, &prio->release),
 		U32("enforce/cpu_backoff_periods", 0, 10000, &cpu->backoff),
 		U32("enforce/cpu_decrease_pct", 1, 90, &cpu->decrease_pct),
 		U32("enforce/cpu_increase_pct", 1, 100, &cpu->increase_pct),
@@ -819,7 +820,7 @@ static int enforce_init(struct moatd *d)
 		.step = {
 			[MOAT_RES_CPU_PRIO] = { .decrease_pct = 90, .increase_pct = 10,
 						.min_pct = 0, .cooldown = 0,
-						.backoff = 20 },
+						.backoff = 20, .release = 30 },
 			[MOAT_RES_CPU] = { .decrease_pct = 40, .increase_pct = 10,
 					   .min_pct = 10, .cooldown = 1,
 					   .backoff = 20 },
