@@ -723,6 +723,38 @@ static bool vanished(int err)
 	return err == -ENOENT || err == -ENODEV;
 }
 
+/*
+ * A new entry of @kind for @path, holding @orig and @cur, saved before
+ * anything is written: 0 and the entry in *@out, or the error and no
+ * entry.
+ */
+static int record(struct moat_journal *j, enum moat_journal_kind kind,
+		  const char *path, const char *orig, const char *cur,
+		  struct moat_journal_entry **out)
+{
+	int err = add_entry(j, kind, path, orig, cur, "");
+
+	if (!err)
+		err = save(j);
+	if (err) {
+		if (moat_journal_find(j, path))
+			drop_entry(j, j->n - 1);
+		return err;
+	}
+	*out = &j->e[j->n - 1];
+	return 0;
+}
+
+/* Someone else set @e's value to @cur: that is what a restore puts back. */
+static int adopt(struct moat_journal *j, struct moat_journal_entry *e,
+		 const char *cur)
+{
+	strcpy(e->orig, cur);
+	strcpy(e->last, cur);
+	e->pending[0] = '\0';
+	return save(j);
+}
+
 int moat_kfile_write(struct moat_journal *j, const char *path,
 		     const char *value)
 {
@@ -736,23 +768,14 @@ int moat_kfile_write(struct moat_journal *j, const char *path,
 	if (err)
 		goto fail;
 	if (!e) {
-		err = add_entry(j, MOAT_J_FILE, path, cur, cur, "");
-		if (!err)
-			err = save(j);
-		if (err) {
-			if (moat_journal_find(j, path))
-				drop_entry(j, j->n - 1);
+		err = record(j, MOAT_J_FILE, path, cur, cur, &e);
+		if (err)
 			return err;	/* no record, no write */
-		}
-		e = &j->e[j->n - 1];
 	} else if (strcmp(cur, e->orig) && strcmp(cur, e->last) &&
 		   strcmp(cur, e->pending)) {
 		pr_info("%s: changed by someone else to '%s': that is now the value to restore",
 			path, cur);
-		strcpy(e->orig, cur);
-		strcpy(e->last, cur);
-		e->pending[0] = '\0';
-		err = save(j);
+		err = adopt(j, e, cur);
 		if (err)
 			return err;
 	}
@@ -904,22 +927,13 @@ int moat_ktask_write(struct moat_journal *j, const char *dir,
 	moat_sched_format(now, sizeof(now), &cur);
 	if (!e) {
 		moat_sched_format(o, sizeof(o), orig ? orig : &cur);
-		err = add_entry(j, MOAT_J_TASK, path, o, now, "");
-		if (!err)
-			err = save(j);
-		if (err) {
-			if (moat_journal_find(j, path))
-				drop_entry(j, j->n - 1);
+		err = record(j, MOAT_J_TASK, path, o, now, &e);
+		if (err)
 			return err;	/* no record, no change */
-		}
-		e = &j->e[j->n - 1];
 	} else if (!task_moats(e, &cur)) {
 		pr_info("thread %d (process %d): scheduling changed by someone else to %s: that is now the value to restore",
 			(int)t->tid, (int)t->tgid, now);
-		strcpy(e->orig, now);
-		strcpy(e->last, now);
-		e->pending[0] = '\0';
-		err = save(j);
+		err = adopt(j, e, now);
 		if (err)
 			return err;
 	}
