@@ -3296,11 +3296,22 @@ Test(moatd, a_kubelet_pods_threads_get_the_lever_and_get_back_exactly,
 		}
 		expect_thread(owner, &own, 0, "a thread with its own policy", "before");
 		if (round == 0) {
-			/* kubelet's writes go through: nothing of moat's is in the way */
-			cr_expect_eq(tcg_write(&kt.qos[1], weight, tcg_hierarchy()->v2 ? "1" : "2"), 0);
-			cr_expect_eq(tcg_write(&kt.pod[1], weight, tcg_hierarchy()->v2 ? "1" : "2"), 0);
-			cr_expect_eq(tcg_write(&kt.pod[0], weight, tcg_hierarchy()->v2 ? "100" : "1024"), 0);
-			cr_expect_eq(tcg_write(&kt.qos[0], weight, tcg_hierarchy()->v2 ? "100" : "1024"), 0);
+			/*
+			 * kubelet's writes go through: nothing of moat's is in
+			 * the way.  Then the weights as they were: with
+			 * kubelet's 2 shares the LC pod would wait under 1% of
+			 * the time, no violation, and no lever in the rounds
+			 * after.
+			 */
+			const char *dflt = tcg_hierarchy()->v2 ? "100" : "1024";
+			const char *least = tcg_hierarchy()->v2 ? "1" : "2";
+
+			cr_expect_eq(tcg_write(&kt.qos[1], weight, least), 0);
+			cr_expect_eq(tcg_write(&kt.pod[1], weight, least), 0);
+			cr_expect_eq(tcg_write(&kt.pod[0], weight, dflt), 0);
+			cr_expect_eq(tcg_write(&kt.qos[0], weight, dflt), 0);
+			cr_expect_eq(tcg_write(&kt.pod[1], weight, dflt), 0);
+			cr_expect_eq(tcg_write(&kt.qos[1], weight, dflt), 0);
 			/* a process attached later, and a child forked now */
 			late = tcg_spawn(&kt.ctr[1], cpu, work_forker, NULL);
 			cr_assert(late > 0 && forker_ready(late));
