@@ -535,6 +535,11 @@ static int lever_step(struct moatd *d, const struct plan_step *s)
 	n = levers_apply(d, &e->lv, s->unit, &w, &eg->seen, &eg->nseen);
 	if (n >= 0)
 		pr_debug("be group %s: the lever on %d threads", s->unit->gid.id, n);
+	if (n == -EPERM) {
+		/* no CAP_SYS_NICE (said once): from the next period, the quota */
+		e->lv.kind = LEVER_NONE;
+		levers_restore(d, s->unit);	/* the threads it could change */
+	}
 	return n < 0 ? n : 0;
 }
 

@@ -28,9 +28,13 @@ void levers_probe(struct levers *lv)
 	int ns = moat_in_host_pid_ns();
 
 	*lv = (struct levers){ .kind = LEVER_NONE };
-	if (ns != 1) {
-		pr_info("levers: moatd is not in the host's PID namespace%s%s: no per-task lever on kubelet pods, only the CPU quota",
-			ns < 0 ? " (or cannot tell: " : "", ns < 0 ? strerror(-ns) : "");
+	if (ns < 0) {
+		pr_info("levers: cannot tell whether moatd is in the host's PID namespace (%s): no per-task lever on kubelet pods, only the CPU quota",
+			strerror(-ns));
+		return;
+	}
+	if (!ns) {
+		pr_info("levers: moatd is not in the host's PID namespace: no per-task lever on kubelet pods, only the CPU quota");
 		return;
 	}
 	if (c->slice) {
@@ -145,7 +149,7 @@ int levers_apply(struct moatd *d, struct levers *lv, struct moatd_group *unit,
 			break;
 	}
 	if (first == -EPERM && !lv->denied) {
-		pr_warn("levers: group %s: sched_setattr: %s: moatd lacks CAP_SYS_NICE for other users' threads",
+		pr_warn("levers: group %s: sched_setattr: %s: moatd lacks CAP_SYS_NICE for other users' threads; pods get only the CPU quota from now on",
 			unit->gid.id, strerror(EPERM));
 		lv->denied = true;
 	}
