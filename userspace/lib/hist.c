@@ -112,50 +112,51 @@ static double excess(const struct moat_rqlat_hist *h, unsigned int i, double x)
 	return h->slots[i] * (hi - x) * (hi - x) / (2 * (hi - lo));
 }
 
-/* P(a request arriving at random waits more than @x ns). */
-static double p_wait_over(const struct moat_rqlat_hist *h, double x,
-			  double scale, double window_ns)
-{
-	double sum = 0;
-	unsigned int i;
-
-	for (i = 0; i < MOAT_HIST_SLOTS; i++)
-		if (h->slots[i])
-			sum += excess(h, i, x);
-	return sum * scale / window_ns;
-}
-
 int moat_hist_arrival_percentile(const struct moat_rqlat_hist *h, double q,
 				 double window_ns, double *ns)
 {
-	double total = 0, scale, lo = 0, hi = 0, p = 1 - q, a, b;
+	double total = 0, target, a = 0, n_above = 0, lo, hi;
 	unsigned int i, k;
 
 	if (!(q > 0 && q < 1) || !(window_ns > 0))
 		return -EINVAL;
-	for (i = 0; i < MOAT_HIST_SLOTS; i++) {
-		if (!h->slots[i])
-			continue;
-		total += excess(h, i, 0);
-		moat_hist_slot_bounds(i, &a, &b);
-		hi = b;
-	}
+	for (i = 0; i < MOAT_HIST_SLOTS; i++)
+		if (h->slots[i])
+			total += excess(h, i, 0);
 	if (!(total > 0))
 		return -ENODATA;
-	/* the slots' midpoints, scaled to the waits' real total */
-	scale = h->sum_ns > 0 ? h->sum_ns / total : 1;
-	if (p_wait_over(h, 0, scale, window_ns) <= p) {
-		*ns = 0;	/* the quantile request meets no wait */
+	/*
+	 * sum of excess(x) = target, in the slots' unscaled midpoints: the
+	 * real total of the waits is sum_ns.
+	 */
+	target = (1 - q) * window_ns * (h->sum_ns > 0 ? total / h->sum_ns : 1);
+	*ns = 0;
+	if (total <= target)
+		return 0;	/* the quantile request meets no wait */
+	/*
+	 * From the top slot down: above slot k the excess is a - n_above x;
+	 * slot k adds n (hi - x)^2 / 2w on [lo, hi).  The first slot whose
+	 * lower bound has the excess over target holds x: solve there.
+	 */
+	for (k = MOAT_HIST_SLOTS; k-- > 0;) {
+		double n = h->slots[k], w, u;
+
+		moat_hist_slot_bounds(k, &lo, &hi);
+		w = hi - lo;
+		if (a - n_above * lo + n * ((lo + hi) / 2 - lo) <= target) {
+			a += n * (lo + hi) / 2;
+			n_above += n;
+			continue;
+		}
+		if (!n) {
+			*ns = (a - target) / n_above;
+			return 0;
+		}
+		/* n/2w u^2 + n_above u + (a - n_above hi - target) = 0, u = hi - x */
+		u = (-n_above + sqrt(n_above * n_above -
+				     2 * n * (a - n_above * hi - target) / w)) * w / n;
+		*ns = hi - u;
 		return 0;
 	}
-	for (k = 0; k < 64; k++) {	/* P falls as x grows: bisect */
-		double mid = (lo + hi) / 2;
-
-		if (p_wait_over(h, mid, scale, window_ns) > p)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	*ns = (lo + hi) / 2;
 	return 0;
 }
