@@ -39,7 +39,6 @@ void levers_probe(struct levers *lv)
 	}
 	if (c->slice) {
 		lv->kind = LEVER_SLICE;
-		lv->base_slice_ns = c->base_slice_ns;
 		pr_info("levers: this kernel keeps custom slices (default %.2f ms): kubelet pods' LC threads get a short slice, BE threads a long one; SCHED_IDLE is not used (a waking task no longer preempts it across cgroups since 6.12)",
 			c->base_slice_ns / 1e6);
 		return;
@@ -166,18 +165,4 @@ int levers_apply(struct moatd *d, struct levers *lv, struct moatd_group *unit,
 int levers_restore(struct moatd *d, struct moatd_group *unit)
 {
 	return moat_journal_restore_some(d->journal, unit->dir, 1u << MOAT_J_TASK);
-}
-
-bool levers_held(const struct moatd *d, const struct moatd_group *unit)
-{
-	size_t i, n = strlen(unit->dir);
-
-	for (i = 0; d->journal && i < d->journal->n; i++) {
-		const struct moat_journal_entry *e = &d->journal->e[i];
-
-		if (e->kind == MOAT_J_TASK && !strncmp(e->path, unit->dir, n) &&
-		    e->path[n] == '/' && !strchr(e->path + n + 1, '/'))
-			return true;
-	}
-	return false;
 }

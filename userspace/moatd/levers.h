@@ -34,7 +34,6 @@ enum lever_kind {
 
 struct levers {
 	enum lever_kind kind;
-	unsigned long long base_slice_ns;	/* LEVER_SLICE: the default */
 	bool denied;				/* EPERM said once */
 };
 
@@ -61,8 +60,5 @@ int levers_apply(struct moatd *d, struct levers *lv, struct moatd_group *unit,
 
 /** levers_restore() - put back every thread changed for @unit. */
 int levers_restore(struct moatd *d, struct moatd_group *unit);
-
-/** levers_held() - whether the journal holds threads changed for @unit. */
-bool levers_held(const struct moatd *d, const struct moatd_group *unit);
 
 #endif /* MOATD_LEVERS_H */
