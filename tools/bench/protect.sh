@@ -27,6 +27,11 @@
 #   burst        the BE work in a burstable batch pod requesting 1 CPU,
 #                where weights alone do not protect
 #   burst-moatd  burst, plus moatd, the batch pod classed be by override
+#   burst-quota  burst, the batch pod held to QUOTA (CPUs/period in us,
+#                0.5/100000) from the start: the quota lever, by hand
+#   burst-slices burst, the slices set by hand from the start: nginx's
+#                threads LC_SLICE_US (100), the batch pod's BE_SLICE_US
+#                (100; 0 leaves them): the slice lever, by hand
 # moatd runs in every scenario, observing where it does not enforce, with
 # a period of one loadgen window (1 s): each run also records moatd's LC
 # signals for every window next to the client's p99 of that window, and
@@ -223,6 +228,41 @@ set_quota() {	# CPUs
 	else echo "$q" >"$prefix/$BE/cpu.cfs_quota_us"; fi
 }
 
+# pod_quota GROUP: $QUOTA ("CPUS/PERIOD_US") on GROUP, the period first on
+# v1 (the kernel refuses a quota under 1 ms: say so rather than round).
+pod_quota() {
+	local quota=${QUOTA:-0.5/100000} cpus period=100000 q
+	cpus=${quota%/*}
+	[ "$cpus" = "$quota" ] || period=${quota#*/}
+	q=$(awk -v c="$cpus" -v p="$period" 'BEGIN { printf "%d", c * p }')
+	[ "$q" -ge 1000 ] || die "QUOTA: '$quota' is a quota of $q us, under the kernel's 1000"
+	if [ "$v2" = 1 ]; then echo "$q $period" >"$prefix/$1/cpu.max"
+	else echo "$period" >"$prefix/$1/cpu.cfs_period_us"; echo "$q" >"$prefix/$1/cpu.cfs_quota_us"; fi
+}
+
+# set_slices US TID...: an EEVDF custom slice (sched_setattr's
+# sched_runtime, 6.12+) on each thread, its policy and nice kept.
+set_slices() {
+	python3 - "$@" <<'PY'
+import ctypes, os, platform, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+nr = {"x86_64": (314, 315), "aarch64": (274, 275)}.get(platform.machine())
+if not nr:
+    sys.exit("protect.sh: sched_setattr's number on %s is not known here" % platform.machine())
+SETATTR, GETATTR = nr
+fmt = "IIQiIQQQ"                # struct sched_attr, SCHED_ATTR_SIZE_VER0
+ns = int(sys.argv[1]) * 1000
+for tid in map(int, sys.argv[2:]):
+    cur = ctypes.create_string_buffer(48)
+    if libc.syscall(GETATTR, tid, cur, 48, 0):
+        continue                # gone
+    _, pol, _, nice, _, _, _, _ = struct.unpack(fmt, cur.raw)
+    attr = ctypes.create_string_buffer(struct.pack(fmt, 48, pol, 0, nice, 0, ns, 0, 0), 48)
+    if libc.syscall(SETATTR, tid, attr, 0):
+        sys.exit("protect.sh: sched_setattr(%d): %s" % (tid, os.strerror(ctypes.get_errno())))
+PY
+}
+
 # koordlet's BE suppress: budget = capacity x 65% - LC usage, every second.
 static_suppress() {
 	local hz before after usage
@@ -299,7 +339,7 @@ run_one() {
 			set_shares kubepods/besteffort "$w"
 			set_shares "$(dirname "$BE")" "$w"
 			set_shares "$BE" "$w" ;;
-		burst | burst-moatd)
+		burst*)
 			BE=kubepods/burstable/pod$BATCH_UID/$(ctr 3)
 			mk_group "$BE"
 			set_shares kubepods/burstable $((512 + 1024))
@@ -334,6 +374,14 @@ run_one() {
 			--yaml "$work/be.yaml" >/dev/null 2>&1) &
 		be_pid=$!
 		[ "$sc" = static ] && { static_suppress & helper=$!; pids+=("$helper"); }
+		[ "$sc" = burst-quota ] && pod_quota "$(dirname "$BE")"
+		if [ "$sc" = burst-slices ]; then
+			set_slices "${LC_SLICE_US:-100}" $(cat "$prefix/$LC/tasks")
+			# stress-ng's stressors are its children: once they are up
+			nap 0.5
+			[ "${BE_SLICE_US:-100}" = 0 ] ||
+				set_slices "${BE_SLICE_US:-100}" $(cat "$prefix/$BE/tasks")
+		fi
 		# moatd's first write creates its journal: watch for that,
 		# without a fork, which would load the client.
 		if [ "$mode" != observe ] && [ -n "$moatd_pid" ]; then
