@@ -6,12 +6,22 @@
  * becomes runnable to the sched_switch that gives it a CPU.  It becomes
  * runnable at sched_wakeup / sched_wakeup_new, or at a sched_switch that
  * takes the CPU away while it can still run (preemption, or a yield).
- * The start is bpf_ktime_get_ns() kept in the runnable map under the
- * task's pid; the switch-in reads it and zeroes it.  Entries are written
- * in place through the lookup pointer, so the hot path never takes the
- * map's bucket lock; a task's entry is created on its first wait and
- * deleted at sched_process_exit.  The map is preallocated: nothing is
- * allocated under the runqueue lock.
+ * The start is bpf_ktime_get_ns(), kept with the task; the switch-in
+ * reads it and zeroes it, in place through the pointer.
+ *
+ * Where the start is kept.  In the task's own local storage (the starts
+ * map) where the task has it: the lookup is a load from the task and one
+ * from its cache slot, no hash.  Creating it allocates, which is not
+ * safe under the runqueue lock the hot path runs in on every kernel
+ * (before the local storage used bpf_mem_alloc, kmalloc(GFP_ATOMIC) could
+ * wake kswapd and take a runqueue lock): so it is created outside it, for
+ * every task at sched_process_fork and, once at start, for the tasks that
+ * exist (the seed_starts iterator, which also moves a start already in the
+ * hash).  A task without it (the storage's own lock busy in a nested
+ * program, or a raw_tp program, which has no trusted task pointer) falls
+ * back to the runnable hash under its pid: preallocated, written in place
+ * so the hot path never takes a bucket lock, an entry deleted at
+ * sched_process_exit.
  *
  * Why not the scheduler's own stamp, task->sched_info.last_queued?  It
  * would save the wake-up hooks, but the natural "now" to subtract it from,
@@ -64,6 +74,8 @@ const volatile __u32 bench_parts = MOAT_PART_ALL;
 
 /* Drops are rare; a shared counter with an atomic add is cheap enough. */
 __u64 rqlat_drops[MOAT_DROP_NR];
+/* Starts a tp_btf program kept in the hash: a task without its storage. */
+__u64 rqlat_hash_marks;
 
 /* When each task became runnable, by pid; 0 while it runs or sleeps. */
 struct {
@@ -72,6 +84,14 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } runnable SEC(".maps");
+
+/* The same, in the task's local storage: see "Where the start is kept". */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u64);
+} starts SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -197,14 +217,26 @@ static __always_inline void record_wait(struct task_struct *next,
 	}
 }
 
-/* @pid became runnable at @now; @earliest keeps an earlier start. */
-static __always_inline void mark_runnable(__u32 pid, __u64 now, bool earliest)
+/* Where @t's start is kept: its local storage, or NULL. */
+static __always_inline __u64 *task_start(struct task_struct *t, bool btf)
+{
+	return btf ? bpf_task_storage_get(&starts, t, 0, 0) : NULL;
+}
+
+/* @t (@pid) became runnable at @now; @earliest keeps an earlier start. */
+static __always_inline void mark_runnable(struct task_struct *t, __u32 pid,
+					  __u64 now, bool earliest, bool btf)
 {
 	__u64 *since;
 
 	if (!pid)	/* the idle tasks all have pid 0 and never wait */
 		return;
-	since = bpf_map_lookup_elem(&runnable, &pid);
+	since = task_start(t, btf);
+	if (!since) {
+		if (btf)
+			__sync_fetch_and_add(&rqlat_hash_marks, 1);
+		since = bpf_map_lookup_elem(&runnable, &pid);
+	}
 	if (since) {
 		if (!earliest || !*since)
 			*since = now;
@@ -231,11 +263,13 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	 * state is not TASK_RUNNING; otherwise it stays queued and waits.
 	 */
 	if (preempt || moat_task_state(prev, btf) == TASK_RUNNING)
-		mark_runnable(prev_pid, now, false);
-	if (bench_parts == MOAT_PART_MARK)
+		mark_runnable(prev, prev_pid, now, false, btf);
+	if (bench_parts == MOAT_PART_MARK || !next_pid)
 		return 0;
 
-	since = next_pid ? bpf_map_lookup_elem(&runnable, &next_pid) : NULL;
+	since = task_start(next, btf);
+	if (!since)
+		since = bpf_map_lookup_elem(&runnable, &next_pid);
 	if (!since || !*since)
 		return 0;
 	wait = now > *since ? now - *since : 0;
@@ -263,7 +297,7 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 	barrier_var(pid);
 	if (bench_parts == MOAT_PART_CLOCK)
 		return 0;
-	mark_runnable(pid, now, true);
+	mark_runnable(p, pid, now, true, btf);
 	return 0;
 }
 
@@ -272,6 +306,38 @@ static __always_inline int on_exit(struct task_struct *p, bool btf)
 	__u32 pid = moat_task_pid(p, btf);
 
 	bpf_map_delete_elem(&runnable, &pid);
+	return 0;
+}
+
+/* A new task's start, created outside the runqueue lock: kernel_clone(). */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(sched_process_fork_btf, struct task_struct *parent,
+	     struct task_struct *child)
+{
+	bpf_task_storage_get(&starts, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	return 0;
+}
+
+/*
+ * Run once by userspace after attaching: a start for each task that was
+ * there before, taking over a start the hash already has for it.
+ */
+SEC("iter/task")
+int seed_starts(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	__u64 *since, *old;
+	__u32 pid;
+
+	if (!t || !(pid = t->pid))
+		return 0;
+	since = bpf_task_storage_get(&starts, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	old = bpf_map_lookup_elem(&runnable, &pid);
+	if (since && old) {
+		if (!*since)
+			*since = *old;
+		bpf_map_delete_elem(&runnable, &pid);
+	}
 	return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
+#include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -230,6 +231,87 @@ Test(rqlat_bpf, contention_is_measured_and_blamed_tp_btf)
 Test(rqlat_bpf, contention_is_measured_and_blamed_raw_tp)
 {
 	contention(true);
+}
+
+/*
+ * A server held on a pipe until it reads a byte, and after its work until
+ * it reads another: the test looks at it between.
+ */
+static void work_gated(void *arg)
+{
+	struct work_periodic w = { SLEEPS_PER_PHASE, WORK_US };
+	char c;
+
+	if (read(*(int *)arg, &c, 1) != 1)
+		_exit(1);
+	work_periodic(&w);
+	if (read(*(int *)arg, &c, 1) != 1)
+		_exit(1);
+}
+
+/*
+ * A task that was there before the load, and one forked after it, keep
+ * their starts in their own local storage (the seed_starts iterator, the
+ * fork hook), not in the pid hash, and their waits behind a hog are
+ * measured.
+ */
+static void storage(bool before)
+{
+	struct moat_rqlat_opts opts = {};
+	struct moat_rqlat_hist h0, h1, win;
+	struct tcg a, b;
+	pid_t server = 0, hog;
+	int gate[2];
+
+	cr_assert_eq(tcg_create("a", &a), 0);
+	cr_assert_eq(tcg_create("b", &b), 0);
+	cr_assert_eq(pipe(gate), 0);
+	if (before)
+		server = tcg_spawn(&b, test_cpu, work_gated, &gate[0]);
+	cr_assert_eq(moat_rqlat_open(&opts, &rq), 0);
+	if (strcmp(moat_rqlat_attach_kind(rq), "tp_btf"))
+		cr_skip_test("raw_tp programs here: no task local storage");
+	if (!before)
+		server = tcg_spawn(&b, test_cpu, work_gated, &gate[0]);
+	cr_assert_gt(server, 0, "spawn server");
+	hog = tcg_spawn(&a, test_cpu, work_hog, NULL);
+	cr_assert_gt(hog, 0, "spawn hog");
+	read_hist(b.id, &h0);
+	cr_assert_eq(write(gate[1], "x", 1), 1);
+	/* done when its histogram has its waits: it reads the pipe again */
+	for (int i = 0; i < 600; i++) {
+		read_hist(b.id, &h1);
+		if (h1.count - h0.count >= SLEEPS_PER_PHASE)
+			break;
+		usleep(10000);
+	}
+	cr_expect_eq(moat_rqlat_hash_has(rq, server), 0,
+		     "the server's start is in the pid hash");
+	cr_assert_eq(write(gate[1], "x", 1), 1);
+	cr_assert_eq(tcg_wait(server), 0, "server in %s failed", b.path);
+	read_hist(b.id, &h1);
+	tcg_kill(hog);
+	close(gate[0]);
+	close(gate[1]);
+	moat_hist_delta(&win, &h1, &h0);
+	cr_log_info("a server %s the load: %llu waits, p99 %.1f us; %llu starts "
+		    "in the pid hash since the load (any task's)",
+		    before ? "from before" : "forked after",
+		    (unsigned long long)win.count, p99_us(&win),
+		    (unsigned long long)moat_rqlat_hash_marks(rq));
+	cr_expect_geq(win.count, SLEEPS_PER_PHASE);
+	/* the hog holds the CPU: ms, not the us of an idle CPU's wake-up */
+	cr_expect_gt(p99_us(&win), 1000);
+}
+
+Test(rqlat_bpf, a_task_from_before_the_load_keeps_its_start_in_its_storage)
+{
+	storage(true);
+}
+
+Test(rqlat_bpf, a_task_forked_after_the_load_keeps_its_start_in_its_storage)
+{
+	storage(false);
 }
 
 /* Waits of an unwatched cgroup are measured but charged to nobody. */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <linux/types.h>
+#include "bpf_probe.h"
 #include "rqlat.h"
 #include "rqlat.skel.h"
 
@@ -49,9 +50,12 @@ int main(int argc, char **argv)
 	bpf_program__set_autoload(skel->progs.sched_wakeup_raw, false);
 	bpf_program__set_autoload(skel->progs.sched_wakeup_new_raw, false);
 	bpf_program__set_autoload(skel->progs.sched_process_exit_raw, false);
+	bpf_program__set_autoattach(skel->progs.seed_starts, false);
 	err = rqlat__load(skel);
 	if (!err)
 		err = rqlat__attach(skel);
+	if (!err)	/* as moat does (lib/rqlat_bpf.c) */
+		err = moat_bpf_iter_tasks(skel->progs.seed_starts);
 	if (err) {
 		fprintf(stderr, "moat-rqlat-parts: load and attach: %s\n", strerror(-err));
 		rqlat__destroy(skel);

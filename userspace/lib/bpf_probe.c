@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Feature probes for choosing between tp_btf and raw_tp programs. */
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "bpf_probe.h"
@@ -61,4 +64,63 @@ int moat_percpu_for_each(int fd, size_t vsize, int ncpus, moat_percpu_fn fn,
 	}
 	free(vals);
 	return err;
+}
+
+int moat_bpf_iter_run(struct bpf_program *prog,
+		      const struct bpf_iter_attach_opts *opts)
+{
+	struct bpf_link *link = bpf_program__attach_iter(prog, opts);
+	char buf[512];
+	ssize_t n;
+	int fd, err = 0;
+
+	if (!link)
+		return -errno;
+	fd = bpf_iter_create(bpf_link__fd(link));
+	if (fd < 0) {
+		err = -errno;
+	} else {
+		while ((n = read(fd, buf, sizeof(buf))) > 0)
+			;
+		if (n < 0)
+			err = -errno;
+		close(fd);
+	}
+	bpf_link__destroy(link);
+	return err;
+}
+
+int moat_bpf_iter_tasks(struct bpf_program *prog)
+{
+	struct dirent *e;
+	struct stat st;
+	char path[64];
+	DIR *proc;
+	int err;
+
+	err = moat_bpf_iter_run(prog, NULL);
+	if (err)
+		return err;
+	proc = opendir("/proc");
+	if (!proc)
+		return 0;
+	while ((e = readdir(proc))) {
+		union bpf_iter_link_info li = {};
+		LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &li,
+			    .link_info_len = sizeof(li));
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+
+		if (*end || pid <= 0)
+			continue;
+		/* procfs counts a task directory's threads in its links */
+		snprintf(path, sizeof(path), "/proc/%ld/task", pid);
+		if (stat(path, &st) || st.st_nlink <= 3)
+			continue;
+		li.task.pid = pid;
+		if (moat_bpf_iter_run(prog, &opts) == -EINVAL)
+			break;	/* no task iterator parameters: before v6.1 */
+	}
+	closedir(proc);
+	return 0;
 }

@@ -13,6 +13,26 @@
  */
 bool moat_probe_tp_btf(const char *tp);
 
+struct bpf_program;
+struct bpf_iter_attach_opts;
+
+/**
+ * moat_bpf_iter_run() - attach the iterator program @prog (with @opts, or
+ * NULL), read it to the end and detach it: for an iterator run for what
+ * it does, not for what it prints.  Return: 0 or -errno.
+ */
+int moat_bpf_iter_run(struct bpf_program *prog,
+		      const struct bpf_iter_attach_opts *opts);
+
+/**
+ * moat_bpf_iter_tasks() - run the iter/task program @prog over every
+ * thread: once over all tasks (which visits each process's leader), then
+ * once over the threads of each process /proc shows with more than one
+ * (v6.1's task iterator parameters; on a kernel without them, what the
+ * first pass visited).  Return: 0 or -errno of the first pass.
+ */
+int moat_bpf_iter_tasks(struct bpf_program *prog);
+
 /* One key of a per-CPU hash map and its @ncpus values, each @vsize. */
 typedef int (*moat_percpu_fn)(__u64 key, const void *vals, void *ctx);
 

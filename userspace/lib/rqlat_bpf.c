@@ -53,6 +53,11 @@ static void choose_programs(struct moat_rqlat *r, bool raw_tp)
 	bpf_program__set_autoload(s->progs.sched_wakeup_raw, raw_tp);
 	bpf_program__set_autoload(s->progs.sched_wakeup_new_raw, raw_tp);
 	bpf_program__set_autoload(s->progs.sched_process_exit_raw, raw_tp);
+	/* the starts in task local storage: tp_btf only (a trusted task) */
+	bpf_program__set_autoload(s->progs.sched_process_fork_btf, !raw_tp);
+	bpf_program__set_autoload(s->progs.seed_starts, !raw_tp);
+	bpf_program__set_autoattach(s->progs.seed_starts, false);
+	bpf_map__set_autocreate(s->maps.starts, !raw_tp);
 }
 
 int moat_rqlat_open(const struct moat_rqlat_opts *opts, struct moat_rqlat **out)
@@ -87,11 +92,14 @@ int moat_rqlat_open(const struct moat_rqlat_opts *opts, struct moat_rqlat **out)
 		pr_err("rqlat: open BPF object: %s", strerror(-err));
 		goto err_free;
 	}
+	/* task local storage from tracing programs: v5.11 */
 	tp_btf = moat_probe_tp_btf("sched_switch") && moat_probe_tp_btf("sched_wakeup") &&
 		 moat_probe_tp_btf("sched_wakeup_new") &&
-		 moat_probe_tp_btf("sched_process_exit");
+		 moat_probe_tp_btf("sched_process_exit") &&
+		 moat_probe_tp_btf("sched_process_fork") &&
+		 libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1;
 	choose_programs(r, opts->force_raw_tp || !tp_btf);
-	pr_info("rqlat: kernel BTF found, tp_btf %s: attaching %s programs",
+	pr_info("rqlat: kernel BTF found, tp_btf and task storage %s: attaching %s programs",
 		tp_btf ? "supported" : "unsupported",
 		r->raw_tp ? "raw_tp" : "tp_btf");
 
@@ -110,6 +118,12 @@ int moat_rqlat_open(const struct moat_rqlat_opts *opts, struct moat_rqlat **out)
 	err = rqlat__attach(r->skel);
 	if (err) {
 		pr_err("rqlat: attach to sched tracepoints: %s", strerror(-err));
+		goto err_destroy;
+	}
+	/* after the fork hook: no task is missed */
+	err = r->raw_tp ? 0 : moat_bpf_iter_tasks(r->skel->progs.seed_starts);
+	if (err) {
+		pr_err("rqlat: give the tasks their starts (iter/task): %s", strerror(-err));
 		goto err_destroy;
 	}
 	*out = r;
@@ -264,6 +278,18 @@ int moat_rqlat_forget(struct moat_rqlat *r, const __u64 *ids, size_t n)
 		key = next;
 	}
 	return 0;
+}
+
+__u64 moat_rqlat_hash_marks(const struct moat_rqlat *r)
+{
+	return r->skel->bss->rqlat_hash_marks;
+}
+
+int moat_rqlat_hash_has(const struct moat_rqlat *r, __u32 tid)
+{
+	__u64 since;
+
+	return !bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.runnable), &tid, &since);
 }
 
 void moat_rqlat_drops(const struct moat_rqlat *r, __u64 drops[MOAT_DROP_NR])

@@ -75,6 +75,16 @@ int moat_rqlat_for_each_prog(struct moat_rqlat *r, moat_rqlat_prog_fn fn,
  */
 int moat_rqlat_forget(struct moat_rqlat *r, const __u64 *ids, size_t n);
 
+/**
+ * moat_rqlat_hash_marks() - starts the tp_btf programs kept in the pid
+ * hash since load, for a task without its local storage (bpf/rqlat.bpf.c:
+ * "Where the start is kept"); 0 on raw_tp, which always uses the hash.
+ */
+__u64 moat_rqlat_hash_marks(const struct moat_rqlat *r);
+
+/** moat_rqlat_hash_has() - 1 if the pid hash has an entry for @tid, else 0. */
+int moat_rqlat_hash_has(const struct moat_rqlat *r, __u32 tid);
+
 /** moat_rqlat_drops() - events not recorded since load, by reason. */
 void moat_rqlat_drops(const struct moat_rqlat *r, __u64 drops[MOAT_DROP_NR]);
 
