@@ -3367,3 +3367,69 @@ Test(moatd, a_kubelet_pods_threads_get_the_lever_and_get_back_exactly,
 	cr_expect_str_eq(out, "0\n");
 	stop(&daemon_pid);
 }
+
+/*
+ * Without CAP_SYS_NICE (as nobody, with CAP_BPF, CAP_PERFMON and
+ * CAP_DAC_OVERRIDE), sched_setattr() on a pod's threads fails with EPERM:
+ * moatd says so once, changes no thread, and steps the pod's quota
+ * instead, which SIGTERM puts back.
+ */
+Test(moatd, without_cap_sys_nice_a_pod_gets_the_quota_instead, .timeout = 90)
+{
+	static const char *const with[] = {
+		"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+		"--inh-caps=-all,+bpf,+perfmon,+dac_override",
+		"--ambient-caps=-all,+bpf,+perfmon,+dac_override",
+		"--bounding-set=-all,+bpf,+perfmon,+dac_override", "--", NULL };
+	static struct work_periodic probe = { 1000000, 1500 };
+	static const char *const be_throttle = "groups/" KUBE_BE_UID "/throttle";
+	struct moat_sched plain = { SCHED_OTHER, 0, 0 };
+	char conf[PATH_MAX], log[PATH_MAX], was[4096], now[4096], *text;
+	struct kube_tree kt;
+	pid_t hog, lcp;
+	int cpu, i;
+
+	stop(&daemon_pid);
+	if (access(with[0], X_OK))
+		cr_skip_test("no %s (util-linux) to start moatd with a set of capabilities", with[0]);
+	kube_tree(&kt);
+	snapshot(&kt.pod[1], was, sizeof(was));
+	cr_assert_eq(chown(dir, 65534, 65534), 0, "%s", strerror(errno));
+	snprintf(conf, sizeof(conf), "%s/nonice.conf", dir);
+	snprintf(log, sizeof(log), "%s/moatd.log", dir);
+	write_file(conf, "period_ms = 100\nhttp/listen = \n"
+			 "lc/rqlat_p99_target_us = 50\nenforce/min_waits = 5\n"
+			 "enforce/cpu_prio_backoff_periods = 0\n"
+			 "enforce/cpu_backoff_periods = 0\n"
+			 "enforce/release_periods = 1000\nmode = enforce\n");
+	tcg_lock_cpu();
+	cpu = tcg_pick_cpu();
+	hog = tcg_spawn(&kt.ctr[1], cpu, work_hog, NULL);
+	lcp = tcg_spawn(&kt.ctr[0], cpu, work_periodic, &probe);
+	cr_assert(hog > 0 && lcp > 0);
+	for (i = 0; with[i]; i++)
+		moatd_wrap[i] = with[i];
+	unlink(sock);
+	daemon_pid = start_moatd(sock, conf, log);
+	moatd_wrap[0] = NULL;
+	cr_expect(wait_log("lacks CAP_SYS_NICE", 1, 20000),
+		  "moatd did not say it lacks CAP_SYS_NICE");
+	for (i = 0; i < 200; i++) {
+		if (!ctl(out, err, "get", be_throttle, NULL) && strstr(out, " cpu=") &&
+		    !strstr(out, " cpu=max"))
+			break;
+		sleep_ms(100);
+	}
+	cr_expect_lt(i, 200, "no quota on the BE pod after the EPERM: throttle is %s", out);
+	cr_expect(!strstr(out, "threads-"), "a lever the kernel refused is shown: %s", out);
+	expect_thread(hog, &plain, 0, "the BE hog", "without CAP_SYS_NICE");
+	expect_thread(lcp, &plain, 0, "the LC pod's server", "without CAP_SYS_NICE");
+	stop(&daemon_pid);
+	tcg_kill(hog);
+	tcg_kill(lcp);
+	text = slurp(log);
+	cr_expect_eq(count_of(text, "lacks CAP_SYS_NICE"), 1, "said more than once:\n%s", text);
+	free(text);
+	snapshot(&kt.pod[1], now, sizeof(now));
+	cr_expect_str_eq(now, was, "after SIGTERM: were\n%s\nare\n%s", was, now);
+}
