@@ -309,9 +309,14 @@ static __always_inline int on_exit(struct task_struct *p, bool btf)
 	return 0;
 }
 
-/* A new task's start, created outside the runqueue lock: kernel_clone(). */
+/*
+ * A new task's start, created outside the runqueue lock: kernel_clone().
+ * Named apart from cgroup_events' program on the same tracepoint: the
+ * kernel keeps 15 characters of a name, where both would read
+ * "sched_process_f".
+ */
 SEC("tp_btf/sched_process_fork")
-int BPF_PROG(sched_process_fork_btf, struct task_struct *parent,
+int BPF_PROG(rqlat_fork, struct task_struct *parent,
 	     struct task_struct *child)
 {
 	bpf_task_storage_get(&starts, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);

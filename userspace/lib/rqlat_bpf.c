@@ -54,7 +54,7 @@ static void choose_programs(struct moat_rqlat *r, bool raw_tp)
 	bpf_program__set_autoload(s->progs.sched_wakeup_new_raw, raw_tp);
 	bpf_program__set_autoload(s->progs.sched_process_exit_raw, raw_tp);
 	/* the starts in task local storage: tp_btf only (a trusted task) */
-	bpf_program__set_autoload(s->progs.sched_process_fork_btf, !raw_tp);
+	bpf_program__set_autoload(s->progs.rqlat_fork, !raw_tp);
 	bpf_program__set_autoload(s->progs.seed_starts, !raw_tp);
 	bpf_program__set_autoattach(s->progs.seed_starts, false);
 	bpf_map__set_autocreate(s->maps.starts, !raw_tp);
