@@ -118,8 +118,10 @@ int moat_bpf_iter_tasks(struct bpf_program *prog)
 		if (stat(path, &st) || st.st_nlink <= 3)
 			continue;
 		li.task.pid = pid;
-		if (moat_bpf_iter_run(prog, &opts) == -EINVAL)
-			break;	/* no task iterator parameters: before v6.1 */
+		err = moat_bpf_iter_run(prog, &opts);
+		/* a link info longer than the kernel's: no task parameters */
+		if (err == -E2BIG || err == -EINVAL)
+			break;
 	}
 	closedir(proc);
 	return 0;

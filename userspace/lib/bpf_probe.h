@@ -28,8 +28,9 @@ int moat_bpf_iter_run(struct bpf_program *prog,
  * moat_bpf_iter_tasks() - run the iter/task program @prog over every
  * thread: once over all tasks (which visits each process's leader), then
  * once over the threads of each process /proc shows with more than one
- * (v6.1's task iterator parameters; on a kernel without them, what the
- * first pass visited).  Return: 0 or -errno of the first pass.
+ * (v6.1's task iterator parameters; before, the kernel refuses them
+ * with E2BIG, and the first pass is all).  Return: 0 or -errno of the
+ * first pass.
  */
 int moat_bpf_iter_tasks(struct bpf_program *prog);
 
