@@ -120,12 +120,15 @@ int moat_rqlat_open(const struct moat_rqlat_opts *opts, struct moat_rqlat **out)
 		pr_err("rqlat: attach to sched tracepoints: %s", strerror(-err));
 		goto err_destroy;
 	}
-	/* after the fork hook: no task is missed */
+	/*
+	 * After the fork hook, so that no task is missed.  Without it the
+	 * tasks already there keep their starts in the pid hash: slower,
+	 * not wrong.
+	 */
 	err = r->raw_tp ? 0 : moat_bpf_iter_tasks(r->skel->progs.seed_starts);
-	if (err) {
-		pr_err("rqlat: give the tasks their starts (iter/task): %s", strerror(-err));
-		goto err_destroy;
-	}
+	if (err)
+		pr_warn("rqlat: the tasks already running keep their starts in the pid hash: iter/task: %s",
+			strerror(-err));
 	*out = r;
 	return 0;
 
