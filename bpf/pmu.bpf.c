@@ -137,6 +137,9 @@ static __always_inline int on_switch(struct task_struct *prev, bool btf)
 	s = sum_of(cgid);
 	if (!s)
 		return 0;
+	/* seq_end first, seq last (bpf/pmu.h); the compiler keeps the order */
+	s->seq_end = s->seq + 1;
+	asm volatile("" ::: "memory");
 	if (ok[0])
 		charge(s, 0, grow[0], scaled[0]);
 	if (ok[1])
@@ -144,6 +147,8 @@ static __always_inline int on_switch(struct task_struct *prev, bool btf)
 	if (ok[2])
 		charge(s, 2, grow[2], scaled[2]);
 	s->charges++;
+	asm volatile("" ::: "memory");
+	s->seq = s->seq_end;
 	return 0;
 }
 

@@ -2573,16 +2573,15 @@ Test(moatd, counters_give_each_group_its_cpi)
 	tcg_kill(hog);
 	cr_assert_geq(n, 3, "fewer than 3 windows with a CPI: %s", out);
 	/*
-	 * One window may be off by a slice: the sums map can be read while
-	 * the program charges a slice, cycles already and instructions not
-	 * yet (one 6.1 guest run read 0.984 in its first window).  The
-	 * median is the steady CPI.
+	 * Every window: a read of the sums map during a charge, cycles
+	 * already and instructions not yet, once made one window 0.984 in a
+	 * 6.1 guest; such a copy is now read again (bpf/pmu.h).
 	 */
 	qsort(w, n, sizeof(w[0]), by_value);
-	cpi = w[n / 2];
-	cr_log_info("CPI with cpu-clock for cycles and instructions: median %.4f of %d windows (%s)",
-		    cpi, n, out);
-	cr_expect(fabs(cpi - 1) < 0.01, "CPI %.4f: %s", cpi, out);
+	cr_log_info("CPI with cpu-clock for cycles and instructions: %.4f to %.4f in %d windows (%s)",
+		    w[0], w[n - 1], n, out);
+	for (i = 0; i < n; i++)
+		cr_expect(fabs(w[i] - 1) < 0.01, "a window's CPI %.4f: %s", w[i], out);
 	cr_assert_eq(ctl(out, err, "get", "groups/web.web-cpi/cpi2_victim", NULL), 0,
 		     "%s", err);
 	cr_expect_str_eq(out, "0\n", "a victim of a steady hog of its own");

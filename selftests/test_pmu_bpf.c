@@ -13,6 +13,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <criterion/criterion.h>
 #include "helpers.h"
 #include "pmu_bpf.h"
@@ -131,4 +133,55 @@ Test(pmu_bpf, no_event_that_opens_is_an_error_said_once)
 
 	cr_assert_eq(moat_pmu_open(&o, &pmu), -ENOENT);
 	cr_assert_null(pmu);
+}
+
+/*
+ * A CPU's copy taken while that CPU charged the value (seq != seq_end,
+ * bpf/pmu.h) is never summed: the read tries again, and says -EAGAIN
+ * when every try met one.  Consistent copies are summed over the CPUs.
+ * Userspace writes the per-CPU map here, as the program would leave it.
+ */
+Test(pmu_bpf, a_copy_taken_during_a_charge_is_read_again_not_summed)
+{
+	int ncpus = libbpf_num_possible_cpus(), fd, i;
+	struct moat_pmu_sum *v, *buf, out;
+	__u64 key = 42;
+
+	cr_assert_gt(ncpus, 0);
+	fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_HASH, "moat_test_sums", sizeof(key),
+			    sizeof(*v), 4, NULL);
+	cr_assert_geq(fd, 0, "create a per-CPU hash: %s", strerror(errno));
+	v = calloc(ncpus, sizeof(*v));
+	buf = calloc(ncpus, sizeof(*buf));
+	cr_assert(v && buf);
+	for (i = 0; i < ncpus; i++) {
+		v[i].seq = v[i].seq_end = 7;
+		v[i].count[0] = 1000 + i;
+		v[i].count[1] = 2000;
+		v[i].charges = 3;
+	}
+	cr_assert_eq(bpf_map_update_elem(fd, &key, v, BPF_ANY), 0);
+	cr_assert_eq(moat_pmu_read_map(fd, ncpus, key, buf, &out), 0);
+	cr_expect_eq(out.count[0], 1000ULL * ncpus + ncpus * (ncpus - 1) / 2);
+	cr_expect_eq(out.count[1], 2000ULL * ncpus);
+	cr_expect_eq(out.charges, 3ULL * ncpus);
+
+	/* the last CPU's copy mid-charge: seq_end written, seq not yet */
+	v[ncpus - 1].seq_end = 8;
+	v[ncpus - 1].count[0] += 500;
+	cr_assert_eq(bpf_map_update_elem(fd, &key, v, BPF_ANY), 0);
+	cr_expect_eq(moat_pmu_read_map(fd, ncpus, key, buf, &out), -EAGAIN,
+		     "a torn copy was summed: count[0] %llu",
+		     (unsigned long long)out.count[0]);
+	/* the charge done */
+	v[ncpus - 1].seq = 8;
+	cr_assert_eq(bpf_map_update_elem(fd, &key, v, BPF_ANY), 0);
+	cr_expect_eq(moat_pmu_read_map(fd, ncpus, key, buf, &out), 0);
+	cr_expect_eq(out.count[0], 1000ULL * ncpus + ncpus * (ncpus - 1) / 2 + 500);
+
+	key = 43;
+	cr_expect_eq(moat_pmu_read_map(fd, ncpus, key, buf, &out), -ENOENT);
+	close(fd);
+	free(v);
+	free(buf);
 }

@@ -247,21 +247,46 @@ const char *moat_pmu_event(const struct moat_pmu *p, size_t i)
 	return i < p->n ? p->names[i] : NULL;
 }
 
-int moat_pmu_read(struct moat_pmu *p, __u64 cgid, struct moat_pmu_sum *out)
+/* Tries of a read that met a copy taken during a charge. */
+#define READ_TRIES	8
+
+/* The @ncpus copies @v summed into @out; -EAGAIN if one was torn. */
+static int sum_copies(const struct moat_pmu_sum *v, int ncpus,
+		      struct moat_pmu_sum *out)
 {
 	int cpu, i;
 
-	if (bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.sums), &cgid, p->buf))
-		return -errno;
 	memset(out, 0, sizeof(*out));
-	for (cpu = 0; cpu < p->ncpus; cpu++) {
+	for (cpu = 0; cpu < ncpus; cpu++) {
+		if (v[cpu].seq != v[cpu].seq_end)
+			return -EAGAIN;
 		for (i = 0; i < MOAT_PMU_EVENTS; i++) {
-			out->count[i] += p->buf[cpu].count[i];
-			out->scaled[i] += p->buf[cpu].scaled[i];
+			out->count[i] += v[cpu].count[i];
+			out->scaled[i] += v[cpu].scaled[i];
 		}
-		out->charges += p->buf[cpu].charges;
+		out->charges += v[cpu].charges;
 	}
 	return 0;
+}
+
+int moat_pmu_read_map(int fd, int ncpus, __u64 cgid, struct moat_pmu_sum *buf,
+		      struct moat_pmu_sum *out)
+{
+	int t;
+
+	for (t = 0; t < READ_TRIES; t++) {
+		if (bpf_map_lookup_elem(fd, &cgid, buf))
+			return -errno;
+		if (!sum_copies(buf, ncpus, out))
+			return 0;
+	}
+	return -EAGAIN;
+}
+
+int moat_pmu_read(struct moat_pmu *p, __u64 cgid, struct moat_pmu_sum *out)
+{
+	return moat_pmu_read_map(bpf_map__fd(p->skel->maps.sums), p->ncpus, cgid,
+				 p->buf, out);
 }
 
 __u64 moat_pmu_drops(const struct moat_pmu *p)
@@ -270,32 +295,33 @@ __u64 moat_pmu_drops(const struct moat_pmu *p)
 }
 
 struct sum_walk {
-	int ncpus;
+	int fd, ncpus;
+	struct moat_pmu_sum *buf;
 	moat_pmu_fn fn;
 	void *ctx;
 };
 
 static int sum_cpus(__u64 key, const void *vals, void *ctx)
 {
-	const struct moat_pmu_sum *v = vals;
 	struct sum_walk *w = ctx;
 	struct moat_pmu_sum s;
-	int cpu, e;
+	int err;
 
-	memset(&s, 0, sizeof(s));
-	for (cpu = 0; cpu < w->ncpus; cpu++) {
-		for (e = 0; e < MOAT_PMU_EVENTS; e++) {
-			s.count[e] += v[cpu].count[e];
-			s.scaled[e] += v[cpu].scaled[e];
-		}
-		s.charges += v[cpu].charges;
+	if (sum_copies(vals, w->ncpus, &s)) {
+		/* taken during a charge: this one again, on its own */
+		err = moat_pmu_read_map(w->fd, w->ncpus, key, w->buf, &s);
+		if (err == -EAGAIN || err == -ENOENT)
+			return 0;	/* no reading this time; gone */
+		if (err)
+			return err;
 	}
 	return w->fn(key, &s, w->ctx);
 }
 
 int moat_pmu_for_each(struct moat_pmu *p, moat_pmu_fn fn, void *ctx)
 {
-	struct sum_walk w = { p->ncpus, fn, ctx };
+	struct sum_walk w = { bpf_map__fd(p->skel->maps.sums), p->ncpus, p->buf,
+			      fn, ctx };
 
 	return moat_percpu_for_each(bpf_map__fd(p->skel->maps.sums),
 				    sizeof(struct moat_pmu_sum), p->ncpus,

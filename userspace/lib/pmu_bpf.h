@@ -37,17 +37,29 @@ const char *moat_pmu_event(const struct moat_pmu *p, size_t i);
 
 /**
  * moat_pmu_read() - what was charged to cgroup @cgid since load, summed
- * over CPUs.  Return: 0, -ENOENT when nothing was.
+ * over CPUs.  Return: 0, -ENOENT when nothing was, -EAGAIN when a CPU
+ * was charging it at every try (see moat_pmu_read_map()).
  */
 int moat_pmu_read(struct moat_pmu *p, __u64 cgid, struct moat_pmu_sum *out);
+
+/**
+ * moat_pmu_read_map() - @cgid's value in the per-CPU sums map @fd, its
+ * @ncpus copies (into @buf) summed into @out; read again while a copy
+ * was taken during a charge (bpf/pmu.h), a few times.  Return: 0,
+ * -EAGAIN when every try had such a copy, -errno of the lookup.
+ */
+int moat_pmu_read_map(int fd, int ncpus, __u64 cgid, struct moat_pmu_sum *buf,
+		      struct moat_pmu_sum *out);
 
 typedef int (*moat_pmu_fn)(__u64 cgid, const struct moat_pmu_sum *s,
 			   void *ctx);
 
 /**
  * moat_pmu_for_each() - call @fn with every cgroup's sums since load,
- * summed over CPUs, read in batches.  A non-zero return from @fn stops
- * the walk and is returned.
+ * summed over CPUs, read in batches; a cgroup whose copy was taken during
+ * a charge is read again on its own, and left out of this walk if that
+ * keeps happening.  A non-zero return from @fn stops the walk and is
+ * returned.
  */
 int moat_pmu_for_each(struct moat_pmu *p, moat_pmu_fn fn, void *ctx);
 
