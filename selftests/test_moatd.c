@@ -3198,6 +3198,15 @@ Test(moatd, in_a_pods_namespaces_the_host_root_finds_pods_throttles_and_restores
 			 was, now);
 }
 
+/*
+ * The lever tests' config: steps at once on a 50 us target, no judgement,
+ * no release, so the lever stays while the test looks.
+ */
+#define LEVER_CONF "period_ms = 100\nhttp/listen = \n" \
+	"lc/rqlat_p99_target_us = 50\nenforce/min_waits = 5\n" \
+	"enforce/cpu_prio_backoff_periods = 0\nenforce/cpu_backoff_periods = 0\n" \
+	"enforce/release_periods = 1000\n"
+
 /* What the per-task lever makes of a plain thread with @s (levers.h). */
 static struct moat_sched levered(struct moat_sched s, bool be)
 {
@@ -3256,17 +3265,8 @@ Test(moatd, a_kubelet_pods_threads_get_the_lever_and_get_back_exactly,
 	snprintf(conf, sizeof(conf), "%s/levers.conf", dir);
 	snprintf(observe_conf, sizeof(observe_conf), "%s/observe.conf", dir);
 	snprintf(log, sizeof(log), "%s/moatd.log", dir);
-	/* no judgement, no release: the lever stays while the test looks */
-	write_file(observe_conf, "period_ms = 100\nhttp/listen = \n"
-				 "lc/rqlat_p99_target_us = 50\nenforce/min_waits = 5\n"
-				 "enforce/cpu_prio_backoff_periods = 0\n"
-				 "enforce/cpu_backoff_periods = 0\n"
-				 "enforce/release_periods = 1000\n");
-	write_file(conf, "period_ms = 100\nhttp/listen = \n"
-			 "lc/rqlat_p99_target_us = 50\nenforce/min_waits = 5\n"
-			 "enforce/cpu_prio_backoff_periods = 0\n"
-			 "enforce/cpu_backoff_periods = 0\n"
-			 "enforce/release_periods = 1000\nmode = enforce\n");
+	write_file(observe_conf, LEVER_CONF);
+	write_file(conf, LEVER_CONF "mode = enforce\n");
 
 	tcg_lock_cpu();
 	cpu = tcg_pick_cpu();
@@ -3396,11 +3396,7 @@ Test(moatd, without_cap_sys_nice_a_pod_gets_the_quota_instead, .timeout = 90)
 	cr_assert_eq(chown(dir, 65534, 65534), 0, "%s", strerror(errno));
 	snprintf(conf, sizeof(conf), "%s/nonice.conf", dir);
 	snprintf(log, sizeof(log), "%s/moatd.log", dir);
-	write_file(conf, "period_ms = 100\nhttp/listen = \n"
-			 "lc/rqlat_p99_target_us = 50\nenforce/min_waits = 5\n"
-			 "enforce/cpu_prio_backoff_periods = 0\n"
-			 "enforce/cpu_backoff_periods = 0\n"
-			 "enforce/release_periods = 1000\nmode = enforce\n");
+	write_file(conf, LEVER_CONF "mode = enforce\n");
 	tcg_lock_cpu();
 	cpu = tcg_pick_cpu();
 	hog = tcg_spawn(&kt.ctr[1], cpu, work_hog, NULL);
