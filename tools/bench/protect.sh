@@ -410,6 +410,8 @@ run_one() {
 	fi
 	[ -n "$be_pid" ] && wait "$be_pid"
 	[ -n "$helper" ] && { kill "$helper"; wait "$helper" 2>/dev/null || true; }
+	# nginx serves every run: its threads' default slice back (0: default)
+	[ "$sc" = burst-slices ] && set_slices 0 $(cat "$prefix/$LC/tasks")
 	if [ -n "$moatd_pid" ]; then
 		grep -h "throttle\|release\|undo\|slice" "$work/moatd.log" | grep -v "levers:" |
 			sed "s/^/# $sc: /" >&2 || true
