@@ -3,6 +3,7 @@
 #define MOAT_HIST_H
 
 #include <linux/types.h>
+#include <stdbool.h>
 #include "rqlat.h"	/* bpf/rqlat.h: struct moat_rqlat_hist */
 
 /**
@@ -11,6 +12,12 @@
  * bound, twice *lo.
  */
 void moat_hist_slot_bounds(unsigned int slot, double *lo, double *hi);
+
+/**
+ * moat_hist_empty() - whether @h has no wait in any slot, which is what
+ * the percentiles rank by: then each of them is -ENODATA.
+ */
+bool moat_hist_empty(const struct moat_rqlat_hist *h);
 
 /**
  * moat_hist_add() - add @src into @dst (summing per-CPU copies).

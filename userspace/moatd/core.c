@@ -59,12 +59,16 @@ struct moatd_group *moatd_group_by_cgid(const struct moatd *d, __u64 cgid)
 	return found ? *found : NULL;
 }
 
-/* The groups by cgroup id, once a period after the rescan, for everyone. */
+/* The groups by cgroup id, after the rescan, for everyone: sorted anew
+ * only when the groups changed. */
 void moatd_index_groups(struct moatd *d)
 {
-	void *v = realloc(d->by_cgid, (d->nr_groups ? d->nr_groups : 1) *
-				      sizeof(*d->by_cgid));
+	void *v;
 
+	if (d->by_cgid && d->by_cgid_gen == d->groups_gen)
+		return;
+	v = realloc(d->by_cgid, (d->nr_groups ? d->nr_groups : 1) *
+				sizeof(*d->by_cgid));
 	if (!v) {
 		free(d->by_cgid);
 		d->by_cgid = NULL;
@@ -72,6 +76,7 @@ void moatd_index_groups(struct moatd *d)
 		return;
 	}
 	d->by_cgid = v;
+	d->by_cgid_gen = d->groups_gen;
 	if (!d->nr_groups)
 		return;
 	memcpy(d->by_cgid, d->groups, d->nr_groups * sizeof(*d->by_cgid));

@@ -262,6 +262,11 @@ static void read_group(struct moatd *d, struct delay *dl, struct moatd_group *g,
 	dg->last = *cum;
 	dg->valid = true;
 	w->rqlat_count = g->win_hist.count;
+	if (moat_hist_empty(&g->win_hist)) {	/* most groups, most periods */
+		w->rqlat_p50_us = w->rqlat_p99_us = w->rqlat_p999_us = NAN;
+		w->rqlat_wp99_us = w->rqlat_ap99_us = NAN;
+		return;
+	}
 	w->rqlat_p50_us = percentile_us(&g->win_hist, 0.5);
 	w->rqlat_p99_us = percentile_us(&g->win_hist, 0.99);
 	w->rqlat_p999_us = percentile_us(&g->win_hist, 0.999);

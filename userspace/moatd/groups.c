@@ -406,6 +406,7 @@ static void drop_group(struct moatd *d, size_t i, const char *why)
 	churn_note(&G(d)->gone, g->gid.id);
 	group_free(d, g, MOD_NR);
 	d->groups[i] = d->groups[--d->nr_groups];
+	d->groups_gen++;
 }
 
 /* The window before any was read: nothing known. */
@@ -477,6 +478,7 @@ static int new_group(struct moatd *d, const struct moat_group_id *gid,
 		return err;
 	}
 	d->groups[d->nr_groups++] = g;
+	d->groups_gen++;
 	pr_debug("group %s (%s): found, %s %s, class %s", g->gid.id, path,
 		 kind_names[gid->kind], gid->source, moat_class_names[g->class]);
 	churn_note(&G(d)->found, g->gid.id);
@@ -512,6 +514,7 @@ static int rescan_one(__u64 cgid, const char *path, void *ctx)
 		g->cgid = cgid;
 		snprintf(g->path, sizeof(g->path), "%s", path);
 		moat_cgroup_dir(d->cpu, path, g->dir, sizeof(g->dir));
+		d->groups_gen++;
 		group_clear(g);
 		for (m = 0; m < MOD_NR; m++)
 			if (moatd_modules[m]->group_reset)

@@ -247,7 +247,14 @@ struct moatd {
 
 	struct moatd_group **groups;
 	size_t nr_groups, cap_groups;
+	/*
+	 * Bumped when a group comes, goes or is made anew (a new cgroup id
+	 * and directory): what is derived from the set of groups (by_cgid,
+	 * the units) is derived again only then, not every period.
+	 */
+	unsigned long groups_gen;
 	struct moatd_group **by_cgid;	/* the same, sorted by cgroup id */
+	unsigned long by_cgid_gen;	/* the groups_gen it was sorted at */
 
 	/* The one journal every actuator writes through (journal.h). */
 	struct moat_journal *journal;

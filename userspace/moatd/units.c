@@ -32,6 +32,8 @@ struct signals {
 	unsigned int rqlat_p99_target_us;
 	unsigned int memory_pressure_target_pct;
 	unsigned int min_waits;		/* for a p99 that means anything */
+	unsigned long units_gen;	/* d->groups_gen the units were found at */
+	bool units_found;
 };
 
 /* Its state of a group. */
@@ -118,22 +120,25 @@ int units_build(struct moatd *d, struct period *p)
 	p->nr_units = 0;
 	if (!n)
 		return 0;
-	by_dir = malloc(n * sizeof(*by_dir));
 	if (n > p->cap_units) {
 		void *v = realloc(p->units, n * sizeof(*p->units));
 
-		if (v) {
-			p->units = v;
-			p->cap_units = n;
-		}
+		if (!v)
+			return -ENOMEM;	/* the units are as they were: none */
+		p->units = v;
+		p->cap_units = n;
 	}
-	if (!by_dir || n > p->cap_units) {
+	/* which group is in which unit changes only with the groups */
+	if (!s->units_found || s->units_gen != d->groups_gen) {
+		by_dir = malloc(n * sizeof(*by_dir));
+		if (!by_dir)
+			return -ENOMEM;
+		memcpy(by_dir, d->groups, n * sizeof(*by_dir));
+		find_units(by_dir, n);
 		free(by_dir);
-		return -ENOMEM;	/* the units are as they were: none */
+		s->units_gen = d->groups_gen;
+		s->units_found = true;
 	}
-	memcpy(by_dir, d->groups, n * sizeof(*by_dir));
-	find_units(by_dir, n);
-	free(by_dir);
 	for (i = 0; i < n; i++) {
 		struct moatd_group *g = d->groups[i];
 		struct signals_group *sg = group_mod(g, MOD_SIGNALS);
