@@ -3,8 +3,8 @@
  * cgstat: the counters moatd reads of every group, for every cgroup below
  * a root, in one read() instead of a pread() of a file or three per
  * group.  A cgroup iterator (iter/cgroup, v6.1), walked pre-order from
- * the cgroup its link was made on, writes one struct moat_cgstat per
- * cgroup into the seq_file userspace reads.
+ * the cgroup its link was made on, puts one struct moat_cgstat per
+ * cgroup where userspace reads it (below: "Where the records go").
  *
  * Each counter is the one the cgroup file shows, read where the file's
  * show function reads it (v6.1 .. v6.18):
@@ -29,6 +29,15 @@
  * A counter is in the record only where the cgroup has that controller's
  * css (MOAT_CGSTAT_*): v1 hierarchies each have their own, and on v2 a
  * controller is on only where its parent's subtree_control enables it.
+ *
+ * Where the records go.  Not into the seq_file the read() copies out:
+ * bpf_seq_read() fills at most 8 pages a read(), and the cgroup iterator
+ * cannot take a walk up again in the next read() (it dropped
+ * cgroup_mutex between them; cgroup_iter_seq_start() then returns
+ * -EOPNOTSUPP), so a walk would end at 682 records.  Each record goes to
+ * its place in an array userspace maps, in the order the walk visits the
+ * cgroups, and nr_records counts them, those that found no room too; the
+ * read() only drives the walk.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -39,6 +48,20 @@
 /* Set by userspace before load. */
 const volatile bool v2;			/* a cgroup2 hierarchy's walk: memory */
 const volatile __u64 page_size;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, MOAT_CGSTAT_MAX);
+	__type(key, __u32);
+	__type(value, struct moat_cgstat);
+} records SEC(".maps");
+
+/*
+ * This walk's records: zeroed by userspace before each read().  A walk
+ * runs under cgroup_mutex, one at a time: no atomics.
+ */
+__u32 nr_records;
 
 extern void cgroup_rstat_flush(struct cgroup *cgrp) __ksym __weak;
 extern void css_rstat_flush(struct cgroup_subsys_state *css) __ksym __weak;
@@ -69,9 +92,14 @@ static __always_inline int dump(struct bpf_iter__cgroup *ctx, enum flush flush)
 {
 	struct cgroup *cgrp = ctx->cgroup;
 	struct cgroup_subsys_state *css;
-	struct moat_cgstat s = {};
+	struct moat_cgstat s = {}, *slot;
+	__u32 i;
 
 	if (!cgrp)		/* the walk's end */
+		return 0;
+	i = nr_records++;
+	slot = bpf_map_lookup_elem(&records, &i);
+	if (!slot)		/* no room: userspace sees nr_records */
 		return 0;
 	s.id = cgrp->kn->id;
 	if (flush != FLUSH_NONE) {
@@ -100,7 +128,7 @@ static __always_inline int dump(struct bpf_iter__cgroup *ctx, enum flush flush)
 		s.memory_bytes = BPF_CORE_READ(memcg, memory.usage.counter) * page_size;
 		s.has |= MOAT_CGSTAT_MEMORY;
 	}
-	bpf_seq_write(ctx->meta->seq, &s, sizeof(s));
+	*slot = s;
 	return 0;
 }
 

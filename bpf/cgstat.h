@@ -6,6 +6,13 @@
 #ifndef MOAT_BPF_CGSTAT_H
 #define MOAT_BPF_CGSTAT_H
 
+/*
+ * Room for this many cgroups below a walk's root: the records map's
+ * entries (48 bytes each, 768 KiB of kernel memory).  A walk that finds
+ * more fails with -E2BIG, and moatd reads each group's files instead.
+ */
+#define MOAT_CGSTAT_MAX		16384
+
 /* Which of a record's counters this cgroup has, in its hierarchy. */
 #define MOAT_CGSTAT_USAGE	(1u << 0)	/* usage_ns: v2 */
 #define MOAT_CGSTAT_THROTTLE	(1u << 1)	/* nr_throttled, throttled_ns */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Test scaffolding: fixtures, and real cgroups that are always removed. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -130,6 +131,21 @@ int tcg_create(const char *name, struct tcg *out)
 				   sizeof(out->path), &out->id);
 }
 
+int tcg_create_many(const char *stem, int n)
+{
+	char dir[PATH_MAX];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if ((size_t)snprintf(dir, sizeof(dir), "%s/%s-%d", prefix_dir, stem,
+				     i) >= sizeof(dir))
+			return -ENAMETOOLONG;
+		if (mkdir(dir, 0755))
+			return -errno;
+	}
+	return 0;
+}
+
 int tcg_pick_cpu(void)
 {
 	cpu_set_t set;
@@ -225,6 +241,24 @@ static void rmdir_retry(const char *dir)
 		nanosleep(&ts, NULL);
 }
 
+/* The empty cgroups tcg_create_many() made, and any other left below @dir. */
+static void remove_children(const char *dir)
+{
+	char sub[PATH_MAX];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	while (d && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name) <
+		    sizeof(sub))
+			rmdir_retry(sub);
+	}
+	if (d)
+		closedir(d);
+}
+
 void tcg_cleanup(void)
 {
 	while (nr_children)
@@ -233,6 +267,7 @@ void tcg_cleanup(void)
 	while (nr_created)
 		rmdir_retry(created[--nr_created]);
 	if (prefix_dir[0]) {
+		remove_children(prefix_dir);
 		rmdir_retry(prefix_dir);
 		prefix_dir[0] = '\0';
 	}

@@ -39,6 +39,11 @@ int tcg_setup(void);
 /* The directory of the test's prefix cgroup (after tcg_setup()). */
 const char *tcg_prefix_dir(void);
 int tcg_create(const char *name, struct tcg *out);
+/*
+ * Make @n empty cgroups @stem-0 .. @stem-(n-1) below the prefix, for
+ * tests of scale; they hold no task, and tcg_cleanup() removes them.
+ */
+int tcg_create_many(const char *stem, int n);
 
 /*
  * The CPU the contention tests use: the last one this process may run

@@ -92,7 +92,7 @@ Test(cgstat_bpf, one_read_gives_what_each_groups_files_say)
 	pid_t hog[2];
 	int i, err, cpu = tcg_pick_cpu();
 
-	err = moat_cgstat_load(v2, &prog, why, sizeof(why));
+	err = moat_cgstat_load(v2, 0, &prog, why, sizeof(why));
 	if (err == -EOPNOTSUPP) {
 		moat_log_libbpf_tail();		/* the verifier's word */
 		cr_skip_test("no cgroup iterator here: %s", why);
@@ -160,5 +160,60 @@ Test(cgstat_bpf, one_read_gives_what_each_groups_files_say)
 		     "the group with a 5%% quota was never throttled");
 	if (v2)
 		cr_expect_gt(find(w, g[0].dir)->usage_ns, 0, "the hog's group used no CPU");
+	moat_cgstat_walk_free(w);
+}
+
+/*
+ * bpf_seq_read() fills at most 8 pages a read(), and the cgroup iterator
+ * cannot resume a walk in a second read(): written to the seq_file, a walk
+ * ended at 682 records with -EOPNOTSUPP.  A thousand cgroups must all come
+ * back from one walk, each with its record.
+ */
+Test(cgstat_bpf, a_walk_reads_more_cgroups_than_a_read_of_the_seq_file_holds)
+{
+	bool v2 = tcg_hierarchy()->v2;
+	struct moat_cgstat_walk *w;
+	char why[256], dir[PATH_MAX];
+	int i, n, err, many = 1000;
+
+	err = moat_cgstat_load(v2, 0, &prog, why, sizeof(why));
+	if (err == -EOPNOTSUPP)
+		cr_skip_test("no cgroup iterator here: %s", why);
+	cr_assert_eq(err, 0, "load: %s", strerror(-err));
+	cr_assert_eq(tcg_create_many("many", many), 0);
+
+	cr_assert_eq(moat_cgstat_walk_new(prog, tcg_prefix_dir(), &w), 0);
+	n = moat_cgstat_walk_read(w);
+	cr_assert_eq(n, many + 1, "the prefix and its %d groups: read %d (%s)", many, n,
+		     n < 0 ? strerror(-n) : "records");
+	cr_expect_eq(moat_cgstat_walk_found(w), (size_t)many + 1);
+	for (i = 0; i < many; i++) {
+		snprintf(dir, sizeof(dir), "%s/many-%d", tcg_prefix_dir(), i);
+		cr_assert_not_null(find(w, dir), "%s: no record", dir);
+	}
+	cr_expect_not_null(find(w, tcg_prefix_dir()), "the walk's root: no record");
+	moat_cgstat_walk_free(w);
+}
+
+/* More cgroups than room: an error that says how many, not a part. */
+Test(cgstat_bpf, a_walk_with_more_cgroups_than_room_fails_whole)
+{
+	bool v2 = tcg_hierarchy()->v2;
+	struct moat_cgstat_walk *w;
+	char why[256];
+	int n, err;
+
+	err = moat_cgstat_load(v2, 2, &prog, why, sizeof(why));
+	if (err == -EOPNOTSUPP)
+		cr_skip_test("no cgroup iterator here: %s", why);
+	cr_assert_eq(err, 0, "load: %s", strerror(-err));
+	cr_assert_eq(moat_cgstat_room(prog), 2);
+	cr_assert_eq(tcg_create_many("few", 3), 0);
+
+	cr_assert_eq(moat_cgstat_walk_new(prog, tcg_prefix_dir(), &w), 0);
+	n = moat_cgstat_walk_read(w);
+	cr_expect_eq(n, -E2BIG, "read: %d", n);
+	cr_expect_eq(moat_cgstat_walk_found(w), 4, "the prefix and its three groups");
+	cr_expect_null(moat_cgstat_walk_find(w, 1), "records of a failed read");
 	moat_cgstat_walk_free(w);
 }

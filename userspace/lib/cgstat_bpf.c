@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
@@ -16,6 +17,8 @@
 struct moat_cgstat_prog {
 	struct cgstat *skel;
 	struct bpf_program *prog;	/* the one loaded */
+	const struct moat_cgstat *records;	/* the records map, mapped */
+	size_t records_len;
 };
 
 /* Which of the programs this kernel loads: the rstat flush kfunc it has. */
@@ -37,13 +40,15 @@ static struct bpf_program *choose(struct cgstat *skel, bool v2)
 }
 
 struct moat_cgstat_walk {
+	struct moat_cgstat_prog *p;
 	struct bpf_link *link;
 	struct moat_cgstat *rec;
-	size_t n, cap;		/* records; bytes of rec */
+	size_t n, cap;		/* records, and room for them in rec */
+	size_t found;		/* cgroups the last read's walk visited */
 };
 
-int moat_cgstat_load(bool v2, struct moat_cgstat_prog **out, char *why,
-		     size_t whylen)
+int moat_cgstat_load(bool v2, size_t room, struct moat_cgstat_prog **out,
+		     char *why, size_t whylen)
 {
 	struct moat_cgstat_prog *p;
 	int err;
@@ -60,7 +65,9 @@ int moat_cgstat_load(bool v2, struct moat_cgstat_prog **out, char *why,
 	p->skel->rodata->v2 = v2;
 	p->prog = choose(p->skel, v2);
 	p->skel->rodata->page_size = sysconf(_SC_PAGESIZE);
-	err = cgstat__load(p->skel);
+	err = room ? bpf_map__set_max_entries(p->skel->maps.records, room) : 0;
+	if (!err)
+		err = cgstat__load(p->skel);
 	if (err) {
 		/* a kernel without iter/cgroup (before v6.1) fails here */
 		snprintf(why, whylen, "the cgroup iterator does not load: %s",
@@ -68,6 +75,17 @@ int moat_cgstat_load(bool v2, struct moat_cgstat_prog **out, char *why,
 		cgstat__destroy(p->skel);
 		free(p);
 		return err == -EPERM ? err : -EOPNOTSUPP;
+	}
+	p->records_len = bpf_map__max_entries(p->skel->maps.records) *
+			 sizeof(*p->records);
+	p->records = mmap(NULL, p->records_len, PROT_READ, MAP_SHARED,
+			  bpf_map__fd(p->skel->maps.records), 0);
+	if (p->records == MAP_FAILED) {
+		err = -errno;
+		snprintf(why, whylen, "map the records: %s", strerror(-err));
+		cgstat__destroy(p->skel);
+		free(p);
+		return err;
 	}
 	*out = p;
 	return 0;
@@ -82,6 +100,7 @@ void moat_cgstat_unload(struct moat_cgstat_prog *p)
 {
 	if (!p)
 		return;
+	munmap((void *)p->records, p->records_len);
 	cgstat__destroy(p->skel);
 	free(p);
 }
@@ -103,6 +122,7 @@ int moat_cgstat_walk_new(struct moat_cgstat_prog *p, const char *dir,
 		close(fd);
 		return -ENOMEM;
 	}
+	w->p = p;
 	info.cgroup.cgroup_fd = fd;
 	info.cgroup.order = BPF_CGROUP_ITER_DESCENDANTS_PRE;
 	w->link = bpf_program__attach_iter(p->prog, &opts);
@@ -132,45 +152,58 @@ static int by_id(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
+size_t moat_cgstat_room(const struct moat_cgstat_prog *p)
+{
+	return p->records_len / sizeof(*p->records);
+}
+
+/*
+ * The read() drives the walk, which puts the records in the mapped array
+ * (cgstat.bpf.c: "Where the records go"); the walk keeps a sorted copy,
+ * for another walk of the same program overwrites them.
+ */
 int moat_cgstat_walk_read(struct moat_cgstat_walk *w)
 {
-	size_t len = 0;
-	ssize_t n;
+	struct moat_cgstat_prog *p = w->p;
+	char buf[64];
+	size_t n;
+	ssize_t got;
 	int fd, err = 0;
 
 	w->n = 0;
+	p->skel->bss->nr_records = 0;
 	fd = bpf_iter_create(bpf_link__fd(w->link));
 	if (fd < 0)
 		return -errno;
-	for (;;) {
-		if (w->cap - len < 4096) {
-			size_t cap = w->cap ? w->cap * 2 : 64 * sizeof(*w->rec);
-			void *rec = realloc(w->rec, cap);
-
-			if (!rec) {
-				err = -ENOMEM;
-				break;
-			}
-			w->rec = rec;
-			w->cap = cap;
-		}
-		n = read(fd, (char *)w->rec + len, w->cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			err = n < 0 ? -errno : 0;
+	while ((got = read(fd, buf, sizeof(buf))) != 0) {
+		if (got < 0 && errno != EINTR) {
+			err = -errno;
 			break;
 		}
-		len += n;
 	}
 	close(fd);
 	if (err)
 		return err;
-	if (len % sizeof(*w->rec))
-		return -EBADMSG;
-	w->n = len / sizeof(*w->rec);
+	n = w->found = p->skel->bss->nr_records;
+	if (n > moat_cgstat_room(p))
+		return -E2BIG;
+	if (n > w->cap) {
+		void *rec = realloc(w->rec, n * sizeof(*w->rec));
+
+		if (!rec)
+			return -ENOMEM;
+		w->rec = rec;
+		w->cap = n;
+	}
+	memcpy(w->rec, p->records, n * sizeof(*w->rec));
+	w->n = n;
 	qsort(w->rec, w->n, sizeof(*w->rec), by_id);
 	return w->n;
+}
+
+size_t moat_cgstat_walk_found(const struct moat_cgstat_walk *w)
+{
+	return w->found;
 }
 
 const struct moat_cgstat *moat_cgstat_walk_find(const struct moat_cgstat_walk *w,

@@ -17,13 +17,14 @@ struct moat_cgstat_walk;
 
 /**
  * moat_cgstat_load() - load bpf/cgstat.bpf.c for a cgroup v2 hierarchy
- * (@v2) or v1 ones.
+ * (@v2) or v1 ones, with room for @room cgroups a walk (0: as many as
+ * MOAT_CGSTAT_MAX).
  *
  * Return: 0; -EOPNOTSUPP where the kernel has no cgroup iterator (before
  * v6.1), with the reason in @why; -errno.
  */
-int moat_cgstat_load(bool v2, struct moat_cgstat_prog **out, char *why,
-		     size_t whylen);
+int moat_cgstat_load(bool v2, size_t room, struct moat_cgstat_prog **out,
+		     char *why, size_t whylen);
 void moat_cgstat_unload(struct moat_cgstat_prog *p);
 
 /**
@@ -43,9 +44,19 @@ void moat_cgstat_walk_free(struct moat_cgstat_walk *w);
 
 /**
  * moat_cgstat_walk_read() - read every cgroup's record afresh.
- * Return: the number of records, or -errno (the last read's are dropped).
+ * Return: the number of records, or -errno (the last read's are dropped):
+ * -E2BIG where the walk found more cgroups than moat_cgstat_room().
  */
 int moat_cgstat_walk_read(struct moat_cgstat_walk *w);
+
+/** moat_cgstat_room() - the most cgroups a walk of @p can read. */
+size_t moat_cgstat_room(const struct moat_cgstat_prog *p);
+
+/**
+ * moat_cgstat_walk_found() - the cgroups the last read of @w walked,
+ * those that found no room too.
+ */
+size_t moat_cgstat_walk_found(const struct moat_cgstat_walk *w);
 
 /** moat_cgstat_walk_find() - the last read's record of cgroup @id, or NULL. */
 const struct moat_cgstat *moat_cgstat_walk_find(const struct moat_cgstat_walk *w,

@@ -263,27 +263,6 @@ static void observe_group(struct moatd *d, struct moatd_group *g, double secs)
 	og->last = c;
 }
 
-void observe_sample(struct moatd *d, struct period *p)
-{
-	struct observe *o = O(d);
-	size_t i;
-	int n;
-
-	o->walked = false;
-	if (o->walk) {
-		n = moat_cgstat_walk_read(o->walk);
-		if (n < 0 && !o->failing)
-			pr_warn("observe: the cgroup iterator's read failed (%s): no usage, throttling or memory until it works again",
-				strerror(-n));
-		else if (n >= 0 && o->failing)
-			pr_info("observe: the cgroup iterator reads again");
-		o->failing = n < 0;
-		o->walked = n > 0;
-	}
-	for (i = 0; i < d->nr_groups; i++)
-		observe_group(d, d->groups[i], p->secs);
-}
-
 static void iterator_off(struct observe *o)
 {
 	moat_cgstat_walk_free(o->walk);
@@ -304,7 +283,7 @@ static void iterator_on(struct moatd *d)
 		pr_info("observe: each group's cgroup files (observe/source = files)");
 		return;
 	}
-	err = moat_cgstat_load(d->cpu->v2, &o->prog, why, sizeof(why));
+	err = moat_cgstat_load(d->cpu->v2, 0, &o->prog, why, sizeof(why));
 	if (!err) {
 		err = moat_cgstat_walk_new(o->prog, d->scan.mnt, &o->walk);
 		if (err)
@@ -344,6 +323,33 @@ static void reopen_all(struct moatd *d)
 
 	for (i = 0; i < d->nr_groups; i++)
 		open_files(d, d->groups[i]);
+}
+
+void observe_sample(struct moatd *d, struct period *p)
+{
+	struct observe *o = O(d);
+	size_t i;
+	int n;
+
+	o->walked = false;
+	n = o->walk ? moat_cgstat_walk_read(o->walk) : 0;
+	if (n == -E2BIG) {
+		pr_warn("observe: %zu cgroups below %s, more than the cgroup iterator has room for (%zu): each group's cgroup files from now on",
+			moat_cgstat_walk_found(o->walk), d->scan.root,
+			moat_cgstat_room(o->prog));
+		iterator_off(o);
+		reopen_all(d);
+	} else if (o->walk) {
+		if (n < 0 && !o->failing)
+			pr_warn("observe: the cgroup iterator's read failed (%s): no usage, throttling or memory until it works again",
+				strerror(-n));
+		else if (n >= 0 && o->failing)
+			pr_info("observe: the cgroup iterator reads again");
+		o->failing = n < 0;
+		o->walked = n > 0;
+	}
+	for (i = 0; i < d->nr_groups; i++)
+		observe_group(d, d->groups[i], p->secs);
 }
 
 /* Taken at once: a benchmark compares both in one run (scale.sh). */
