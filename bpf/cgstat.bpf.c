@@ -35,9 +35,11 @@
  * cannot take a walk up again in the next read() (it dropped
  * cgroup_mutex between them; cgroup_iter_seq_start() then returns
  * -EOPNOTSUPP), so a walk would end at 682 records.  Each record goes to
- * its place in an array userspace maps, in the order the walk visits the
- * cgroups, and nr_records counts them, those that found no room too; the
- * read() only drives the walk.
+ * its place in an array, in the order the walk visits the cgroups, and
+ * nr_records counts them, those that found no room too; the read() only
+ * drives the walk, and userspace takes the records in one batch lookup.
+ * (Not by mapping the array: the kernel maps every page of it at mmap(),
+ * and the whole 768 KiB counted in moatd's RSS.)
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -51,7 +53,6 @@ const volatile __u64 page_size;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, MOAT_CGSTAT_MAX);
 	__type(key, __u32);
 	__type(value, struct moat_cgstat);

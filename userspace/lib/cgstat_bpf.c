@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/mman.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
@@ -17,8 +16,6 @@
 struct moat_cgstat_prog {
 	struct cgstat *skel;
 	struct bpf_program *prog;	/* the one loaded */
-	const struct moat_cgstat *records;	/* the records map, mapped */
-	size_t records_len;
 };
 
 /* Which of the programs this kernel loads: the rstat flush kfunc it has. */
@@ -43,6 +40,7 @@ struct moat_cgstat_walk {
 	struct moat_cgstat_prog *p;
 	struct bpf_link *link;
 	struct moat_cgstat *rec;
+	__u32 *keys;		/* the batch lookup's: the records' places */
 	size_t n, cap;		/* records, and room for them in rec */
 	size_t found;		/* cgroups the last read's walk visited */
 };
@@ -76,17 +74,6 @@ int moat_cgstat_load(bool v2, size_t room, struct moat_cgstat_prog **out,
 		free(p);
 		return err == -EPERM ? err : -EOPNOTSUPP;
 	}
-	p->records_len = bpf_map__max_entries(p->skel->maps.records) *
-			 sizeof(*p->records);
-	p->records = mmap(NULL, p->records_len, PROT_READ, MAP_SHARED,
-			  bpf_map__fd(p->skel->maps.records), 0);
-	if (p->records == MAP_FAILED) {
-		err = -errno;
-		snprintf(why, whylen, "map the records: %s", strerror(-err));
-		cgstat__destroy(p->skel);
-		free(p);
-		return err;
-	}
 	*out = p;
 	return 0;
 }
@@ -100,7 +87,6 @@ void moat_cgstat_unload(struct moat_cgstat_prog *p)
 {
 	if (!p)
 		return;
-	munmap((void *)p->records, p->records_len);
 	cgstat__destroy(p->skel);
 	free(p);
 }
@@ -141,6 +127,7 @@ void moat_cgstat_walk_free(struct moat_cgstat_walk *w)
 	if (!w)
 		return;
 	bpf_link__destroy(w->link);
+	free(w->keys);
 	free(w->rec);
 	free(w);
 }
@@ -154,21 +141,24 @@ static int by_id(const void *a, const void *b)
 
 size_t moat_cgstat_room(const struct moat_cgstat_prog *p)
 {
-	return p->records_len / sizeof(*p->records);
+	return bpf_map__max_entries(p->skel->maps.records);
 }
 
 /*
- * The read() drives the walk, which puts the records in the mapped array
- * (cgstat.bpf.c: "Where the records go"); the walk keeps a sorted copy,
- * for another walk of the same program overwrites them.
+ * The read() drives the walk, which puts the records in the records map
+ * (cgstat.bpf.c: "Where the records go"); one batch lookup copies them
+ * out, and the walk keeps them sorted by id, for the next walk of the
+ * same program overwrites the map.
  */
 int moat_cgstat_walk_read(struct moat_cgstat_walk *w)
 {
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
 	struct moat_cgstat_prog *p = w->p;
+	__u32 out_batch, count;
 	char buf[64];
-	size_t n;
 	ssize_t got;
 	int fd, err = 0;
+	size_t n;
 
 	w->n = 0;
 	p->skel->bss->nr_records = 0;
@@ -187,15 +177,26 @@ int moat_cgstat_walk_read(struct moat_cgstat_walk *w)
 	n = w->found = p->skel->bss->nr_records;
 	if (n > moat_cgstat_room(p))
 		return -E2BIG;
+	if (!n)
+		return 0;
 	if (n > w->cap) {
 		void *rec = realloc(w->rec, n * sizeof(*w->rec));
+		void *keys = rec ? realloc(w->keys, n * sizeof(*w->keys)) : NULL;
 
-		if (!rec)
+		if (rec)
+			w->rec = rec;
+		if (!keys)
 			return -ENOMEM;
-		w->rec = rec;
+		w->keys = keys;
 		w->cap = n;
 	}
-	memcpy(w->rec, p->records, n * sizeof(*w->rec));
+	count = n;
+	err = bpf_map_lookup_batch(bpf_map__fd(p->skel->maps.records), NULL,
+				   &out_batch, w->keys, w->rec, &count, &opts);
+	if (err && err != -ENOENT)	/* ENOENT: the map's end, at full room */
+		return err;
+	if (count != n)
+		return -EIO;
 	w->n = n;
 	qsort(w->rec, w->n, sizeof(*w->rec), by_id);
 	return w->n;
