@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -664,6 +665,15 @@ int main(int argc, char **argv)
 	struct moatd *d;
 	unsigned int mode = 0;
 	int err = 0, lock, m, inited = 0;
+
+	/*
+	 * libbpf parses the kernel's BTF (megabytes) for each object it
+	 * loads and frees it.  glibc raises its mmap threshold to the size of
+	 * the largest mmap()ed chunk freed, after which such parses come from
+	 * the heap and stay in moatd's RSS; a fixed threshold sends them
+	 * back to the kernel when freed.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 
 	/*
 	 * Blocked before anything else: the control socket appears before
