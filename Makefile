@@ -16,6 +16,9 @@ DESTDIR		?=
 VMLINUX_BTF	?= /sys/kernel/btf/vmlinux
 CC		?= cc
 CLANG		?= clang
+# DWARF is most of a BPF object (BTF keeps the types and line info the
+# kernel uses); moatd embeds its objects, and libbpf reads them at load.
+LLVM_STRIP	?= llvm-strip
 BPFTOOL		?= bpftool
 PKG_CONFIG	?= pkg-config
 RST2MAN		?= rst2man
@@ -130,6 +133,7 @@ $(VMLINUX_H): | $(DEPS_STAMP)
 $(O)/bpf/%.bpf.o: bpf/%.bpf.c $(VMLINUX_H) $(wildcard bpf/*.h) | $(DEPS_STAMP)
 	$(call msg,CLANG,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(Q)$(LLVM_STRIP) -g $@
 
 $(O)/bpf/%.skel.h: $(O)/bpf/%.bpf.o
 	$(call msg,SKEL,$@)
