@@ -1,14 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * cgroup_events: tell userspace at once when a cgroup is made or removed
- * in the hierarchy of the cpu controller, so that moatd need not walk the
- * whole hierarchy every period to find new and removed groups.
+ * cgroup_events: tell userspace at once when a cgroup is made, removed
+ * or renamed in the hierarchy of the cpu controller, so that moatd need
+ * not walk the whole hierarchy every period to find new and removed
+ * groups.
  *
- * Hooks the cgroup_mkdir and cgroup_rmdir tracepoints (tp_btf, raw_tp
- * where tp_btf is missing) and puts the cgroup's id and the event in a
- * ring buffer.  Events of other hierarchies (v1 hierarchies without the
- * cpu controller) are not sent.  An event that does not fit in the ring
- * buffer is counted in events_dropped; userspace then walks the
+ * Hooks the cgroup_mkdir, cgroup_rmdir and cgroup_rename tracepoints
+ * (tp_btf, raw_tp where tp_btf is missing) and puts the cgroup's id and
+ * the event in a ring buffer.  Events of other hierarchies (v1
+ * hierarchies without the cpu controller) are not sent, nor those of
+ * cgroups outside the subtree userspace watches (scan_root), which would
+ * make it walk for nothing on a node whose other cgroups churn (systemd's
+ * units, containerd's): but a cgroup removed there is still said
+ * (MOAT_CGROUP_RMDIR_ELSEWHERE), for its run-queue histograms, which
+ * every cgroup has, to leave their map.  An event that does not fit in
+ * the ring buffer is counted in events_dropped; userspace then walks the
  * hierarchy, since it cannot know what it missed.
  *
  * Tasks, for resctrl, which groups tasks and not cgroups: a task that
@@ -40,6 +46,9 @@ struct {
 	__type(key, __u64);
 	__type(value, __u8);
 } tracked SEC(".maps");
+
+/* Set by userspace before load: the subtree it walks; 0: all of it. */
+const volatile __u64 scan_root;
 
 __u64 events_dropped;
 bool tracking;		/* userspace: the tracked map is not empty */
@@ -74,15 +83,12 @@ static __always_inline int emit(__u64 id, __u32 type, __u32 tid)
 	return 0;
 }
 
-static __always_inline int send(struct cgroup *cgrp, __u32 type, bool btf)
-{
-	if (!in_cpu_hierarchy(cgrp, btf))
-		return 0;
-	return emit(btf ? cgrp->kn->id : BPF_CORE_READ(cgrp, kn, id), type, 0);
-}
-
-/* The tracked cgroup @cgrp is, or is under; 0: none. */
-static __always_inline __u64 tracked_above(struct cgroup *cgrp, bool btf)
+/*
+ * The id of @cgrp or of its nearest ancestor that is @want (with @want 0:
+ * that is in the tracked map); 0: none within MOAT_CGROUP_TRACK_DEPTH
+ * levels.
+ */
+static __always_inline __u64 above(struct cgroup *cgrp, __u64 want, bool btf)
 {
 	int i;
 
@@ -90,7 +96,7 @@ static __always_inline __u64 tracked_above(struct cgroup *cgrp, bool btf)
 		__u64 id = btf ? cgrp->kn->id : BPF_CORE_READ(cgrp, kn, id);
 		struct cgroup_subsys_state *up;
 
-		if (bpf_map_lookup_elem(&tracked, &id))
+		if (want ? id == want : !!bpf_map_lookup_elem(&tracked, &id))
 			return id;
 		up = btf ? cgrp->self.parent : BPF_CORE_READ(cgrp, self.parent);
 		if (!up)
@@ -100,6 +106,18 @@ static __always_inline __u64 tracked_above(struct cgroup *cgrp, bool btf)
 	return 0;
 }
 
+static __always_inline int send(struct cgroup *cgrp, __u32 type, bool btf)
+{
+	if (!in_cpu_hierarchy(cgrp, btf))
+		return 0;
+	if (scan_root && !above(cgrp, scan_root, btf)) {
+		if (type != MOAT_CGROUP_RMDIR)
+			return 0;
+		type = MOAT_CGROUP_RMDIR_ELSEWHERE;
+	}
+	return emit(btf ? cgrp->kn->id : BPF_CORE_READ(cgrp, kn, id), type, 0);
+}
+
 static __always_inline int task_entered(struct cgroup *cgrp,
 					struct task_struct *task, bool btf)
 {
@@ -107,7 +125,7 @@ static __always_inline int task_entered(struct cgroup *cgrp,
 
 	if (!tracking || !cgrp || !in_cpu_hierarchy(cgrp, btf))
 		return 0;
-	unit = tracked_above(cgrp, btf);
+	unit = above(cgrp, 0, btf);
 	return unit ? emit(unit, MOAT_CGROUP_TASK, moat_task_pid(task, btf)) : 0;
 }
 
@@ -159,6 +177,12 @@ int BPF_PROG(cgroup_rmdir_btf, struct cgroup *cgrp, const char *path)
 	return send(cgrp, MOAT_CGROUP_RMDIR, true);
 }
 
+SEC("tp_btf/cgroup_rename")
+int BPF_PROG(cgroup_rename_btf, struct cgroup *cgrp, const char *path)
+{
+	return send(cgrp, MOAT_CGROUP_RENAME, true);
+}
+
 SEC("raw_tp/cgroup_mkdir")
 int BPF_PROG(cgroup_mkdir_raw, struct cgroup *cgrp, const char *path)
 {
@@ -169,6 +193,12 @@ SEC("raw_tp/cgroup_rmdir")
 int BPF_PROG(cgroup_rmdir_raw, struct cgroup *cgrp, const char *path)
 {
 	return send(cgrp, MOAT_CGROUP_RMDIR, false);
+}
+
+SEC("raw_tp/cgroup_rename")
+int BPF_PROG(cgroup_rename_raw, struct cgroup *cgrp, const char *path)
+{
+	return send(cgrp, MOAT_CGROUP_RENAME, false);
 }
 
 SEC("tp_btf/cgroup_attach_task")

@@ -7,6 +7,8 @@ enum moat_cgroup_event_type {
 	MOAT_CGROUP_MKDIR,
 	MOAT_CGROUP_RMDIR,
 	MOAT_CGROUP_TASK,	/* a task entered a tracked cgroup's subtree */
+	MOAT_CGROUP_RENAME,	/* v1 only: cgroup2 has no rename */
+	MOAT_CGROUP_RMDIR_ELSEWHERE,	/* removed, not below the scan root */
 };
 
 struct moat_cgroup_event {
@@ -16,7 +18,11 @@ struct moat_cgroup_event {
 	__u32 tid;		/* TASK: the task; else 0 */
 };
 
-/* How far above a task's cgroup a tracked cgroup is looked for. */
+/*
+ * How far above a cgroup a tracked cgroup, or the scan root, is looked
+ * for: a cgroup made deeper below the root sends no event, and the walk
+ * at rescan_ms finds it.
+ */
 #define MOAT_CGROUP_TRACK_DEPTH		8
 #define MOAT_CGROUP_TRACKED_MAX		4096
 

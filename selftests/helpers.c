@@ -241,7 +241,10 @@ static void rmdir_retry(const char *dir)
 		nanosleep(&ts, NULL);
 }
 
-/* The empty cgroups tcg_create_many() made, and any other left below @dir. */
+/*
+ * The empty cgroups tcg_create_many() made, those a test renamed, and
+ * any other left below @dir, deepest first.
+ */
 static void remove_children(const char *dir)
 {
 	char sub[PATH_MAX];
@@ -251,9 +254,11 @@ static void remove_children(const char *dir)
 	while (d && (de = readdir(d))) {
 		if (de->d_type != DT_DIR || de->d_name[0] == '.')
 			continue;
-		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name) <
+		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name) >=
 		    sizeof(sub))
-			rmdir_retry(sub);
+			continue;
+		remove_children(sub);
+		rmdir_retry(sub);
 	}
 	if (d)
 		closedir(d);

@@ -368,7 +368,7 @@ Test(cgroup_real, mkdir_and_rmdir_are_reported)
 
 	if (tcg_skip_reason(true))
 		cr_skip_test("%s", tcg_skip_reason(true));
-	cr_assert_eq(moat_cgroup_events_open(&ev), 0);
+	cr_assert_eq(moat_cgroup_events_open(0, &ev), 0);
 	moat_cgroup_events_consume(ev, NULL, NULL, NULL);		/* whatever came before */
 	cr_expect_not(moat_cgroup_events_consume(ev, NULL, NULL, NULL), "an event from nowhere");
 	cr_assert_eq(tcg_create("e", &e), 0);
@@ -379,6 +379,75 @@ Test(cgroup_real, mkdir_and_rmdir_are_reported)
 	for (i = 0; i < 100 && !moat_cgroup_events_consume(ev, NULL, NULL, NULL); i++)
 		usleep(10000);
 	cr_expect_lt(i, 100, "rmdir not reported");
+	moat_cgroup_events_close(ev);
+}
+
+struct removed_seen {
+	__u64 id;
+	int n;
+};
+
+static void note_removed(__u64 id, void *ctx)
+{
+	struct removed_seen *r = ctx;
+
+	if (id == r->id)
+		r->n++;
+}
+
+/*
+ * Consume until @r's cgroup was said removed (or 1 s: a cgroup may linger
+ * while its css goes away); whether any consume said a change.
+ */
+static bool consume_until_removed(struct moat_cgroup_events *ev,
+				  struct removed_seen *r)
+{
+	bool changed = false;
+	int i;
+
+	for (i = 0; i < 100 && !r->n; i++) {
+		changed |= moat_cgroup_events_consume(ev, note_removed, NULL, r);
+		if (!r->n)
+			usleep(10000);
+	}
+	return changed;
+}
+
+/*
+ * With a scan root, what changes below it is a change; a cgroup made
+ * beside it is not, and one removed beside it is only said to @removed
+ * (its run-queue histograms leave their map).  A rename (cgroup v1: v2
+ * has none) is a change too.
+ */
+Test(cgroup_real, events_of_the_scan_roots_subtree_and_every_removal)
+{
+	struct moat_cgroup_events *ev;
+	struct removed_seen gone = { 0 };
+	struct tcg root, below, beside;
+	char to[PATH_MAX];
+
+	if (tcg_skip_reason(true))
+		cr_skip_test("%s", tcg_skip_reason(true));
+	cr_assert_eq(tcg_create("root", &root), 0);
+	cr_assert_eq(moat_cgroup_events_open(root.id, &ev), 0);
+	moat_cgroup_events_consume(ev, NULL, NULL, NULL);		/* whatever came before */
+
+	cr_assert_eq(tcg_create("root/below", &below), 0);
+	cr_expect(moat_cgroup_events_consume(ev, NULL, NULL, NULL), "mkdir below the root not reported");
+	cr_assert_eq(tcg_create("beside", &beside), 0);
+	cr_expect_not(moat_cgroup_events_consume(ev, NULL, NULL, NULL), "mkdir beside the root reported");
+
+	gone.id = beside.id;
+	cr_assert_eq(rmdir(beside.dir), 0);
+	cr_expect_not(consume_until_removed(ev, &gone), "rmdir beside the root: a change");
+	cr_expect_eq(gone.n, 1, "rmdir beside the root: said removed %d times", gone.n);
+	if (!tcg_hierarchy()->v2) {
+		snprintf(to, sizeof(to), "%s/root/renamed", tcg_prefix_dir());
+		cr_assert_eq(rename(below.dir, to), 0, "rename: %s", strerror(errno));
+		cr_expect(moat_cgroup_events_consume(ev, NULL, NULL, NULL), "rename not reported");
+	} else {
+		cr_log_info("cgroup v2 has no rename: not tested");
+	}
 	moat_cgroup_events_close(ev);
 }
 
@@ -442,7 +511,7 @@ Test(cgroup_real, tasks_entering_tracked_cgroups_are_reported)
 	cr_assert_eq(tcg_create("unit", &unit), 0);
 	cr_assert_eq(tcg_create("unit/inner", &inner), 0);
 	cr_assert_eq(tcg_create("other", &other), 0);
-	cr_assert_eq(moat_cgroup_events_open(&ev), 0);
+	cr_assert_eq(moat_cgroup_events_open(0, &ev), 0);
 	cr_assert_eq(moat_cgroup_events_track(ev, &unit.id, 1), 0);
 	moat_cgroup_events_consume(ev, NULL, NULL, NULL);
 
@@ -513,7 +582,7 @@ Test(rqlat_bpf, removed_cgroups_leave_the_maps)
 
 	cr_assert_eq(tcg_create("f", &f), 0);
 	cr_assert_eq(moat_rqlat_open(&opts, &rq), 0);
-	cr_assert_eq(moat_cgroup_events_open(&ev), 0);
+	cr_assert_eq(moat_cgroup_events_open(0, &ev), 0);
 	cr_assert_eq(moat_rqlat_watch(rq, f.id, true), 0);
 	server_phase(&f, &f, &win, &blame);
 	cr_assert_gt(win.count, 0);

@@ -278,6 +278,24 @@ const char *moat_cgroup_names_lookup(const struct moat_cgroup_names *names,
 	return found ? found->path : NULL;
 }
 
+/* splitmix64's finalizer: every bit of the id moves about half of the sum's */
+__u64 moat_cgroup_set_mix(__u64 id)
+{
+	id = (id ^ (id >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	id = (id ^ (id >> 27)) * 0x94d049bb133111ebULL;
+	return id ^ (id >> 31);
+}
+
+__u64 moat_cgroup_names_fingerprint(const struct moat_cgroup_names *names)
+{
+	__u64 fp = 0;
+	size_t i;
+
+	for (i = 0; i < names->nr; i++)
+		fp += moat_cgroup_set_mix(names->v[i].id);
+	return fp;
+}
+
 int moat_cgroup_names_for_each(const struct moat_cgroup_names *names,
 			       moat_cgroup_names_fn fn, void *ctx)
 {

@@ -51,6 +51,14 @@ int moat_cgroup_resolve(const struct moat_cg_hierarchy *h, const char *arg,
 int moat_proc_cgroup_parse(FILE *f, const char *controller, char *path,
 			   size_t len);
 
+/**
+ * moat_cgroup_set_mix() - cgroup @id's share of a fingerprint of a set of
+ * cgroups: the sum of the shares of its ids, whatever the order they come
+ * in.  A cgroup id (kernfs: inode number and generation) is never reused,
+ * so a cgroup made or removed changes the sum, but for a chance of 2^-64.
+ */
+__u64 moat_cgroup_set_mix(__u64 id);
+
 /* An id -> path table of one hierarchy, refreshed by walking it. */
 struct moat_cgroup_names;
 
@@ -69,6 +77,12 @@ int moat_cgroup_names_refresh(struct moat_cgroup_names *names);
  */
 const char *moat_cgroup_names_lookup(const struct moat_cgroup_names *names,
 				     __u64 id);
+
+/**
+ * moat_cgroup_names_fingerprint() - the fingerprint of the set of cgroups
+ * the last refresh found (moat_cgroup_set_mix()).
+ */
+__u64 moat_cgroup_names_fingerprint(const struct moat_cgroup_names *names);
 
 typedef int (*moat_cgroup_names_fn)(__u64 id, const char *path, void *ctx);
 

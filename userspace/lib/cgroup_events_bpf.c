@@ -34,15 +34,18 @@ static int on_event(void *ctx, void *data, size_t len)
 			ev->task(e->id, e->tid, ev->cb_ctx);
 		return 0;
 	}
-	pr_debug("cgroup %s: id %llu", e->type == MOAT_CGROUP_MKDIR ?
-		 "made" : "removed", (unsigned long long)e->id);
-	if (e->type == MOAT_CGROUP_RMDIR && ev->removed)
+	pr_debug("cgroup %s: id %llu", e->type == MOAT_CGROUP_MKDIR ? "made" :
+		 e->type == MOAT_CGROUP_RENAME ? "renamed" : "removed",
+		 (unsigned long long)e->id);
+	if ((e->type == MOAT_CGROUP_RMDIR || e->type == MOAT_CGROUP_RMDIR_ELSEWHERE) &&
+	    ev->removed)
 		ev->removed(e->id, ev->cb_ctx);
-	ev->changed = true;
+	if (e->type != MOAT_CGROUP_RMDIR_ELSEWHERE)
+		ev->changed = true;
 	return 0;
 }
 
-int moat_cgroup_events_open(struct moat_cgroup_events **out)
+int moat_cgroup_events_open(__u64 scan_root, struct moat_cgroup_events **out)
 {
 	struct moat_cgroup_events *ev = calloc(1, sizeof(*ev));
 	bool btf, attach_btf, fork_btf;
@@ -55,11 +58,15 @@ int moat_cgroup_events_open(struct moat_cgroup_events **out)
 		err = -errno;
 		goto err_free;
 	}
-	btf = moat_probe_tp_btf("cgroup_mkdir") && moat_probe_tp_btf("cgroup_rmdir");
+	ev->skel->rodata->scan_root = scan_root;
+	btf = moat_probe_tp_btf("cgroup_mkdir") && moat_probe_tp_btf("cgroup_rmdir") &&
+	      moat_probe_tp_btf("cgroup_rename");
 	bpf_program__set_autoload(ev->skel->progs.cgroup_mkdir_btf, btf);
 	bpf_program__set_autoload(ev->skel->progs.cgroup_rmdir_btf, btf);
+	bpf_program__set_autoload(ev->skel->progs.cgroup_rename_btf, btf);
 	bpf_program__set_autoload(ev->skel->progs.cgroup_mkdir_raw, !btf);
 	bpf_program__set_autoload(ev->skel->progs.cgroup_rmdir_raw, !btf);
+	bpf_program__set_autoload(ev->skel->progs.cgroup_rename_raw, !btf);
 	attach_btf = moat_probe_tp_btf("cgroup_attach_task");
 	fork_btf = moat_probe_tp_btf("sched_process_fork");
 	bpf_program__set_autoload(ev->skel->progs.cgroup_attach_task_btf, attach_btf);
@@ -77,7 +84,7 @@ int moat_cgroup_events_open(struct moat_cgroup_events **out)
 		err = -errno;
 		goto err_destroy;
 	}
-	pr_info("cgroup events: attached %s cgroup_mkdir and cgroup_rmdir: new and removed groups are found at once; cgroup_attach_task and sched_process_fork for the tasks of tracked groups",
+	pr_info("cgroup events: attached %s cgroup_mkdir, cgroup_rmdir and cgroup_rename: new, removed and renamed groups are found at once; cgroup_attach_task and sched_process_fork for the tasks of tracked groups",
 		btf ? "tp_btf" : "raw_tp");
 	*out = ev;
 	return 0;

@@ -9,12 +9,14 @@
 struct moat_cgroup_events;
 
 /**
- * moat_cgroup_events_open() - load and attach the cgroup_mkdir/rmdir
- * programs (tp_btf where supported, else raw_tp).  Logs one line.
+ * moat_cgroup_events_open() - load and attach the cgroup_mkdir, rmdir and
+ * rename programs (tp_btf where supported, else raw_tp), for the cgroups
+ * below @scan_root (its id; 0: the whole cpu hierarchy): the removal of a
+ * cgroup elsewhere is told to consume()'s @removed only.  Logs one line.
  *
  * Return: 0, or the error; callers fall back to walking the hierarchy.
  */
-int moat_cgroup_events_open(struct moat_cgroup_events **out);
+int moat_cgroup_events_open(__u64 scan_root, struct moat_cgroup_events **out);
 void moat_cgroup_events_close(struct moat_cgroup_events *ev);
 
 typedef void (*moat_cgroup_removed_fn)(__u64 id, void *ctx);
@@ -25,9 +27,9 @@ typedef void (*moat_cgroup_task_fn)(__u64 unit, __u32 tid, void *ctx);
  * moat_cgroup_events_consume() - take every waiting event, calling
  * @removed (when not NULL) with the id of each cgroup removed.
  *
- * Return: whether any cgroup of the cpu hierarchy was made or removed
- * since the last call, or events were dropped, so that only a walk of the
- * hierarchy can tell what changed.
+ * Return: whether any cgroup below the scan root was made, removed or
+ * renamed since the last call, or events were dropped, so that only a
+ * walk of the hierarchy can tell what changed.
  */
 bool moat_cgroup_events_consume(struct moat_cgroup_events *ev,
 				moat_cgroup_removed_fn removed,

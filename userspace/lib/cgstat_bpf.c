@@ -9,6 +9,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include "cgroup.h"
 #include "cgstat_bpf.h"
 #include "cgstat.skel.h"
 #include "log.h"
@@ -200,6 +201,16 @@ int moat_cgstat_walk_read(struct moat_cgstat_walk *w)
 	w->n = n;
 	qsort(w->rec, w->n, sizeof(*w->rec), by_id);
 	return w->n;
+}
+
+__u64 moat_cgstat_walk_fingerprint(const struct moat_cgstat_walk *w)
+{
+	__u64 fp = 0;
+	size_t i;
+
+	for (i = 0; i < w->n; i++)
+		fp += moat_cgroup_set_mix(w->rec[i].id);
+	return fp;
 }
 
 size_t moat_cgstat_walk_found(const struct moat_cgstat_walk *w)

@@ -58,6 +58,13 @@ size_t moat_cgstat_room(const struct moat_cgstat_prog *p);
  */
 size_t moat_cgstat_walk_found(const struct moat_cgstat_walk *w);
 
+/**
+ * moat_cgstat_walk_fingerprint() - the fingerprint of the set of cgroups
+ * the last read found (moat_cgroup_set_mix()): equal to that of a walk of
+ * the same root's directories that found the same cgroups.
+ */
+__u64 moat_cgstat_walk_fingerprint(const struct moat_cgstat_walk *w);
+
 /** moat_cgstat_walk_find() - the last read's record of cgroup @id, or NULL. */
 const struct moat_cgstat *moat_cgstat_walk_find(const struct moat_cgstat_walk *w,
 						__u64 id);

@@ -352,6 +352,16 @@ void observe_sample(struct moatd *d, struct period *p)
 		observe_group(d, d->groups[i], p->secs);
 }
 
+bool observe_cgroups_fingerprint(const struct moatd *d, __u64 *fp)
+{
+	const struct observe *o = O(d);
+
+	if (!o->walked)
+		return false;
+	*fp = moat_cgstat_walk_fingerprint(o->walk);
+	return true;
+}
+
 /* Taken at once: a benchmark compares both in one run (scale.sh). */
 static void store_source(const struct moat_knob *k, unsigned int u,
 			 const char *val)

@@ -14,4 +14,11 @@ extern const struct moatd_module observe_module;
 /* Each group's counters into its sample, and its window from them. */
 void observe_sample(struct moatd *d, struct period *p);
 
+/*
+ * The fingerprint of the set of cgroups below the scan root that this
+ * period's read of the cgroup iterator found (moat_cgroup_set_mix()), in
+ * @fp; false where the iterator is not the source or its read failed.
+ */
+bool observe_cgroups_fingerprint(const struct moatd *d, __u64 *fp);
+
 #endif /* MOATD_OBSERVE_H */
