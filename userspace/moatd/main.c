@@ -543,6 +543,20 @@ static int run(struct moatd *d, struct server *srv)
 	}
 	pr_info("running in %s mode, period %u ms, control socket ready",
 		mode_names[d->mode], d->period_ms);
+	/*
+	 * libbpf parsed the kernel's BTF, megabytes, for each object it
+	 * loaded, and freed it.  Under glibc's dynamic mmap threshold, which
+	 * rises to the largest mmap()ed chunk freed, which parse came from
+	 * the heap and stayed in moatd's RSS depended on the order of the
+	 * allocations: main() fixed it low for the start, so that they went
+	 * back to the kernel.  From here on the largest chunks are the
+	 * scrapes' buffers (a MiB at 500 groups): from the heap, and kept
+	 * there between scrapes (the trim threshold), a scrape took 6.5 ms;
+	 * mapped and unmapped each time, or trimmed after each, 17-22 ms.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 4 << 20);
+	mallopt(M_TRIM_THRESHOLD, 8 << 20);
+	malloc_trim(0);
 	watchdog = moat_sd_watchdog_usec();
 	notify("READY=1\nSTATUS=%s mode, period %u ms", mode_names[d->mode],
 	       d->period_ms);
@@ -666,14 +680,7 @@ int main(int argc, char **argv)
 	unsigned int mode = 0;
 	int err = 0, lock, m, inited = 0;
 
-	/*
-	 * libbpf parses the kernel's BTF (megabytes) for each object it
-	 * loads and frees it.  glibc raises its mmap threshold to the size of
-	 * the largest mmap()ed chunk freed, after which such parses come from
-	 * the heap and stay in moatd's RSS; a fixed threshold sends them
-	 * back to the kernel when freed.
-	 */
-	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);	/* see run(): until the start is done */
 
 	/*
 	 * Blocked before anything else: the control socket appears before
