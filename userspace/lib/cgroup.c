@@ -2,6 +2,7 @@
 /* Cgroup names: hierarchy paths, directories and ids, and the maps between. */
 #include <dirent.h>
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -279,21 +280,30 @@ const char *moat_cgroup_names_lookup(const struct moat_cgroup_names *names,
 }
 
 /* splitmix64's finalizer: every bit of the id moves about half of the sum's */
-__u64 moat_cgroup_set_mix(__u64 id)
+static __u64 mix(__u64 id)
 {
 	id = (id ^ (id >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	id = (id ^ (id >> 27)) * 0x94d049bb133111ebULL;
 	return id ^ (id >> 31);
 }
 
-__u64 moat_cgroup_names_fingerprint(const struct moat_cgroup_names *names)
+__u64 moat_cgroup_set_fingerprint(const void *base, size_t n, size_t size,
+				  size_t off)
 {
-	__u64 fp = 0;
+	__u64 fp = 0, id;
 	size_t i;
 
-	for (i = 0; i < names->nr; i++)
-		fp += moat_cgroup_set_mix(names->v[i].id);
+	for (i = 0; i < n; i++) {
+		memcpy(&id, (const char *)base + i * size + off, sizeof(id));
+		fp += mix(id);
+	}
 	return fp;
+}
+
+__u64 moat_cgroup_names_fingerprint(const struct moat_cgroup_names *names)
+{
+	return moat_cgroup_set_fingerprint(names->v, names->nr, sizeof(*names->v),
+					   offsetof(struct cgroup_name, id));
 }
 
 int moat_cgroup_names_for_each(const struct moat_cgroup_names *names,

@@ -52,12 +52,14 @@ int moat_proc_cgroup_parse(FILE *f, const char *controller, char *path,
 			   size_t len);
 
 /**
- * moat_cgroup_set_mix() - cgroup @id's share of a fingerprint of a set of
- * cgroups: the sum of the shares of its ids, whatever the order they come
- * in.  A cgroup id (kernfs: inode number and generation) is never reused,
- * so a cgroup made or removed changes the sum, but for a chance of 2^-64.
+ * moat_cgroup_set_fingerprint() - a fingerprint of the set of cgroups in
+ * the @n elements of @size bytes at @base, each with its __u64 cgroup id
+ * at @off: a sum of each id mixed, whatever the order they come in.  A
+ * cgroup id (kernfs: inode number and generation) is never reused, so a
+ * cgroup made or removed changes it, but for a chance of 2^-64.
  */
-__u64 moat_cgroup_set_mix(__u64 id);
+__u64 moat_cgroup_set_fingerprint(const void *base, size_t n, size_t size,
+				  size_t off);
 
 /* An id -> path table of one hierarchy, refreshed by walking it. */
 struct moat_cgroup_names;
@@ -80,7 +82,7 @@ const char *moat_cgroup_names_lookup(const struct moat_cgroup_names *names,
 
 /**
  * moat_cgroup_names_fingerprint() - the fingerprint of the set of cgroups
- * the last refresh found (moat_cgroup_set_mix()).
+ * the last refresh found (moat_cgroup_set_fingerprint()).
  */
 __u64 moat_cgroup_names_fingerprint(const struct moat_cgroup_names *names);
 

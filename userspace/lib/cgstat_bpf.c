@@ -2,6 +2,7 @@
 /* The userspace side of bpf/cgstat.bpf.c (cgstat_bpf.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,12 +206,8 @@ int moat_cgstat_walk_read(struct moat_cgstat_walk *w)
 
 __u64 moat_cgstat_walk_fingerprint(const struct moat_cgstat_walk *w)
 {
-	__u64 fp = 0;
-	size_t i;
-
-	for (i = 0; i < w->n; i++)
-		fp += moat_cgroup_set_mix(w->rec[i].id);
-	return fp;
+	return moat_cgroup_set_fingerprint(w->rec, w->n, sizeof(*w->rec),
+					   offsetof(struct moat_cgstat, id));
 }
 
 size_t moat_cgstat_walk_found(const struct moat_cgstat_walk *w)

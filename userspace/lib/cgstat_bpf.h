@@ -60,7 +60,7 @@ size_t moat_cgstat_walk_found(const struct moat_cgstat_walk *w);
 
 /**
  * moat_cgstat_walk_fingerprint() - the fingerprint of the set of cgroups
- * the last read found (moat_cgroup_set_mix()): equal to that of a walk of
+ * the last read found (moat_cgroup_set_fingerprint()): equal to that of a walk of
  * the same root's directories that found the same cgroups.
  */
 __u64 moat_cgstat_walk_fingerprint(const struct moat_cgstat_walk *w);

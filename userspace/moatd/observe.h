@@ -16,7 +16,7 @@ void observe_sample(struct moatd *d, struct period *p);
 
 /*
  * The fingerprint of the set of cgroups below the scan root that this
- * period's read of the cgroup iterator found (moat_cgroup_set_mix()), in
+ * period's read of the cgroup iterator found (moat_cgroup_set_fingerprint()), in
  * @fp; false where the iterator is not the source or its read failed.
  */
 bool observe_cgroups_fingerprint(const struct moatd *d, __u64 *fp);
