@@ -3472,3 +3472,30 @@ Test(moatd, the_periodic_walk_only_when_the_cgroups_changed_unseen)
 	wait_get("groups/web.web-2/path", 0, 30);
 	wait_get("groups/web.web-1/path", 1, 30);
 }
+
+/*
+ * A QoS tier's class is the class of its pods: set at runtime, it takes
+ * at the next period, not at the next walk, which, with the cgroups
+ * unchanged, may not come at all (the periodic walk above).
+ */
+Test(moatd, a_tiers_class_set_at_runtime_takes_at_once)
+{
+	static const char *const lc_class = "groups/" KUBE_LC_UID "/class";
+	char conf[PATH_MAX], log[PATH_MAX];
+	struct kube_tree kt;
+
+	stop(&daemon_pid);
+	kube_tree(&kt);
+	snprintf(conf, sizeof(conf), "%s/kube.conf", dir);
+	snprintf(log, sizeof(log), "%s/moatd.log", dir);
+	write_file(conf, "period_ms = 100\nrescan_ms = 3600000\n");
+	unlink(sock);
+	daemon_pid = start_moatd(sock, conf, log);
+	wait_get(lc_class, 0, 30);
+	cr_expect_str_eq(out, "lc\n", "the burstable pod's class");
+
+	set_runtime("classes/burstable", "be");
+	cr_expect(wait_knob(lc_class, "be\n", 20), "after classes/burstable = be: %s", out);
+	set_runtime("classes/burstable", "lc");
+	cr_expect(wait_knob(lc_class, "lc\n", 20), "after classes/burstable = lc: %s", out);
+}

@@ -652,6 +652,16 @@ int groups_track_tasks(struct moatd *d, const __u64 *units, size_t n)
 
 /* ---- the module ---- */
 
+/* A QoS tier's class changes its pods' classes: walk at the next period. */
+static void store_tier_class(const struct moat_knob *k, unsigned int u,
+			     const char *val)
+{
+	struct groups *gs = k->owner;
+
+	*(unsigned int *)k->data = u;
+	gs->changed = true;
+}
+
 static int show_rescans(const struct moat_knob *k, char *buf, size_t len)
 {
 	const struct groups *gs = k->owner;
@@ -668,13 +678,13 @@ static int groups_init(struct moatd *d)
 		{ .path = "rescans", .type = MOAT_KNOB_SHOW, .show = show_rescans },
 		{ .path = "classes/guaranteed", .type = MOAT_KNOB_CHOICE,
 		  .writable = true, .choices = moat_class_names,
-		  .data = &gs->qos.guaranteed },
+		  .data = &gs->qos.guaranteed, .store = store_tier_class },
 		{ .path = "classes/burstable", .type = MOAT_KNOB_CHOICE,
 		  .writable = true, .choices = moat_class_names,
-		  .data = &gs->qos.burstable },
+		  .data = &gs->qos.burstable, .store = store_tier_class },
 		{ .path = "classes/besteffort", .type = MOAT_KNOB_CHOICE,
 		  .writable = true, .choices = moat_class_names,
-		  .data = &gs->qos.besteffort },
+		  .data = &gs->qos.besteffort, .store = store_tier_class },
 	};
 	int err;
 
