@@ -59,8 +59,10 @@ struct moatd_group *moatd_group_by_cgid(const struct moatd *d, __u64 cgid)
 	return found ? *found : NULL;
 }
 
-/* The groups by cgroup id, after the rescan, for everyone: sorted anew
- * only when the groups changed. */
+/*
+ * The groups by cgroup id, after the rescan, for everyone: sorted anew
+ * only when the groups changed.
+ */
 void moatd_index_groups(struct moatd *d)
 {
 	void *v;
