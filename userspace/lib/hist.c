@@ -9,7 +9,7 @@
  * 2^slot, exactly: the slots are far fewer than 64, and a power of two
  * below 2^53 converts to a double without rounding.  Not ldexp(): the
  * bounds are taken for every slot of every group's percentiles each
- * period, and libm's ldexp() was a tenth of moatd's CPU at 500 groups.
+ * period, and libm's ldexp() was 7% of moatd's CPU at 500 groups.
  */
 _Static_assert(MOAT_HIST_SLOTS < 53, "slot bounds as exact doubles");
 
