@@ -157,14 +157,21 @@ int hints_write_metrics(struct moatd *d, FILE *f)
 	return 0;
 }
 
-/* A number as JSON, in 9 significant digits; NaN and infinity: null. */
+/*
+ * A number as JSON: a whole one in full, others in 9 significant digits;
+ * NaN and infinity: null.
+ */
 static json_object *num(double v)
 {
 	char buf[32];
 
 	if (isnan(v) || isinf(v))
 		return NULL;
-	snprintf(buf, sizeof(buf), "%.9g", v);
+	/* a count (bytes) in full, not to 9 digits: 2.52761661e+10 */
+	if (v == trunc(v) && fabs(v) < 0x1p53)
+		snprintf(buf, sizeof(buf), "%.0f", v);
+	else
+		snprintf(buf, sizeof(buf), "%.9g", v);
 	return json_object_new_double_s(v, buf);
 }
 
