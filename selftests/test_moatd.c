@@ -1929,6 +1929,94 @@ Test(moatd, hints_are_the_documented_json)
 	json_object_put(o);
 }
 
+/* The kB of "@key:" in /proc/meminfo, in bytes. */
+static double proc_meminfo(const char *key)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	unsigned long long kb;
+	char line[128];
+	double v = -1;
+
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, strlen(key)) && line[strlen(key)] == ':' &&
+		    sscanf(line + strlen(key) + 1, "%llu", &kb) == 1)
+			v = kb * 1024.0;
+	fclose(f);
+	return v;
+}
+
+/* node/cpu_usage now; -1 when it has no value. */
+static double node_cpu_usage(void)
+{
+	if (ctl(out, err, "get", "node/cpu_usage", NULL))
+		return -1;
+	return strtod(out, NULL);
+}
+
+/*
+ * The node's signals come from /proc read afresh each period (node.c
+ * keeps the files open and re-reads them at offset 0): a stale read would
+ * leave node/cpu_usage without a value (no jiffies between two reads) and
+ * blind to a hog.
+ */
+Test(moatd, the_nodes_signals_are_those_of_proc_each_period)
+{
+	double total = proc_meminfo("MemTotal"), used, busy = -1, idle = 99, v;
+	json_object *o, *usage, *f;
+	struct tcg cg;
+	char *body;
+	pid_t hog;
+	int i;
+
+	cr_assert_eq(ctl(out, err, "get", "node/cpus", NULL), 0, "%s", err);
+	cr_expect_eq(atol(out), sysconf(_SC_NPROCESSORS_ONLN), "node/cpus %s", out);
+	if (!access("/proc/pressure/cpu", R_OK)) {
+		cr_assert_eq(ctl(out, err, "get", "node/pressure/cpu_some_avg10", NULL),
+			     0, "%s", err);
+		v = strtod(out, NULL);
+		cr_expect(v >= 0 && v <= 100, "node/pressure/cpu_some_avg10 %s", out);
+	}
+
+	tcg_lock_cpu();
+	cr_assert_eq(tcg_create("batch-nodehog", &cg), 0);
+	hog = tcg_spawn(&cg, tcg_pick_cpu(), work_hog, NULL);
+	cr_assert_gt(hog, 0);
+	sleep_ms(300);
+	for (i = 0; i < 5; i++) {
+		v = node_cpu_usage();
+		cr_expect_geq(v, 0, "node/cpu_usage without a value, period %d: %s", i, err);
+		busy = fmax(busy, v);
+		sleep_ms(120);
+	}
+	cr_expect_geq(busy, 0.8, "a CPU busy, node/cpu_usage at most %.3f", busy);
+	tcg_kill(hog);
+	for (i = 0; i < 30 && idle > busy - 0.5; i++) {
+		sleep_ms(120);
+		v = node_cpu_usage();
+		if (v >= 0)
+			idle = fmin(idle, v);
+	}
+	cr_expect_leq(idle, busy - 0.5, "the hog gone, node/cpu_usage at least %.3f", idle);
+
+	cr_assert_eq(http_get(http_port(), "/hints", page, sizeof(page), &body), 200,
+		     "%.300s", page);
+	o = json_tokener_parse(body);
+	cr_assert_not_null(o, "not JSON: %.300s", body);
+	cr_assert(json_object_object_get_ex(o, "usage", &usage));
+	cr_assert(json_object_object_get_ex(usage, "memoryBytes", &f));
+	cr_expect_eq(json_object_get_double(f), total, "memoryBytes %s, MemTotal %.0f",
+		     json_object_to_json_string(f), total);
+	used = total - proc_meminfo("MemAvailable");
+	cr_assert(json_object_object_get_ex(usage, "nodeMemoryBytes", &f));
+	cr_expect(json_object_is_type(f, json_type_int) || json_object_is_type(f, json_type_double),
+		  "nodeMemoryBytes %s", json_object_to_json_string(f));
+	cr_expect_lt(fabs(json_object_get_double(f) - used), total / 10,
+		     "nodeMemoryBytes %s, MemTotal - MemAvailable %.0f",
+		     json_object_to_json_string(f), used);
+	json_object_put(o);
+}
+
 /* Read-only, bounded, and the control loop never waits on a client. */
 Test(moatd, http_refuses_writes_and_outlasts_idle_and_oversized_clients)
 {
