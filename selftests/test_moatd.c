@@ -1817,6 +1817,42 @@ static void expect_sound_histogram(const char *text, const char *group)
 	cr_expect_gt(count, 0, "%s: no waits counted", group);
 }
 
+/*
+ * Every stage of the cycle has its CPU time; they add up to no more than
+ * the main thread's (where the cycle runs); the sources, with two groups
+ * to read, took some.
+ */
+static void expect_stage_times(const char *text)
+{
+	static const char *const stages[] = { "groups", "node", "delay", "observe",
+					      "cpi", "rdt", "units", "enforce", "commit" };
+	unsigned long long thread_ns = 0;
+	char path[64], key[96];
+	double sum = 0, v[9];
+	const char *p;
+	FILE *f;
+	size_t i;
+
+	for (i = 0; i < 9; i++) {
+		snprintf(key, sizeof(key), "moat_cycle_cpu_seconds_total{stage=\"%s\"} ",
+			 stages[i]);
+		p = strstr(text, key);
+		cr_assert_not_null(p, "no %s", key);
+		v[i] = strtod(p + strlen(key), NULL);
+		cr_expect_geq(v[i], 0, "%s%f", key, v[i]);
+		sum += v[i];
+	}
+	cr_expect_gt(v[2], 0, "no CPU time in delay");
+	cr_expect_gt(v[3], 0, "no CPU time in observe");
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)daemon_pid);
+	f = fopen(path, "r");
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	cr_assert_eq(fscanf(f, "%llu", &thread_ns), 1);
+	fclose(f);
+	cr_expect_leq(sum, thread_ns / 1e9, "the stages took %.6f s, moatd's main thread %.6f s",
+		      sum, thread_ns / 1e9);
+}
+
 Test(moatd, metrics_are_valid_prometheus_text_and_follow_the_groups)
 {
 	struct tcg web, batch;
@@ -1841,6 +1877,7 @@ Test(moatd, metrics_are_valid_prometheus_text_and_follow_the_groups)
 	cr_expect(strstr(body, "moat_blame_wait_seconds_total{victim=\"web.web-m\",culprit=\"batch.batch-m\"}"),
 		  "no blame series for two hogs on one CPU");
 	expect_sound_histogram(body, "web.web-m");
+	expect_stage_times(body);
 
 	/* A removed group's series go with it. */
 	tcg_kill(hog);

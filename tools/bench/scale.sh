@@ -13,12 +13,15 @@
 # in one moatd (observe/source): each group's files, then the cgroup
 # iterator (one read a period for all, where the kernel has one).  The
 # ratio of the medians is the figure that counts (this VM's absolute
-# figures wander by a fifth from hour to hour).  Memory, from
-# /proc/PID/status: VmRSS at the first window's end (the target's), of
-# it RssAnon (the file-backed rest is mostly moatd's own binary, whose
-# embedded BPF objects libbpf reads: how much of it is mapped depends on
-# the page cache), and VmHWM, the peak, which comes from libbpf's parse
-# of the kernel's BTF at start.
+# figures wander by a fifth from hour to hour).  Each window also gives
+# moatd's CPU time by stage of its cycle (moat_cycle_cpu_seconds_total,
+# scraped just before and after it), per cycle.  Memory, from
+# /proc/PID/status: VmRSS at the first window's end (the target's), as
+# moatd runs under Prometheus: after scrapes of /metrics, whose heap
+# stays (main.c's run() says why); of it RssAnon (the file-backed rest
+# is mostly moatd's own binary, whose embedded BPF objects libbpf reads:
+# how much of it is mapped depends on the page cache), and VmHWM, the
+# peak.
 # The scrape: the median of 21 GETs of /metrics with curl (time_total:
 # connect to last byte), after the CPU window so that they do not count
 # in it.
@@ -86,14 +89,30 @@ done
 
 cpu_ns() { awk '{ print $1 }' "/proc/$moatd_pid/schedstat"; }
 cycles=$((SECS * 1000 / PERIOD_MS))
-# ms of CPU per cycle over a window of SECS, with observe/source $1
+port=$(ctl get http/port)
+# moatd's CPU seconds by stage of its cycle, and its cycles, to $1
+stages() {
+	curl -s "http://127.0.0.1:$port/metrics" |
+		awk '/^moat_cycle_cpu_seconds_total\{|^moat_cycles_total / { print $1, $2 }' >"$1"
+}
+# ms of CPU per cycle over a window of SECS, with observe/source $1; the
+# window's stages (scraped outside it) to $work/stages-$1
 window() {
 	local start end
 	ctl set observe/source "$1" >/dev/null
 	sleep 1		# the switch's period is not the window's
+	stages "$work/before"
 	start=$(cpu_ns)
 	sleep "$SECS"
 	end=$(cpu_ns)
+	stages "$work/after"
+	awk 'NR == FNR { v[$1] = $2; next }
+	     $1 == "moat_cycles_total" { c = $2 - v[$1]; next }
+	     { d[$1] = $2 - v[$1]; n[++k] = $1 }
+	     END { for (i = 1; i <= k; i++) {
+			s = n[i]; sub(/.*stage="/, "", s); sub(/".*/, "", s)
+			printf "%s %.3f ", s, c ? d[n[i]] / c * 1e3 : 0 }
+		   print "" }' "$work/before" "$work/after" >"$work/stages-$1"
 	awk -v t=$((end - start)) -v c="$cycles" 'BEGIN { printf "%.3f\n", t / c / 1e6 }'
 }
 median() {
@@ -113,11 +132,12 @@ for i in $(seq "$PAIRS"); do
 	fi
 	window files >>"$work/files"
 	echo "pair $i: $active $(tail -n 1 "$work/auto") ms, files $(tail -n 1 "$work/files") ms of CPU per cycle"
+	echo "  ms per cycle by stage, $active: $(cat "$work/stages-auto")"
+	echo "  ms per cycle by stage, files: $(cat "$work/stages-files")"
 done
 files_ms=$(median <"$work/files")
 cpu_ms=$(median <"$work/auto")
 cycle_us=$(ctl get cycle_us)
-port=$(ctl get http/port)
 for _ in $(seq 21); do
 	curl -s -o "$work/metrics" -w '%{time_total}\n' "http://127.0.0.1:$port/metrics"
 done | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] * 1000 }' >"$work/scrape"
@@ -141,7 +161,7 @@ awk -v cpu="$cpu_ms" -v f="$files_ms" -v a="$active" -v c="$cycles" -v p="$PAIRS
 	printf "                 %.3f ms reading each group'"'"'s files: %s/files %.2f (target <= 0.5)\n",
 		f, a, cpu / f
 	printf "last cycle wall: %.3f ms\n", w / 1000
-	printf "RSS:             %.1f MiB (target <= 16 MiB: %.2fx of it), peak %.1f MiB; %.1f MiB of it anonymous\n",
+	printf "RSS:             %.1f MiB after 2 scrapes (target <= 16 MiB: %.2fx of it), peak %.1f MiB; %.1f MiB of it anonymous\n",
 		r / 1024, r / 1024 / 16, h / 1024, an / 1024
 	printf "scrape:          %.1f ms for %d series, %.0f KiB (target <= 20 ms: %.2fx of it)\n",
 		s, n, b / 1024, s / 20

@@ -441,6 +441,31 @@ static void commit(struct moatd *d)
 	}
 }
 
+const char *const moatd_stage_names[STAGE_NR] = {
+	[STAGE_GROUPS] = "groups", [STAGE_NODE] = "node", [STAGE_DELAY] = "delay",
+	[STAGE_OBSERVE] = "observe", [STAGE_CPI] = "cpi", [STAGE_RDT] = "rdt",
+	[STAGE_UNITS] = "units", [STAGE_ENFORCE] = "enforce",
+	[STAGE_COMMIT] = "commit",
+};
+
+/* This thread's CPU time, ns: a cycle's stages run on the main thread. */
+static __u64 thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* Charge the CPU time since *@t to stage @s; *@t: now. */
+static void stage_done(struct moatd *d, enum moatd_stage s, __u64 *t)
+{
+	__u64 now = thread_cpu_ns();
+
+	d->stage_cpu_ns[s] += now - *t;
+	*t = now;
+}
+
 /*
  * One period, in the order the data flows (Documentation/design.rst):
  * the groups; the sources, each read once; what is derived from them;
@@ -453,11 +478,13 @@ static void cycle(struct moatd *d)
 	struct period *p = &d->period;
 	struct timespec now;
 	double start = now_us();
+	__u64 t = thread_cpu_ns();
 
 	/* the groups */
 	take_events(d);
 	groups_update(d);
 	moatd_index_groups(d);
+	stage_done(d, STAGE_GROUPS, &t);
 
 	/* the sources */
 	clock_gettime(CLOCK_MONOTONIC, &now);
@@ -465,25 +492,35 @@ static void cycle(struct moatd *d)
 				 (now.tv_nsec - p->at.tv_nsec) / 1e9 : 0;
 	p->at = now;
 	node_sample(d, &p->node);
+	stage_done(d, STAGE_NODE, &t);
 	delay_sample(d, p);	/* run-queue waits and their blame */
+	stage_done(d, STAGE_DELAY, &t);
 	p->nr_gone = 0;		/* (the cgroup events' removed ids, forgotten) */
 	observe_sample(d, p);	/* the cgroup files */
+	stage_done(d, STAGE_OBSERVE, &t);
 	cpi_sample(d, p);	/* PMU counters */
+	stage_done(d, STAGE_CPI, &t);
 	rdt_sample(d, p);	/* resctrl: BE's originals, monitoring */
+	stage_done(d, STAGE_RDT, &t);
 
 	/* derived, once, for everyone after */
 	if (units_build(d, p))
 		pr_warn("out of memory: no units this period");
+	stage_done(d, STAGE_UNITS, &t);
 	enforce_sample(d, p);	/* the originals a first step starts from */
 
 	/* the policies: the period in, a plan out */
 	d->plan.nr = 0;
+	stage_done(d, STAGE_ENFORCE, &t);
 	cpi_detect(d, p);
+	stage_done(d, STAGE_CPI, &t);
 	enforce_decide(d, p, &d->plan);
 
 	/* the actuators: the plan out, through the journal */
 	enforce_act(d, &d->plan);
+	stage_done(d, STAGE_ENFORCE, &t);
 	rdt_act(d, &d->plan);
+	stage_done(d, STAGE_RDT, &t);
 
 	/* committed: reporters read it from here on */
 	commit(d);
@@ -491,6 +528,7 @@ static void cycle(struct moatd *d)
 	d->cycles++;
 	clock_gettime(CLOCK_MONOTONIC, &d->last_cycle);
 	kube_publish(d);
+	stage_done(d, STAGE_COMMIT, &t);
 }
 
 /*

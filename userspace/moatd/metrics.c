@@ -431,6 +431,11 @@ static void daemon_metrics(FILE *f, struct moatd *d)
 	       "Wall time of the last control cycle: observe and decide.");
 	fputs("moat_control_cycle_seconds", f);
 	prom_value(f, d->cycle_us / 1e6);
+	prom_family(f, "moat_cycle_cpu_seconds_total", "counter",
+	       "moatd's CPU time in each stage of its cycles, all cycles.");
+	for (i = 0; i < STAGE_NR; i++)
+		fprintf(f, "moat_cycle_cpu_seconds_total{stage=\"%s\"} %.6f\n",
+			moatd_stage_names[i], d->stage_cpu_ns[i] / 1e9);
 
 	for (i = 0; i < d->nr_groups; i++)
 		if (d->groups[i]->class < 3)

@@ -226,6 +226,13 @@ struct plan {
 	double be_ways, be_mb_pct;
 };
 
+/* The stages of a cycle, in its order, each timed (moatd_stage_names). */
+enum moatd_stage {
+	STAGE_GROUPS, STAGE_NODE, STAGE_DELAY, STAGE_OBSERVE, STAGE_CPI,
+	STAGE_RDT, STAGE_UNITS, STAGE_ENFORCE, STAGE_COMMIT, STAGE_NR,
+};
+extern const char *const moatd_stage_names[STAGE_NR];
+
 struct moatd {
 	/* the loop's own knobs and state */
 	unsigned int mode;		/* enum moatd_mode */
@@ -234,6 +241,7 @@ struct moatd {
 	bool started;			/* past start-up: the main loop runs */
 	double cycle_us;		/* the last cycle's duration */
 	unsigned long long cycles;	/* cycles run */
+	__u64 stage_cpu_ns[STAGE_NR];	/* moatd's CPU time in each, all cycles */
 	struct timespec last_cycle;	/* when it ended */
 	struct moat_knob_tree *tree;
 
