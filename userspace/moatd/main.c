@@ -587,10 +587,11 @@ static int run(struct moatd *d, struct server *srv)
 	 * rises to the largest mmap()ed chunk freed, which parse came from
 	 * the heap and stayed in moatd's RSS depended on the order of the
 	 * allocations: main() fixed it low for the start, so that they went
-	 * back to the kernel.  From here on the largest chunks are the
-	 * scrapes' buffers (a MiB at 500 groups): from the heap, and kept
-	 * there between scrapes (the trim threshold), a scrape took 6.5 ms;
-	 * mapped and unmapped each time, or trimmed after each, 17-22 ms.
+	 * back to the kernel.  From here on the largest chunks are a
+	 * scrape's (a body of a MiB at 500 groups, which http.c builds in a
+	 * mapping it keeps): kept in the heap between scrapes (the trim
+	 * threshold), a scrape took 6.5 ms; mapped and unmapped each time,
+	 * or trimmed after each, 17-22 ms.
 	 */
 	mallopt(M_MMAP_THRESHOLD, 4 << 20);
 	mallopt(M_TRIM_THRESHOLD, 8 << 20);
