@@ -20,8 +20,9 @@
 /*
  * The files, opened once and re-read with pread() at offset 0, which
  * makes procfs's seq_file generate them afresh (seq_read_iter() resets
- * its iterator at offset 0): an open() and a close() a file a period
- * were a fifth of moatd's CPU with the cgroup iterator at 500 groups.
+ * its iterator at offset 0).  With the cgroup iterator at 500 groups the
+ * node's stage was a fifth of moatd's CPU per cycle, and an open() and a
+ * close() of each file each period a quarter of that.
  */
 enum node_file { NF_STAT, NF_MEMINFO, NF_PSI_CPU, NF_PSI_MEMORY, NF_PSI_IO, NF_NR };
 static const char *const node_path[NF_NR] = {
