@@ -2737,6 +2737,27 @@ Test(moatd, hints_see_a_pods_waits_in_its_containers)
 		  json_object_object_get_ex(e, "group", &v) &&
 		  !strcmp(json_object_get_string(v), "0a1b2c3d-4e5f-6789-abcd-ef0123456789"),
 		  "the LC entry is not the pod (its id is its uid)");
+	/*
+	 * The node's usage on this tree: the node busy with the hog, and
+	 * the hog's pod too where its usage is known (cgroup v2; on this
+	 * host's v1, cpuacct is a hierarchy of its own without the test's
+	 * cgroups).
+	 */
+	cr_expect(o && json_object_object_get_ex(o, "usage", &v) &&
+		  json_object_object_get_ex(v, "memoryBytes", &e) &&
+		  json_object_get_double(e) == proc_meminfo("MemTotal"),
+		  "usage.memoryBytes is not MemTotal: %s",
+		  o ? json_object_to_json_string(o) : "no hints");
+	cr_expect(o && json_object_object_get_ex(o, "usage", &v) &&
+		  json_object_object_get_ex(v, "nodeCpus", &e) &&
+		  json_object_get_double(e) >= 0.5 &&
+		  (!tcg_hierarchy()->v2 ||
+		   (json_object_object_get_ex(v, "beCpus", &e) &&
+		    json_object_get_double(e) > 0.2)),
+		  "the node or the hog's pod not busy in usage: %s",
+		  o ? json_object_to_json_string(o) : "no hints");
+	if (o && json_object_object_get_ex(o, "usage", &v))
+		cr_log_info("usage: %s", json_object_to_json_string(v));
 	json_object_put(o);
 	cr_expect(wait_stub("PATCH", "/api/v1/nodes/test-node",
 			    "\"key\":\"moat.io/interference\"", NULL, &r, 15000),
