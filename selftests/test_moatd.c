@@ -2186,6 +2186,7 @@ Test(moatd, scrapes_during_a_slow_one_each_get_their_whole_body)
 	page[n] = '\0';
 	head_end = strstr(page, "\r\n\r\n");
 	cr_assert_not_null(head_end, "%.300s", page);
+	cr_assert_not_null(strcasestr(page, "Content-Length:"), "%.300s", page);
 	sscanf(strcasestr(page, "Content-Length:") + 15, "%zu", &clen);
 	body = head_end + 4;
 	cr_log_info("the slow scrape: %zu bytes, %d of them waiting to be read after the others",

@@ -17,11 +17,11 @@
 # moatd's CPU time by stage of its cycle (moat_cycle_cpu_seconds_total,
 # scraped just before and after it), per cycle.  Memory, from
 # /proc/PID/status: VmRSS at the first window's end (the target's), as
-# moatd runs under Prometheus: after scrapes of /metrics, whose heap
-# stays (main.c's run() says why); of it RssAnon (the file-backed rest
-# is mostly moatd's own binary, whose embedded BPF objects libbpf reads:
-# how much of it is mapped depends on the page cache), and VmHWM, the
-# peak.
+# moatd runs under Prometheus: after scrapes of /metrics, whose body's
+# buffer moatd keeps for the next (http.c); of it RssAnon (the
+# file-backed rest is mostly moatd's own binary, whose embedded BPF
+# objects libbpf reads: how much of it is mapped depends on the page
+# cache), and VmHWM, the peak.
 # The scrape: the median of 21 GETs of /metrics with curl (time_total:
 # connect to last byte), after the CPU window so that they do not count
 # in it.
