@@ -25,6 +25,9 @@
  *    throttled_time, as cpu_cfs_stat_show() (v1) and
  *    cpu_extra_stat_show() (v2) give them.
  *  - Memory, v2: the memcg's page counter, as memory.current gives it.
+ *  - Pressure, v2: not the totals cpu.pressure and memory.pressure show,
+ *    but whether they can have moved since a given walk ("Pressure"
+ *    below), so that userspace reads those files only where they can.
  *
  * A counter is in the record only where the cgroup has that controller's
  * css (MOAT_CGSTAT_*): v1 hierarchies each have their own, and on v2 a
@@ -50,6 +53,7 @@
 /* Set by userspace before load. */
 const volatile bool v2;			/* a cgroup2 hierarchy's walk: memory */
 const volatile __u64 page_size;
+const volatile __u32 nr_cpus;		/* possible CPUs: 0 .. nr_cpus - 1 */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -78,6 +82,118 @@ static __always_inline struct cgroup_subsys_state *css_of(struct cgroup *cgrp, i
 enum flush { FLUSH_NONE, FLUSH_CSS, FLUSH_CGROUP };
 
 /*
+ * Pressure.  The "some total=" of cpu.pressure and memory.pressure is
+ * psi_group.total[PSI_AVGS][s], which the kernel brings up to date only
+ * when the file is read (or its averaging work runs, every 2 s), from
+ * each CPU's struct psi_group_cpu: times[s], the ns state s lasted, added
+ * at each change of the CPU's state for the group (record_times()), and
+ * state_mask, the states in force since state_start.  The total moves
+ * between two reads of the file only by the CPUs' times[s] moving, or by
+ * s being in force on a CPU (get_recent_times(): collect_percpu_times()
+ * adds each CPU's delta, weighted).  So where no CPU has s in force and
+ * every times[s] is what it was in a walk before userspace last read the
+ * file, the file would show the same total, to the us; where not, it may
+ * not.  (times[] are u32 and wrap: stalls that add up to a multiple of
+ * 2^32 ns, to the ns, between two walks would go unseen.)
+ *
+ * Each record carries, for s = CPU_SOME and MEM_SOME, a sum over the CPUs
+ * of splitmix64(cpu, times[s]) (the same when every CPU's times[s] is;
+ * otherwise the same with odds of 2^-64), and whether s is in force on a
+ * CPU; userspace keeps the sum of the walk before its last read of the
+ * file, and reads the file again only where either says it may differ.
+ * At 500 groups in the 6.12 guest the two files a group were 11.5 of
+ * 13.7 ms a period (Documentation/performance.rst).
+ *
+ * A CPU's struct is at group->pcpu + __per_cpu_offset[cpu], as
+ * per_cpu_ptr() finds it.  bpf_per_cpu_ptr() takes only a pointer BTF
+ * marks __percpu, which pcpu is not in kernels built by GCC (Debian's):
+ * the offset is found as the distance from a per-CPU variable, the
+ * runqueues, to its copy on that CPU, and the struct is read with
+ * bpf_probe_read_kernel().  The verifier finds that variable's address in
+ * kallsyms, which lists data with CONFIG_KALLSYMS_ALL only (Debian's
+ * kernels have it, this machine's 6.18 not): where the program does not
+ * load, userspace loads the one without it and reads the files.
+ *
+ * The read is not under the CPU's seqcount: a state that changes during
+ * it can be missed.  That costs a period: the totals are cumulative, and
+ * the change shows in the next walk, which reads the file again.
+ */
+extern const struct rq runqueues __ksym __weak;
+
+struct psi_scan {
+	__u64 pcpu;		/* group->pcpu, a per-CPU address */
+	__u64 sig[2];		/* of CPU_SOME, of MEM_SOME */
+	__u32 in_force;		/* MOAT_CGSTAT_*_STALLING */
+	bool failed;
+};
+
+/* splitmix64's finalizer: a change of any bit moves about half of them */
+static __always_inline __u64 mix(__u64 x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/* bpf_loop()'s callback: CPU @cpu's part of the sums. */
+static long psi_cpu(__u32 cpu, void *ctx)
+{
+	struct psi_scan *x = ctx;
+	__u32 some[2] = {
+		bpf_core_enum_value(enum psi_states, PSI_CPU_SOME),
+		bpf_core_enum_value(enum psi_states, PSI_MEM_SOME),
+	};
+	const __u32 stalling[2] = { MOAT_CGSTAT_CPU_STALLING,
+				    MOAT_CGSTAT_MEMORY_STALLING };
+	const struct psi_group_cpu *c;
+	const void *copy;
+	__u32 mask, times[16], size, i;
+
+	copy = bpf_per_cpu_ptr(&runqueues, cpu);
+	if (!copy)
+		goto fail;
+	c = (const void *)(x->pcpu + ((unsigned long)copy - (unsigned long)&runqueues));
+	size = bpf_core_field_size(c->times);
+	if (size > sizeof(times) ||
+	    bpf_core_read(&mask, sizeof(mask), &c->state_mask) ||
+	    bpf_core_read(times, size, &c->times))
+		goto fail;
+	for (i = 0; i < 2; i++) {
+		if (some[i] >= size / sizeof(times[0]))
+			goto fail;
+		x->sig[i] += mix((__u64)cpu << 32 | times[some[i] & 15]);
+		if (mask & 1u << some[i])
+			x->in_force |= stalling[i];
+	}
+	return 0;
+fail:
+	x->failed = true;
+	return 1;
+}
+
+/* Pressure's part of @s (above), where this kernel lets it be read. */
+static __always_inline void psi_sums(struct cgroup *cgrp, struct moat_cgstat *s)
+{
+	struct psi_scan x = {};
+	struct psi_group *psi;
+
+	if (!bpf_core_field_exists(cgrp->psi))
+		return;			/* no CONFIG_PSI */
+	psi = BPF_CORE_READ(cgrp, psi);
+	if (!psi)			/* psi=0, or the root (psi_system) */
+		return;
+	if (bpf_core_field_exists(psi->enabled) && !BPF_CORE_READ(psi, enabled))
+		return;			/* cgroup.pressure 0: no files */
+	x.pcpu = (__u64)BPF_CORE_READ(psi, pcpu);
+	if (!x.pcpu || !nr_cpus || bpf_loop(nr_cpus, psi_cpu, &x, 0) < 0 || x.failed)
+		return;
+	s->cpu_psi_sig = x.sig[0];
+	s->memory_psi_sig = x.sig[1];
+	s->has |= MOAT_CGSTAT_PSI | x.in_force;
+}
+
+/*
  * One cgroup's record.  @flush: the rstat flush kfunc this kernel has, as
  * userspace found in its BTF (a program per kfunc: v6.1 cannot test a
  * kfunc's presence in BPF, and one that calls a kfunc the kernel lacks
@@ -89,7 +205,8 @@ enum flush { FLUSH_NONE, FLUSH_CSS, FLUSH_CGROUP };
  * the controllers' fields are read with bpf_probe_read_kernel()
  * (BPF_CORE_READ).
  */
-static __always_inline int dump(struct bpf_iter__cgroup *ctx, enum flush flush)
+static __always_inline int dump(struct bpf_iter__cgroup *ctx, enum flush flush,
+				bool psi)
 {
 	struct cgroup *cgrp = ctx->cgroup;
 	struct cgroup_subsys_state *css;
@@ -129,28 +246,49 @@ static __always_inline int dump(struct bpf_iter__cgroup *ctx, enum flush flush)
 		s.memory_bytes = BPF_CORE_READ(memcg, memory.usage.counter) * page_size;
 		s.has |= MOAT_CGSTAT_MEMORY;
 	}
+	if (psi)
+		psi_sums(cgrp, &s);
 	*slot = s;
 	return 0;
 }
 
+/*
+ * One program per rstat flush kfunc, and with or without pressure: one
+ * that names a kfunc or a per-CPU variable the kernel cannot give it does
+ * not load.
+ */
+
 /* v6.16 and later */
+SEC("iter.s/cgroup")
+int cgstat_css_flush_psi(struct bpf_iter__cgroup *ctx)
+{
+	return dump(ctx, FLUSH_CSS, true);
+}
+
 SEC("iter.s/cgroup")
 int cgstat_css_flush(struct bpf_iter__cgroup *ctx)
 {
-	return dump(ctx, FLUSH_CSS);
+	return dump(ctx, FLUSH_CSS, false);
 }
 
 /* v6.1 .. v6.15 */
 SEC("iter.s/cgroup")
-int cgstat_cgroup_flush(struct bpf_iter__cgroup *ctx)
+int cgstat_cgroup_flush_psi(struct bpf_iter__cgroup *ctx)
 {
-	return dump(ctx, FLUSH_CGROUP);
+	return dump(ctx, FLUSH_CGROUP, true);
 }
 
+SEC("iter.s/cgroup")
+int cgstat_cgroup_flush(struct bpf_iter__cgroup *ctx)
+{
+	return dump(ctx, FLUSH_CGROUP, false);
+}
+
+/* v1 */
 SEC("iter/cgroup")
 int cgstat_no_flush(struct bpf_iter__cgroup *ctx)
 {
-	return dump(ctx, FLUSH_NONE);
+	return dump(ctx, FLUSH_NONE, false);
 }
 
 char LICENSE[] SEC("license") = "GPL";

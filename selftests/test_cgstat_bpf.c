@@ -217,3 +217,152 @@ Test(cgstat_bpf, a_walk_with_more_cgroups_than_room_fails_whole)
 	cr_expect_null(moat_cgstat_walk_find(w, 1), "records of a failed read");
 	moat_cgstat_walk_free(w);
 }
+
+/* The "some ... total=" of pressure file @dir/@file, in us; -1 if none. */
+static long long psi_total(const char *dir, const char *file)
+{
+	char path[PATH_MAX + 64], line[256];
+	unsigned long long v;
+	const char *t;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	t = fgets(line, sizeof(line), f) && !strncmp(line, "some ", 5) ?
+	    strstr(line, " total=") : NULL;
+	fclose(f);
+	return t && sscanf(t, " total=%llu", &v) == 1 ? (long long)v : -1;
+}
+
+/* Whether this kernel's kallsyms lists data: the per-CPU runqueues. */
+static bool kallsyms_lists_data(void)
+{
+	char line[512];
+	bool found = false;
+	FILE *f = fopen("/proc/kallsyms", "r");
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strlen(line) > 11 && !strcmp(line + strlen(line) - 11, " runqueues\n");
+	if (f)
+		fclose(f);
+	return found;
+}
+
+enum { PSI_CPU_G, PSI_MEM_G, PSI_IDLE_G, PSI_NR_G };
+
+/* The walk's records of the groups @g, copied: the next read overwrites. */
+static void take(struct moat_cgstat_walk *w, const struct tcg *g,
+		 struct moat_cgstat *out)
+{
+	const struct moat_cgstat *r;
+	int i;
+
+	cr_assert_gt(moat_cgstat_walk_read(w), 0);
+	for (i = 0; i < PSI_NR_G; i++) {
+		r = find(w, g[i].dir);
+		cr_assert_not_null(r, "%s: no record", g[i].path);
+		cr_assert(r->has & MOAT_CGSTAT_PSI, "%s: no pressure sums", g[i].path);
+		out[i] = *r;
+	}
+}
+
+/*
+ * Pressure's sums (cgstat.bpf.c: "Pressure") say where cpu.pressure's and
+ * memory.pressure's totals may have moved since a walk.  A group whose
+ * two hogs share a CPU and one whose working set is three times its
+ * memory.high stall while they run: the walk sees the stall in force, and
+ * after they stop their sums differ from those of the walk before, as do
+ * their files' totals.  Then, at rest, two walks 300 ms apart give the
+ * same sums, no stall in force, and the files the same totals to the us;
+ * an idle group's sums never move.
+ */
+Test(cgstat_bpf, pressure_sums_move_where_and_only_where_the_totals_can)
+{
+	static struct work_memory mem = { 48, 10 };
+	static const char *const name[PSI_NR_G] = { "psi-cpu", "psi-mem", "psi-idle" };
+	struct moat_cgstat before[PSI_NR_G], during[PSI_NR_G], rest[PSI_NR_G], later[PSI_NR_G];
+	long long t0[PSI_NR_G][2], t1[PSI_NR_G][2], t2[PSI_NR_G][2];
+	static const char *const file[2] = { "cpu.pressure", "memory.pressure" };
+	struct moat_cgstat_walk *w;
+	struct tcg g[PSI_NR_G];
+	pid_t pid[3];
+	char why[256];
+	int i, k, err, cpu = tcg_pick_cpu();
+
+	if (!tcg_hierarchy()->v2)
+		cr_skip_test("cgroup v1: no pressure files per cgroup (make vmtest runs this)");
+	err = moat_cgstat_load(true, 0, &prog, why, sizeof(why));
+	if (err == -EOPNOTSUPP)
+		cr_skip_test("no cgroup iterator here: %s", why);
+	cr_assert_eq(err, 0, "load: %s", strerror(-err));
+	if (!moat_cgstat_has_psi(prog)) {
+		cr_assert_not(kallsyms_lists_data(),
+			      "kallsyms lists the runqueues, but the program with pressure's sums did not load");
+		cr_skip_test("kallsyms lists no data (CONFIG_KALLSYMS_ALL off): no pressure sums");
+	}
+	for (i = 0; i < PSI_NR_G; i++)
+		cr_assert_eq(tcg_create(name[i], &g[i]), 0);
+	cr_assert_eq(tcg_write(&g[PSI_MEM_G], "memory.high", "16M"), 0);
+	cr_assert_eq(moat_cgstat_walk_new(prog, tcg_prefix_dir(), &w), 0);
+
+	take(w, g, before);
+	for (i = 0; i < PSI_NR_G; i++)
+		for (k = 0; k < 2; k++)
+			t0[i][k] = psi_total(g[i].dir, file[k]);
+	pid[0] = tcg_spawn(&g[PSI_CPU_G], cpu, work_hog, NULL);
+	pid[1] = tcg_spawn(&g[PSI_CPU_G], cpu, work_hog, NULL);
+	pid[2] = tcg_spawn(&g[PSI_MEM_G], cpu, work_memory, &mem);
+	cr_assert(pid[0] > 0 && pid[1] > 0 && pid[2] > 0);
+	usleep(800 * 1000);
+	take(w, g, during);
+	for (i = 0; i < 3; i++)
+		tcg_kill(pid[i]);
+	cr_log_info("while they ran: %s 0x%x, %s 0x%x, %s 0x%x", name[0], during[0].has,
+		    name[1], during[1].has, name[2], during[2].has);
+	cr_expect(during[PSI_CPU_G].has & MOAT_CGSTAT_CPU_STALLING,
+		  "two hogs on one CPU, and no CPU stall in force");
+	cr_expect_not(during[PSI_IDLE_G].has &
+		      (MOAT_CGSTAT_CPU_STALLING | MOAT_CGSTAT_MEMORY_STALLING),
+		      "a stall in force in a group with no task");
+
+	usleep(100 * 1000);
+	take(w, g, rest);
+	for (i = 0; i < PSI_NR_G; i++)
+		for (k = 0; k < 2; k++)
+			t1[i][k] = psi_total(g[i].dir, file[k]);
+	usleep(300 * 1000);
+	take(w, g, later);
+	for (i = 0; i < PSI_NR_G; i++)
+		for (k = 0; k < 2; k++)
+			t2[i][k] = psi_total(g[i].dir, file[k]);
+
+	for (i = 0; i < PSI_NR_G; i++) {
+		cr_log_info("%s: cpu some total %lld -> %lld -> %lld us, memory %lld -> %lld -> %lld us",
+			    name[i], t0[i][0], t1[i][0], t2[i][0], t0[i][1], t1[i][1], t2[i][1]);
+		cr_expect_not(rest[i].has & (MOAT_CGSTAT_CPU_STALLING | MOAT_CGSTAT_MEMORY_STALLING),
+			      "%s: a stall in force with no task", name[i]);
+		cr_expect_eq(later[i].cpu_psi_sig, rest[i].cpu_psi_sig, "%s: cpu sums moved at rest",
+			     name[i]);
+		cr_expect_eq(later[i].memory_psi_sig, rest[i].memory_psi_sig,
+			     "%s: memory sums moved at rest", name[i]);
+		for (k = 0; k < 2; k++) {
+			cr_assert_geq(t1[i][k], 0, "%s/%s: no total", g[i].path, file[k]);
+			cr_expect_eq(t2[i][k], t1[i][k], "%s/%s moved at rest: %lld -> %lld us",
+				     g[i].path, file[k], t1[i][k], t2[i][k]);
+		}
+	}
+	/* what stalled moved its sum and its file; what did not, neither */
+	cr_expect_gt(t1[PSI_CPU_G][0], t0[PSI_CPU_G][0], "the hogs' CPU stall is not in the file");
+	cr_expect_neq(rest[PSI_CPU_G].cpu_psi_sig, before[PSI_CPU_G].cpu_psi_sig,
+		      "the hogs' CPU stall did not move the sum");
+	cr_expect_gt(t1[PSI_MEM_G][1], t0[PSI_MEM_G][1], "the working set's memory stall is not in the file");
+	cr_expect_neq(rest[PSI_MEM_G].memory_psi_sig, before[PSI_MEM_G].memory_psi_sig,
+		      "the memory stall did not move the sum");
+	cr_expect_eq(rest[PSI_IDLE_G].cpu_psi_sig, before[PSI_IDLE_G].cpu_psi_sig);
+	cr_expect_eq(rest[PSI_IDLE_G].memory_psi_sig, before[PSI_IDLE_G].memory_psi_sig);
+	cr_expect_eq(t1[PSI_IDLE_G][0], t0[PSI_IDLE_G][0]);
+	cr_expect_eq(t1[PSI_IDLE_G][1], t0[PSI_IDLE_G][1]);
+	moat_cgstat_walk_free(w);
+}

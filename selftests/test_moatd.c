@@ -3770,3 +3770,107 @@ Test(moatd, a_tiers_class_set_at_runtime_takes_at_once)
 	set_runtime("classes/burstable", "lc");
 	cr_expect(wait_knob(lc_class, "lc\n", 20), "after classes/burstable = lc: %s", out);
 }
+
+/* The value of series @series (name and labels) in a scrape; NAN if none. */
+static double series_value(const char *body, const char *series)
+{
+	size_t len = strlen(series);
+	const char *at = body;
+
+	while ((at = strstr(at, series))) {
+		if ((at == body || at[-1] == '\n') && at[len] == ' ')
+			return strtod(at + len + 1, NULL);
+		at += len;
+	}
+	return NAN;
+}
+
+/* The "some ... total=" of @cg's pressure file @file, in us; -1 if none. */
+static long long psi_some_total(const struct tcg *cg, const char *file)
+{
+	char path[PATH_MAX + 32], buf[256];
+	const char *t;
+	unsigned long long v;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", cg->dir, file) >= sizeof(path) ||
+	    moat_kfile_read(path, buf, sizeof(buf)) || strncmp(buf, "some ", 5))
+		return -1;
+	t = strstr(buf, " total=");
+	return t && sscanf(t, " total=%llu", &v) == 1 ? (long long)v : -1;
+}
+
+/*
+ * Pressure files are read where a stall may have moved their totals
+ * (cgroup v2, the cgroup iterator with pressure's sums: cgstat.bpf.c):
+ * ten idle groups, and one whose two hogs share a CPU.  Over 2 s the
+ * idle groups' files are not read at all, the busy group's cpu.pressure
+ * each period: at most two reads a period in all, where each group's
+ * files each period would be 22.  Its cpu_pressure_pct is high, theirs 0.
+ * Once the hogs stop, every group's exported totals are its files', to
+ * the us.
+ */
+Test(moatd, pressure_files_are_read_where_a_stall_may_have_moved_them)
+{
+	static const char *const file[2] = { "cpu.pressure", "memory.pressure" };
+	static const char *const metric[2] = {
+		"moat_group_cpu_pressure_stalled_seconds_total",
+		"moat_group_memory_pressure_stalled_seconds_total",
+	};
+	double reads, cycles, pct;
+	struct tcg g[11];
+	char series[160], *body;
+	pid_t hog[2];
+	int i, k;
+
+	if (!tcg_hierarchy()->v2)
+		cr_skip_test("cgroup v1: no pressure files per cgroup (make vmtest runs this)");
+	cr_assert_eq(tcg_create("web-busy", &g[0]), 0);
+	cr_assert_eq(tcg_create_many("batch-idle", 10), 0);
+	for (i = 1; i < 11; i++) {	/* as tcg_create_many() named them */
+		snprintf(g[i].dir, sizeof(g[i].dir), "%s/batch-idle-%d", tcg_prefix_dir(), i - 1);
+		snprintf(g[i].path, sizeof(g[i].path), "batch-idle-%d", i - 1);
+	}
+	wait_get("groups/batch.batch-idle-9/path", 0, 30);
+	cr_assert_eq(ctl(out, err, "get", "observe/active_source", NULL), 0, "%s", err);
+	if (strcmp(out, "iterator\n"))
+		cr_skip_test("no cgroup iterator here (observe/active_source %s)", out);
+	for (i = 0; i < 2; i++) {
+		hog[i] = tcg_spawn(&g[0], 0, work_hog, NULL);
+		cr_assert_gt(hog[i], 0);
+	}
+	sleep_ms(500);
+
+	reads = get_number("observe/pressure_reads");
+	cr_assert_eq(http_get(http_port(), "/metrics", page, sizeof(page), &body), 200);
+	cycles = series_value(body, "moat_cycles_total");
+	sleep_ms(2000);
+	reads = get_number("observe/pressure_reads") - reads;
+	cr_assert_eq(http_get(http_port(), "/metrics", page, sizeof(page), &body), 200);
+	cycles = series_value(body, "moat_cycles_total") - cycles;
+	cr_log_info("%g pressure files read in %g periods, 11 groups", reads, cycles);
+	cr_assert_gt(cycles, 5, "moatd's periods did not run");
+	cr_expect_geq(reads, cycles - 2, "the busy group's cpu.pressure not read each period");
+	cr_expect_leq(reads, 2 * cycles + 4, "idle groups' files read again: %g in %g periods",
+		      reads, cycles);
+	pct = get_number("groups/web.web-busy/cpu_pressure_pct");
+	cr_expect_gt(pct, 50, "two hogs on one CPU: cpu_pressure_pct %g", pct);
+	cr_expect_eq(get_number("groups/batch.batch-idle-0/cpu_pressure_pct"), 0);
+
+	for (i = 0; i < 2; i++)
+		tcg_kill(hog[i]);
+	sleep_ms(400);
+	cr_assert_eq(http_get(http_port(), "/metrics", page, sizeof(page), &body), 200);
+	for (i = 0; i < 11; i++) {
+		for (k = 0; k < 2; k++) {
+			long long us = psi_some_total(&g[i], file[k]);
+			double v;
+
+			snprintf(series, sizeof(series), "%s{group=\"%s.%s\",class=\"%s\"}",
+				 metric[k], i ? "batch" : "web", strrchr(g[i].dir, '/') + 1,
+				 i ? "be" : "lc");
+			v = series_value(body, series);
+			cr_assert_geq(us, 0, "%s/%s: no total", g[i].path, file[k]);
+			cr_expect_eq(llround(v * 1e6), us, "%s: %.6f s, the file %lld us", series, v, us);
+		}
+	}
+}

@@ -18,23 +18,32 @@
 struct moat_cgstat_prog {
 	struct cgstat *skel;
 	struct bpf_program *prog;	/* the one loaded */
+	bool psi;			/* its records carry pressure's sums */
 };
 
-/* Which of the programs this kernel loads: the rstat flush kfunc it has. */
-static struct bpf_program *choose(struct cgstat *skel, bool v2)
+/*
+ * Which of the programs to load: the rstat flush kfunc this kernel has,
+ * and pressure's sums (v2) where @psi.
+ */
+static struct bpf_program *choose(struct cgstat *skel, bool v2, bool psi)
 {
 	struct bpf_program *use = skel->progs.cgstat_no_flush;
 	struct btf *btf = v2 ? btf__load_vmlinux_btf() : NULL;
+	struct bpf_program *all[] = {
+		skel->progs.cgstat_css_flush_psi, skel->progs.cgstat_css_flush,
+		skel->progs.cgstat_cgroup_flush_psi, skel->progs.cgstat_cgroup_flush,
+		skel->progs.cgstat_no_flush,
+	};
+	size_t i;
 
 	if (btf && btf__find_by_name_kind(btf, "css_rstat_flush", BTF_KIND_FUNC) > 0)
-		use = skel->progs.cgstat_css_flush;
+		use = psi ? skel->progs.cgstat_css_flush_psi : skel->progs.cgstat_css_flush;
 	else if (btf && btf__find_by_name_kind(btf, "cgroup_rstat_flush", BTF_KIND_FUNC) > 0)
-		use = skel->progs.cgstat_cgroup_flush;
+		use = psi ? skel->progs.cgstat_cgroup_flush_psi :
+			    skel->progs.cgstat_cgroup_flush;
 	btf__free(btf);
-	bpf_program__set_autoload(skel->progs.cgstat_css_flush, use == skel->progs.cgstat_css_flush);
-	bpf_program__set_autoload(skel->progs.cgstat_cgroup_flush,
-				  use == skel->progs.cgstat_cgroup_flush);
-	bpf_program__set_autoload(skel->progs.cgstat_no_flush, use == skel->progs.cgstat_no_flush);
+	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		bpf_program__set_autoload(all[i], all[i] == use);
 	return use;
 }
 
@@ -47,6 +56,29 @@ struct moat_cgstat_walk {
 	size_t found;		/* cgroups the last read's walk visited */
 };
 
+/* Open and load with pressure's sums or without: 0 or -errno. */
+static int open_load(struct moat_cgstat_prog *p, bool v2, bool psi, size_t room)
+{
+	int cpus = libbpf_num_possible_cpus(), err;
+
+	p->skel = cgstat__open();
+	if (!p->skel)
+		return -errno;
+	p->skel->rodata->v2 = v2;
+	p->skel->rodata->page_size = sysconf(_SC_PAGESIZE);
+	p->skel->rodata->nr_cpus = cpus > 0 ? cpus : 0;
+	p->prog = choose(p->skel, v2, psi);
+	p->psi = psi && p->prog != p->skel->progs.cgstat_no_flush;
+	err = room ? bpf_map__set_max_entries(p->skel->maps.records, room) : 0;
+	if (!err)
+		err = cgstat__load(p->skel);
+	if (err) {
+		cgstat__destroy(p->skel);
+		p->skel = NULL;
+	}
+	return err;
+}
+
 int moat_cgstat_load(bool v2, size_t room, struct moat_cgstat_prog **out,
 		     char *why, size_t whylen)
 {
@@ -56,28 +88,27 @@ int moat_cgstat_load(bool v2, size_t room, struct moat_cgstat_prog **out,
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	p->skel = cgstat__open();
-	if (!p->skel) {
-		err = -errno;
-		free(p);
-		return err;
-	}
-	p->skel->rodata->v2 = v2;
-	p->prog = choose(p->skel, v2);
-	p->skel->rodata->page_size = sysconf(_SC_PAGESIZE);
-	err = room ? bpf_map__set_max_entries(p->skel->maps.records, room) : 0;
-	if (!err)
-		err = cgstat__load(p->skel);
+	/*
+	 * Pressure's sums need a per-CPU variable's address from kallsyms
+	 * (cgstat.bpf.c: "Pressure"): without, the program that has none.
+	 */
+	err = v2 ? open_load(p, true, true, room) : -ENOENT;
+	if (err)
+		err = open_load(p, v2, false, room);
 	if (err) {
 		/* a kernel without iter/cgroup (before v6.1) fails here */
 		snprintf(why, whylen, "the cgroup iterator does not load: %s",
 			 strerror(-err));
-		cgstat__destroy(p->skel);
 		free(p);
 		return err == -EPERM ? err : -EOPNOTSUPP;
 	}
 	*out = p;
 	return 0;
+}
+
+bool moat_cgstat_has_psi(const struct moat_cgstat_prog *p)
+{
+	return p->psi;
 }
 
 bool moat_cgstat_has_usage(const struct moat_cgstat_prog *p)

@@ -35,6 +35,13 @@ void moat_cgstat_unload(struct moat_cgstat_prog *p);
 bool moat_cgstat_has_usage(const struct moat_cgstat_prog *p);
 
 /**
+ * moat_cgstat_has_psi() - whether the records carry pressure's sums
+ * (MOAT_CGSTAT_PSI, cgstat.bpf.c: "Pressure"): on v2, where the kernel
+ * lets the program find its per-CPU data (CONFIG_KALLSYMS_ALL).
+ */
+bool moat_cgstat_has_psi(const struct moat_cgstat_prog *p);
+
+/**
  * moat_cgstat_walk_new() - a walk of the cgroup at directory @dir and every
  * cgroup below it.  Return: 0 or -errno.
  */

@@ -19,10 +19,11 @@
  * Where the kernel has a cgroup iterator (v6.1), bpf/cgstat.bpf.c reads
  * cpu.stat's counters and (v2) memory.current of every group in one
  * read() a period (lib/cgstat_bpf.c): the same numbers, without a
- * pread() and a parse per file per group.  The pressure files (v2) and,
- * on v1, cpuacct.usage and memory.usage_in_bytes are still read per
- * group (cgstat.bpf.c says why).  observe/source: auto (the iterator
- * where it loads) or files.
+ * pread() and a parse per file per group.  The pressure files (v2) are
+ * still read per group, but only where the walk says their totals may
+ * have moved since the last read (pressure()); on v1, cpuacct.usage and
+ * memory.usage_in_bytes are read per group (cgstat.bpf.c says why).
+ * observe/source: auto (the iterator where it loads) or files.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -69,12 +70,19 @@ struct observe {
 	bool opened;			/* after the start's open */
 	bool walked;			/* this period's read worked */
 	bool failing;			/* said that reads fail */
+	unsigned long long pressure_reads;	/* observe/pressure_reads */
 };
 
 /* Its state of a group. */
 struct observe_group {
 	int fd[GF_NR];		/* -1: not available; 0 (never ours): not open */
 	struct counters last;
+	/*
+	 * Per pressure file (cpu, memory): the walk's sum before its last
+	 * read (cgstat.bpf.c: "Pressure"), where that read gave a total.
+	 */
+	__u64 psi_sig[2];
+	bool psi_known[2];
 };
 
 static int open_in(const struct moat_cg_hierarchy *h, const char *path,
@@ -117,6 +125,7 @@ static void open_files(struct moatd *d, struct moatd_group *g)
 
 	close_files(og);
 	memset(&og->last, 0, sizeof(og->last));
+	og->psi_known[0] = og->psi_known[1] = false;
 	if (!(replaced & 1u << GF_CPU_STAT))
 		og->fd[GF_CPU_STAT] = open_in(d->cpu, g->path, "cpu.stat");
 	if (v2) {
@@ -184,6 +193,34 @@ static int read_psi_some(int fd, __u64 *us)
 	return key_u64(buf, "total", us);	/* the first line's: some */
 }
 
+/*
+ * The "some total=" of @g's cpu.pressure (@mem false) or memory.pressure,
+ * in @us: read where this period's walk @r says it may have moved since
+ * the last read, else the last read's (cgstat.bpf.c: "Pressure").  False
+ * where not known.
+ */
+static bool pressure(struct observe *o, struct observe_group *og,
+		     const struct moat_cgstat *r, bool mem, __u64 *us)
+{
+	int fd = og->fd[mem ? GF_MEMORY_PRESSURE : GF_CPU_PRESSURE];
+	bool sums = r && (r->has & MOAT_CGSTAT_PSI);
+	__u64 sig = !sums ? 0 : mem ? r->memory_psi_sig : r->cpu_psi_sig;
+	__u32 stalling = mem ? MOAT_CGSTAT_MEMORY_STALLING : MOAT_CGSTAT_CPU_STALLING;
+	bool ok;
+
+	if (sums && og->psi_known[mem] && og->psi_sig[mem] == sig &&
+	    !(r->has & stalling)) {
+		*us = mem ? og->last.memory_some_us : og->last.cpu_some_us;
+		return true;
+	}
+	if (fd >= 0)
+		o->pressure_reads++;
+	ok = !read_psi_some(fd, us);
+	og->psi_known[mem] = ok && sums;
+	og->psi_sig[mem] = sig;
+	return ok;
+}
+
 /* (now - before) * scale, or NAN when either is unknown. */
 static double rate(bool ok, bool had, __u64 now, __u64 before, double scale)
 {
@@ -201,7 +238,7 @@ static double pct(double v)
 static void observe_group(struct moatd *d, struct moatd_group *g, double secs)
 {
 	struct observe_group *og = group_mod(g, MOD_OBSERVE);
-	const struct observe *o = O(d);
+	struct observe *o = O(d);
 	const struct moat_cgstat *r = o->walked ?
 		moat_cgstat_walk_find(o->walk, g->cgid) : NULL;
 	struct counters c = { .valid = true };
@@ -235,8 +272,8 @@ static void observe_group(struct moatd *d, struct moatd_group *g, double secs)
 	}
 	if (!d->cpu->v2)
 		cpu_ok = !read_number(og->fd[GF_CPUACCT_USAGE], &c.cpu_ns);
-	cpsi_ok = !read_psi_some(og->fd[GF_CPU_PRESSURE], &c.cpu_some_us);
-	mpsi_ok = !read_psi_some(og->fd[GF_MEMORY_PRESSURE], &c.memory_some_us);
+	cpsi_ok = pressure(o, og, r, false, &c.cpu_some_us);
+	mpsi_ok = pressure(o, og, r, true, &c.memory_some_us);
 
 	s->cpu_s = cpu_ok ? c.cpu_ns / 1e9 : NAN;
 	s->nr_throttled = thr_ok ? c.nr_throttled : NAN;
@@ -302,10 +339,20 @@ static void iterator_on(struct moatd *d)
 		o->replaced |= 1u << GF_CPU_STAT;
 	if (d->cpu->v2)
 		o->replaced |= 1u << GF_MEMORY_USAGE;
-	pr_info("observe: one read a period for every group below %s: a cgroup iterator (cpu.stat%s); %s per group",
+	pr_info("observe: one read a period for every group below %s: a cgroup iterator (cpu.stat%s); %s per group%s",
 		d->scan.root, d->cpu->v2 ? ", memory.current" : "",
 		d->cpu->v2 ? "cpu.pressure and memory.pressure" :
-			     "cpuacct.usage and memory.usage_in_bytes");
+			     "cpuacct.usage and memory.usage_in_bytes",
+		!d->cpu->v2 ? "" : moat_cgstat_has_psi(o->prog) ?
+		", where a stall may have moved them" :
+		", each period (no per-CPU data for the iterator: CONFIG_KALLSYMS_ALL?)");
+}
+
+static int show_pressure_reads(const struct moat_knob *k, char *buf, size_t len)
+{
+	const struct observe *o = k->owner;
+
+	return snprintf(buf, len, "%llu", o->pressure_reads) >= (int)len ? -EOVERFLOW : 0;
 }
 
 static int show_active(const struct moat_knob *k, char *buf, size_t len)
@@ -386,6 +433,8 @@ static int observe_init(struct moatd *d)
 		  .choices = sources, .data = &o->source, .store = store_source },
 		{ .path = "observe/active_source", .type = MOAT_KNOB_SHOW,
 		  .show = show_active },
+		{ .path = "observe/pressure_reads", .type = MOAT_KNOB_SHOW,
+		  .show = show_pressure_reads },
 	};
 
 	o->d = d;
