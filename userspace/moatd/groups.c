@@ -321,6 +321,13 @@ static int show_cgroup_id(const struct moat_knob *k, char *buf, size_t len)
 	return show_u64(buf, len, ((const struct moatd_group *)k->owner)->cgid);
 }
 
+static int show_path(const struct moat_knob *k, char *buf, size_t len)
+{
+	const struct moatd_group *g = k->owner;
+
+	return snprintf(buf, len, "%s", g->path) >= (int)len ? -EOVERFLOW : 0;
+}
+
 static const char *const kind_names[] = { "pod", "container", "rule" };
 
 static int show_kind(const struct moat_knob *k, char *buf, size_t len)
@@ -334,8 +341,7 @@ static int show_kind(const struct moat_knob *k, char *buf, size_t len)
 static int group_knobs(struct moatd *d, struct moatd_group *g)
 {
 	const struct moat_knob attrs[] = {
-		{ .path = "path", .type = MOAT_KNOB_STRING, .data = g->path,
-		  .str_max = sizeof(g->path) },
+		{ .path = "path", .type = MOAT_KNOB_SHOW, .show = show_path },
 		{ .path = "source", .type = MOAT_KNOB_STRING, .data = g->gid.source,
 		  .str_max = sizeof(g->gid.source) },
 		{ .path = "kind", .type = MOAT_KNOB_SHOW, .show = show_kind },
@@ -403,7 +409,31 @@ static void group_free(struct moatd *d, struct moatd_group *g, int upto)
 	moat_knob_remove_dir(d->tree, dir);
 	for (m = 0; m < MOD_NR; m++)
 		free(g->priv[m]);
+	free(g->path);
+	free(g->dir);
 	free(g);
+}
+
+/* @g's path and directory, @path's.  Return: 0 or -errno (then as they were). */
+static int group_set_path(struct moatd *d, struct moatd_group *g, const char *path)
+{
+	char dir[PATH_MAX], *p, *dp;
+	int err = moat_cgroup_dir(d->cpu, path, dir, sizeof(dir));
+
+	if (err)
+		return err;
+	p = strdup(path);
+	dp = strdup(dir);
+	if (!p || !dp) {
+		free(p);
+		free(dp);
+		return -ENOMEM;
+	}
+	free(g->path);
+	free(g->dir);
+	g->path = p;
+	g->dir = dp;
+	return 0;
 }
 
 static void drop_group(struct moatd *d, size_t i, const char *why)
@@ -453,9 +483,8 @@ static int new_group(struct moatd *d, const struct moat_group_id *gid,
 	g->cgid = cgid;
 	g->seen = true;
 	g->unit = g;
-	snprintf(g->path, sizeof(g->path), "%s", path);
 	group_clear(g);
-	err = moat_cgroup_dir(d->cpu, path, g->dir, sizeof(g->dir));
+	err = group_set_path(d, g, path);
 	for (m = 0; m < MOD_NR && !err; m++) {
 		size_t n = moatd_modules[m]->group_size;
 
@@ -520,8 +549,10 @@ static int rescan_one(__u64 cgid, const char *path, void *ctx)
 	g->seen = true;
 	if (g->cgid != cgid) {	/* the same pod or container, made anew */
 		g->cgid = cgid;
-		snprintf(g->path, sizeof(g->path), "%s", path);
-		moat_cgroup_dir(d->cpu, path, g->dir, sizeof(g->dir));
+		err = group_set_path(d, g, path);
+		if (err)
+			pr_warn("group %s: made anew at %s, but still known as %s: %s",
+				gid.id, path, g->path, strerror(-err));
 		d->groups_gen++;
 		group_clear(g);
 		for (m = 0; m < MOD_NR; m++)

@@ -111,8 +111,13 @@ struct group_sample {
 
 struct moatd_group {
 	struct moat_group_id gid;	/* id, kind, default class, source */
-	char path[PATH_MAX];		/* in the cpu controller's hierarchy */
-	char dir[PATH_MAX];
+	/*
+	 * In the cpu controller's hierarchy, and its directory: on the heap,
+	 * as long as they are (two PATH_MAX arrays were 8 of a group's 11
+	 * KiB, a quarter of moatd's RSS at 500 groups).
+	 */
+	char *path;
+	char *dir;
 	__u64 cgid;
 	unsigned int class;		/* effective enum moat_class */
 	bool seen;			/* in the latest rescan */
