@@ -287,10 +287,13 @@ start_moatd() {
 			printf 'rules/lc = lc lc\nrules/be = be be\nenforce/cpu_priority = %s\n' "$2"
 	} >"$work/moat.conf"
 	rm -rf "$work/state"
+	# each line of moatd's log with the time it came: the first action's
+	# (run_one), without a watcher that polls (below)
 	taskset -c "$CLIENT_CPU" "$O/moatd" --foreground --mode "$1" \
 		--config "$work/moat.conf" --cgroup-root "/$name" \
 		--state-dir "$work/state" --socket "$work/sock" --listen 127.0.0.1:0 \
-		2>>"$work/moatd.log" &
+		2> >(while IFS= read -r l; do printf '%s %s\n' "$EPOCHREALTIME" "$l"; done \
+			>>"$work/moatd.log") &
 	moatd_pid=$!
 	pids+=("$moatd_pid")
 	lc_gid=
@@ -311,13 +314,8 @@ start_moatd() {
 }
 ctl() { "$O/moatctl" --socket "$work/sock" "$@"; }
 
-now() { date +%s.%N; }
+now() { printf '%s\n' "$EPOCHREALTIME"; }
 # A sleep without a fork: a read that times out on a pipe no one writes.
-# The first-action watcher below polls for the whole run where moatd does
-# nothing, on the client's CPU: a fork every 20 ms there alone made
-# nginx's measured p99 ten times k8s's (1.4 ms against 147 us), and even
-# this fork-free wake-up every 20 ms 1.6 times (231 us); every 100 ms it
-# is lost in the noise (157 against 156 us), and first_s is to 0.1 s.
 exec {napfd}<> <(:)
 nap() { read -r -t "$1" -u "$napfd" _ || true; }
 
@@ -325,7 +323,7 @@ nap() { read -r -t "$1" -u "$napfd" _ || true; }
 # on the kubelet tree, the run's windows go to $work/$sc.sig as
 # "run window_s client_p99_us wp99_us ap99_us".
 run_one() {
-	local sc=$1 run=$2 lg=$work/lg.out be_pid= helper= t0 first=- ops mode=
+	local sc=$1 run=$2 lg=$work/lg.out be_pid= helper= t0= first=- ops mode=
 	moatd_pid=
 	BE=
 	if [ "$TREE" = kubelet ]; then
@@ -358,8 +356,8 @@ run_one() {
 			set_shares be 2
 		fi
 		case $sc in
-		moatd | moatd-only) start_moatd enforce 1 ;;
-		moatd-pod) start_moatd enforce 0 ;;
+		moatd | moatd-only) mode=enforce; start_moatd enforce 1 ;;
+		moatd-pod) mode=enforce; start_moatd enforce 0 ;;
 		esac
 	fi
 	taskset -c "$CLIENT_CPU" "$O/moat-loadgen" -r "$RATE" -d "$SECS" -c 32 \
@@ -382,19 +380,17 @@ run_one() {
 			[ "${BE_SLICE_US:-100}" = 0 ] ||
 				set_slices "${BE_SLICE_US:-100}" $(cat "$prefix/$BE/tasks")
 		fi
-		# moatd's first write creates its journal: watch for that,
-		# without a fork, which would load the client.
-		if [ "$mode" != observe ] && [ -n "$moatd_pid" ]; then
-			while kill -0 "$be_pid" 2>/dev/null; do
-				if [ -e "$work/state/journal" ]; then
-					first=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }')
-					break
-				fi
-				nap 0.1
-			done
-		fi
 	fi
 	wait "$lg_pid"
+	# moatd's first step down, from its log's times.  Not by polling for
+	# it during the run: a watcher that woke every 100 ms on the client's
+	# CPU, in the scenarios that enforce only, was there for the whole
+	# run where moatd does nothing (every fork-free wake-up every 20 ms
+	# had made the client's p99 1.6 times k8s's).
+	if [ -n "$moatd_pid" ] && [ "$mode" = enforce ] && [ -n "$t0" ]; then
+		first=$(awk -v t0="$t0" '/throttle be group/ { printf "%.2f", $1 - t0; f = 1; exit }
+			END { if (!f) print "-" }' "$work/moatd.log")
+	fi
 	# moatd's windows, read once the client is done: no fork during the load
 	if [ -n "$lc_gid" ]; then
 		awk -v run="$run" -v skip="$SKIP" \
@@ -446,16 +442,24 @@ declare -A res
 for sc in $SCENARIOS; do
 	: >"$work/$sc.runs"
 	: >"$work/$sc.sig"
-	for r in $(seq "$REPS"); do
+done
+# Rep by rep, each scenario in turn: this VM's noise drifts over minutes,
+# and all of one scenario's runs before the next one's would charge the
+# drift to the scenarios.  A run's recovery is against the median of the
+# alone runs so far.
+for r in $(seq "$REPS"); do
+	for sc in $SCENARIOS; do
 		run_one "$sc" "$r" >"$work/line"	# not $(...): its pids stay ours
 		line=$(cat "$work/line")
 		echo "# $sc run $r: p50 p99 p999 (us), cpu cache (bogo-ops/s), first action (s), recovery (s): $line"
 		echo "$line" >>"$work/$sc.runs"
+		[ "$sc" = alone ] && ALONE_P99=$(awk '{ print $2 }' "$work/alone.runs" | median)
 	done
+done
+for sc in $SCENARIOS; do
 	for f in 1 2 3 4 5 6 7; do
 		res[$sc,$f]=$(awk -v f=$f '$f != "-" { print $f }' "$work/$sc.runs" | median)
 	done
-	[ "$sc" = alone ] && ALONE_P99=${res[alone,2]}
 done
 
 printf '\n%-10s %10s %10s %10s %12s %12s %8s %8s %9s %9s\n' scenario p50_us p99_us \
