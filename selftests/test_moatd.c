@@ -3745,6 +3745,39 @@ Test(moatd, the_periodic_walk_only_when_the_cgroups_changed_unseen)
 }
 
 /*
+ * observe/source set between two cycles: a cycle whose rescan_ms is due
+ * asks observe for the fingerprint of the period's walk before observe
+ * reads again, and the switch to files had freed the walk but left the
+ * period marked as walked.  moatd died of it (a NULL walk) in 1 switch of
+ * 5 to 10 at rescan_ms 1000 and a 100 ms period: switched back and forth
+ * for 3 s, it must still answer, and be back on the iterator.
+ */
+Test(moatd, observe_source_switched_back_and_forth_between_cycles)
+{
+	struct timespec t0;
+	struct tcg web;
+	int n;
+
+	cr_assert_eq(tcg_create("web-1", &web), 0);
+	wait_get("groups/web.web-1/path", 0, 30);
+	cr_assert_eq(ctl(out, err, "get", "observe/active_source", NULL), 0, "%s", err);
+	if (strcmp(out, "iterator\n"))
+		cr_skip_test("no cgroup iterator here (observe/active_source %s)", out);
+	set_runtime("rescan_ms", "1000");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (n = 0; elapsed_ms(&t0) < 3000; n++) {
+		set_runtime("observe/source", "files");
+		sleep_ms(130);
+		set_runtime("observe/source", "auto");
+		sleep_ms(130);
+	}
+	cr_assert_eq(ctl(out, err, "get", "observe/active_source", NULL), 0,
+		     "after %d switches: %s", n, err);
+	cr_expect_str_eq(out, "iterator\n");
+	cr_log_info("%d switches", n);
+}
+
+/*
  * A QoS tier's class is the class of its pods: set at runtime, it takes
  * at the next period, not at the next walk, which, with the cgroups
  * unchanged, may not come at all (the periodic walk above).

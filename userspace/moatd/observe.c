@@ -307,6 +307,12 @@ static void iterator_off(struct observe *o)
 	o->walk = NULL;
 	o->prog = NULL;
 	o->replaced = 0;
+	/*
+	 * The period's read is gone with the walk: observe/source set to
+	 * files between two cycles must not leave the next one's groups
+	 * stage a fingerprint to read (observe_cgroups_fingerprint()).
+	 */
+	o->walked = false;
 }
 
 /* The iterator on the scan root, where observe/source and the kernel allow. */
