@@ -3701,6 +3701,20 @@ Test(moatd, without_cap_sys_nice_a_pod_gets_the_quota_instead, .timeout = 90)
 }
 
 /*
+ * web-1, a group, with the cgroup iterator as observe's source and
+ * rescan_ms 1000; the test skips where there is no iterator.
+ */
+static void web1_on_the_iterator(struct tcg *web)
+{
+	cr_assert_eq(tcg_create("web-1", web), 0);
+	wait_get("groups/web.web-1/path", 0, 30);
+	cr_assert_eq(ctl(out, err, "get", "observe/active_source", NULL), 0, "%s", err);
+	if (strcmp(out, "iterator\n"))
+		cr_skip_test("no cgroup iterator here (observe/active_source %s)", out);
+	set_runtime("rescan_ms", "1000");
+}
+
+/*
  * The walk of the hierarchy every rescan_ms is for an event missed: with
  * the cgroup iterator as the source, it runs only when the cgroups below
  * the root are not those the last walk found.  With each group's files
@@ -3713,12 +3727,7 @@ Test(moatd, the_periodic_walk_only_when_the_cgroups_changed_unseen)
 	char to[PATH_MAX];
 	double walks;
 
-	cr_assert_eq(tcg_create("web-1", &web), 0);
-	wait_get("groups/web.web-1/path", 0, 30);
-	cr_assert_eq(ctl(out, err, "get", "observe/active_source", NULL), 0, "%s", err);
-	if (strcmp(out, "iterator\n"))
-		cr_skip_test("no cgroup iterator here (observe/active_source %s)", out);
-	set_runtime("rescan_ms", "1000");
+	web1_on_the_iterator(&web);
 
 	/* three rescan_ms with the same cgroups: no walk */
 	walks = get_number("rescans");
@@ -3758,12 +3767,7 @@ Test(moatd, observe_source_switched_back_and_forth_between_cycles)
 	struct tcg web;
 	int n;
 
-	cr_assert_eq(tcg_create("web-1", &web), 0);
-	wait_get("groups/web.web-1/path", 0, 30);
-	cr_assert_eq(ctl(out, err, "get", "observe/active_source", NULL), 0, "%s", err);
-	if (strcmp(out, "iterator\n"))
-		cr_skip_test("no cgroup iterator here (observe/active_source %s)", out);
-	set_runtime("rescan_ms", "1000");
+	web1_on_the_iterator(&web);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (n = 0; elapsed_ms(&t0) < 3000; n++) {
 		set_runtime("observe/source", "files");
@@ -3802,6 +3806,24 @@ Test(moatd, a_tiers_class_set_at_runtime_takes_at_once)
 	cr_expect(wait_knob(lc_class, "be\n", 20), "after classes/burstable = be: %s", out);
 	set_runtime("classes/burstable", "lc");
 	cr_expect(wait_knob(lc_class, "lc\n", 20), "after classes/burstable = lc: %s", out);
+}
+
+/* The value of @metric's series of group @gid in a scrape; NAN if none. */
+static double group_value(const char *body, const char *metric, const char *gid)
+{
+	char key[256];
+	const char *at = body, *end;
+	size_t len;
+
+	snprintf(key, sizeof(key), "%s{group=\"%s\"", metric, gid);
+	len = strlen(key);
+	while ((at = strstr(at, key))) {
+		if ((at == body || at[-1] == '\n') && (at[len] == ',' || at[len] == '}') &&
+		    (end = strstr(at, "} ")))
+			return strtod(end + 2, NULL);
+		at += len;
+	}
+	return NAN;
 }
 
 /* The value of series @series (name and labels) in a scrape; NAN if none. */
@@ -3851,7 +3873,7 @@ Test(moatd, pressure_files_are_read_where_a_stall_may_have_moved_them)
 	};
 	double reads, cycles, pct;
 	struct tcg g[11];
-	char series[160], *body;
+	char gid[64], *body;
 	pid_t hog[2];
 	int i, k;
 
@@ -3898,12 +3920,84 @@ Test(moatd, pressure_files_are_read_where_a_stall_may_have_moved_them)
 			long long us = psi_some_total(&g[i], file[k]);
 			double v;
 
-			snprintf(series, sizeof(series), "%s{group=\"%s.%s\",class=\"%s\"}",
-				 metric[k], i ? "batch" : "web", strrchr(g[i].dir, '/') + 1,
-				 i ? "be" : "lc");
-			v = series_value(body, series);
+			snprintf(gid, sizeof(gid), "%s.%s", i ? "batch" : "web",
+				 strrchr(g[i].dir, '/') + 1);
+			v = group_value(body, metric[k], gid);
 			cr_assert_geq(us, 0, "%s/%s: no total", g[i].path, file[k]);
-			cr_expect_eq(llround(v * 1e6), us, "%s: %.6f s, the file %lld us", series, v, us);
+			cr_expect_eq(llround(v * 1e6), us, "%s of %s: %.6f s, the file %lld us",
+				     metric[k], gid, v, us);
+		}
+	}
+}
+
+/*
+ * The same on a tree as kubelet makes it, the tasks in a container
+ * cgroup: the pod is the unit, and its pressure is its own cgroup's files
+ * (hierarchical: its containers' stalls are in them).  Two hogs in the
+ * besteffort pod's container on one CPU: the pod's cpu_pressure_pct is
+ * high, the idle burstable pod's 0; once they stop, every pod's and
+ * container's exported totals are its files'.
+ */
+Test(moatd, pressure_on_a_kubelet_tree_is_each_pods_and_containers_files)
+{
+	static const char *const file[2] = { "cpu.pressure", "memory.pressure" };
+	static const char *const metric[2] = {
+		"moat_group_cpu_pressure_stalled_seconds_total",
+		"moat_group_memory_pressure_stalled_seconds_total",
+	};
+	static const char *const pod_uid[2] = { KUBE_LC_UID, KUBE_BE_UID };
+	char conf[PATH_MAX], log[PATH_MAX], gid[256], *body;
+	struct kube_tree kt;
+	double pct = NAN;
+	pid_t hog[2];
+	int i, k, p, cpu;
+
+	if (!tcg_hierarchy()->v2)
+		cr_skip_test("cgroup v1: no pressure files per cgroup (make vmtest runs this)");
+	stop(&daemon_pid);
+	kube_tree(&kt);
+	snprintf(conf, sizeof(conf), "%s/kube.conf", dir);
+	snprintf(log, sizeof(log), "%s/moatd.log", dir);
+	write_file(conf, "period_ms = 100\nhttp/listen = 127.0.0.1:0\n");
+	unlink(sock);
+	daemon_pid = start_moatd(sock, conf, log);
+	wait_get("groups/" KUBE_BE_UID "/path", 0, 30);
+
+	tcg_lock_cpu();
+	cpu = tcg_pick_cpu();
+	for (i = 0; i < 2; i++) {
+		hog[i] = tcg_spawn(&kt.ctr[1], cpu, work_hog, NULL);
+		cr_assert_gt(hog[i], 0);
+	}
+	for (i = 0; i < 30 && !(pct > 50); i++) {
+		sleep_ms(100);
+		pct = get_number("groups/" KUBE_BE_UID "/cpu_pressure_pct");
+	}
+	cr_expect_gt(pct, 50, "two hogs on one CPU in the BE pod's container: its cpu_pressure_pct %g",
+		     pct);
+	cr_expect_eq(get_number("groups/" KUBE_LC_UID "/cpu_pressure_pct"), 0,
+		     "the idle LC pod's cpu_pressure_pct");
+
+	for (i = 0; i < 2; i++)
+		tcg_kill(hog[i]);
+	sleep_ms(400);
+	cr_assert_eq(http_get(http_port(), "/metrics", page, sizeof(page), &body), 200);
+	for (p = 0; p < 2; p++) {
+		for (k = 0; k < 2; k++) {
+			const struct tcg *cg[2] = { &kt.pod[p], &kt.ctr[p] };
+
+			for (i = 0; i < 2; i++) {
+				long long us = psi_some_total(cg[i], file[k]);
+				double v;
+
+				/* a pod's id is its uid; a container's, its id */
+				snprintf(gid, sizeof(gid), "%s",
+					 i ? strrchr(cg[i]->dir, '/') + 1 : pod_uid[p]);
+				v = group_value(body, metric[k], gid);
+				cr_assert_geq(us, 0, "%s/%s: no total", cg[i]->dir, file[k]);
+				cr_expect_eq(llround(v * 1e6), us, "%s of %s: %.6f s, the file %lld us",
+					     metric[k], gid, v, us);
+			}
 		}
 	}
 }
