@@ -9,6 +9,9 @@
 #   VMTEST_KERNELS=/path/bzImage ...           another kernel (no modules)
 #   VMTEST_FILTER='moatd/*' ...                some tests (Criterion --filter)
 #   VMTEST_ACCEL=kvm|tcg ...                   no probe: this accelerator
+#   VMTEST_JOBS=1 ...                          one guest at a time (the
+#                                              default: as many as the
+#                                              CPUs can emulate at once)
 #   VMTEST_RUN='tools/bench/scale.sh 500 20'   a command instead of the
 #                                              suite, from moat's tree
 #                                              (tools/ is in the guest)
@@ -357,8 +360,25 @@ run_kernel() {
 	[ "$status" = 0 ]
 }
 
+# How many guests at once.  Under TCG each guest is one emulation
+# thread (above), so as many as this machine has CPUs; under KVM each
+# has 2 vCPUs.  A VMTEST_RUN command is a benchmark: alone, so that one
+# guest's figures do not depend on the other's.
+jobs_default() {
+	local cpus
+
+	cpus=$(nproc)
+	if [ -n "${VMTEST_RUN:-}" ]; then
+		echo 1
+	elif [ "${accel%%,*}" = kvm ]; then
+		echo $((cpus / 2 > 0 ? cpus / 2 : 1))
+	else
+		echo "$cpus"
+	fi
+}
+
 base_initramfs
-rc=0 accel= accel_why=
+rc=0 accel= accel_why= names=() kernels=()
 for k in $KERNELS; do
 	if [ -f "$k" ]; then
 		name=$(basename "$k") kernel=$k kdir=
@@ -376,7 +396,58 @@ for k in $KERNELS; do
 		choose_accel "$kernel" "$work/$name.cpio.gz"
 		echo "vmtest: accelerator $accel: $accel_why"
 	fi
-	echo "== vmtest: $name =="
-	run_kernel "$name" "$kernel" "$work/$name.cpio.gz" || rc=1
+	names+=("$name") kernels+=("$kernel")
 done
+
+# The guests run in the background, VMTEST_JOBS at a time, each into its
+# own log; their logs are printed in the order of VMTEST_KERNELS, each
+# as it is written, so the output is the same as one guest after
+# another's, only sooner.
+JOBS=${VMTEST_JOBS:-$(jobs_default)}
+[[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || die "VMTEST_JOBS=$JOBS: expected a number of guests, 1 or more"
+for name in "${names[@]}"; do
+	rm -f "$work/$name.run.log" "$work/$name.run.pid" "$work/$name.run.rc"
+done
+(
+	running=0
+	for i in "${!names[@]}"; do
+		name=${names[$i]}
+		if [ "$running" -ge "$JOBS" ]; then
+			wait -n || true
+			running=$((running - 1))
+		fi
+		(
+			echo "$BASHPID" >"$work/$name.run.pid.tmp"
+			mv "$work/$name.run.pid.tmp" "$work/$name.run.pid"
+			st=0
+			run_kernel "$name" "${kernels[$i]}" "$work/$name.cpio.gz" || st=1
+			echo "$st" >"$work/$name.run.rc"
+		) >"$work/$name.run.log" 2>&1 &
+		running=$((running + 1))
+	done
+	wait
+) &
+launcher=$!
+# On ^C or SIGTERM, the guests and all that watches them go too: a
+# background subshell ignores SIGINT, and would boot its guest again.
+descendants() {
+	local c
+
+	for c in $(pgrep -P "$1"); do
+		echo "$c"
+		descendants "$c"
+	done
+}
+trap 'trap - INT TERM; kill $launcher $(descendants "$launcher") 2>/dev/null; exit 130' INT TERM
+for name in "${names[@]}"; do
+	echo "== vmtest: $name =="
+	while [ ! -e "$work/$name.run.pid" ]; do
+		kill -0 "$launcher" 2>/dev/null || break
+		sleep 1
+	done
+	[ -e "$work/$name.run.pid" ] &&
+		tail -n +1 -f --pid="$(cat "$work/$name.run.pid")" "$work/$name.run.log"
+	[ "$(cat "$work/$name.run.rc" 2>/dev/null)" = 0 ] || rc=1
+done
+wait "$launcher" || true
 exit $rc

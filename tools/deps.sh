@@ -26,7 +26,7 @@ PACKAGES="
 	libnl-3-dev libnl-genl-3-dev
 	libcriterion-dev libfuse3-dev fuse3
 	linux-perf jq
-	qemu-system-x86 busybox-static cpio xz-utils
+	qemu-system-x86 busybox-static cpio xz-utils procps
 	prometheus curl openssl
 	python3-docutils mandoc bash-completion systemd
 	yamllint python3-yaml python3-jsonschema mmdebstrap umoci runc
