@@ -239,6 +239,7 @@ static void read_group(struct moatd *d, struct delay *dl, struct moatd_group *g,
 	struct delay_group *dg = group_mod(g, MOD_DELAY);
 	struct moat_rqlat_hist *cum = &g->sample.rqlat;
 	struct group_window *w = &g->win;
+	bool empty;
 	double ns;
 	int err;
 
@@ -258,11 +259,23 @@ static void read_group(struct moatd *d, struct delay *dl, struct moatd_group *g,
 	g->sample.rqlat_valid = dl->rqlat || dl->ts;
 	if (!dg->valid)
 		memset(&dg->last, 0, sizeof(dg->last));
-	moat_hist_delta(&g->win_hist, cum, &dg->last);
-	dg->last = *cum;
-	dg->valid = true;
+	/*
+	 * Most groups, most periods, waited not once: the histogram is the
+	 * one of the last read, and the window all zeros.  One memcmp()
+	 * says so, for less than the slot-by-slot delta and the check that
+	 * it came out empty.
+	 */
+	if (dg->valid && !memcmp(cum, &dg->last, sizeof(*cum))) {
+		memset(&g->win_hist, 0, sizeof(g->win_hist));
+		empty = true;
+	} else {
+		moat_hist_delta(&g->win_hist, cum, &dg->last);
+		dg->last = *cum;
+		dg->valid = true;
+		empty = moat_hist_empty(&g->win_hist);
+	}
 	w->rqlat_count = g->win_hist.count;
-	if (moat_hist_empty(&g->win_hist)) {	/* most groups, most periods */
+	if (empty) {
 		w->rqlat_p50_us = w->rqlat_p99_us = w->rqlat_p999_us = NAN;
 		w->rqlat_wp99_us = w->rqlat_ap99_us = NAN;
 		return;
