@@ -151,6 +151,17 @@ man_lint() {
 	done
 }
 
+# The documentation as docutils (rst2man's, Sphinx's parser) reads it: a
+# short underline, a broken table or a :doc: to no page is a reader's
+# broken page, and docutils only warns.
+docs_rst() {
+	python3 -c 'import docutils' 2>/dev/null ||
+		{ echo "no docutils (tools/deps.sh installs python3-docutils)"; return 77; }
+	local out
+	out=$("$top/selftests/rst_check.py" "$top"/Documentation/*.rst "$top"/Documentation/man/*.rst) ||
+		why "docutils reports: $out"
+}
+
 man_options() {
 	command -v mandoc >/dev/null || { echo "no mandoc"; return 77; }
 	local p o text
@@ -408,6 +419,7 @@ run_check unit_passes_systemd_analyze_verify unit_verify
 run_check unit_exposure_is_the_one_recorded unit_security
 run_check moatd_runs_with_the_units_capabilities unit_capabilities
 run_check man_pages_pass_mandoc_lint man_lint
+run_check docs_parse_as_restructuredtext docs_rst
 run_check man_pages_name_every_option_and_verb man_options
 run_check moat_conf_5_names_every_knob man_knobs
 run_check example_config_loads_and_holds_every_knob_at_its_default example_config
