@@ -465,7 +465,13 @@ Test(moatd, without_bpf_delay_accounting_sees_a_throttled_groups_wait)
 		cr_assert_eq(tcg_write(&web, "cpu.max", "10000 100000"), 0);
 	else
 		cr_assert_eq(tcg_write(&web, "cpu.cfs_quota_us", "10000"), 0);
-	for (i = 0; i < 40 && !(p99 > 10000); i++) {
+	/*
+	 * Until the window shows the cap, not its first window above 10 ms:
+	 * one that straddles the write reads 16.7 ms (the histogram's slots
+	 * double), where alone, in a guest under TCG, read up to 4.2 ms.
+	 * Capped, the windows read 33.4 to 133.5 ms in CI's logs.
+	 */
+	for (i = 0; i < 40 && !(p99 > 10000 && p99 > 5 * alone); i++) {
 		sleep_ms(100);
 		p99 = get_number("groups/web.web-ts/rqlat_p99_us");
 	}
