@@ -280,7 +280,12 @@ int moat_journal_decode(struct moat_journal *j, const char *buf, size_t len,
 			snprintf(why, whylen, "line %u: no newline: truncated", line);
 			goto bad;
 		}
-		if (!strncmp(p, "end ", 4)) {
+		/*
+		 * memcmp() within the line, not strncmp(): @buf need not end
+		 * in NUL, and a line shorter than the word may be the last
+		 * bytes of it (a fuzzer found strncmp() read past them).
+		 */
+		if (nl - p >= 4 && !memcmp(p, "end ", 4)) {
 			size_t ll = nl + 1 - p;
 			char endl[64];
 
@@ -318,7 +323,8 @@ int moat_journal_decode(struct moat_journal *j, const char *buf, size_t len,
 			size_t l = strlen(kind_names[k]);
 
 			if ((k == MOAT_J_FILE || fields == 4) &&
-			    !strncmp(p, kind_names[k], l) && p[l] == ' ') {
+			    (size_t)(nl - p) > l && !memcmp(p, kind_names[k], l) &&
+			    p[l] == ' ') {
 				kind = k;
 				kl = l + 1;
 			}
