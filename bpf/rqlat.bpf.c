@@ -58,6 +58,7 @@
 #include <bpf/bpf_core_read.h>
 #include "core_fixes.bpf.h"
 #include "rqlat.h"
+#include "hist_slot.bpf.h"
 
 #define TASK_RUNNING	0
 #define EEXIST		17
@@ -124,26 +125,6 @@ static const struct moat_blame_val zero_blame;
 static __always_inline void count_drop(enum moat_rqlat_drop why)
 {
 	__sync_fetch_and_add(&rqlat_drops[why], 1);
-}
-
-static __always_inline __u32 log2_u32(__u32 v)
-{
-	__u32 r, shift;
-
-	r = (v > 0xFFFF) << 4; v >>= r;
-	shift = (v > 0xFF) << 3; v >>= shift; r |= shift;
-	shift = (v > 0xF) << 2; v >>= shift; r |= shift;
-	shift = (v > 0x3) << 1; v >>= shift; r |= shift;
-	r |= (v >> 1);
-	return r;
-}
-
-static __always_inline __u32 hist_slot(__u64 ns)
-{
-	__u32 hi = ns >> 32;
-	__u32 slot = hi ? log2_u32(hi) + 32 : log2_u32(ns);
-
-	return slot < MOAT_HIST_SLOTS ? slot : MOAT_HIST_SLOTS - 1;
 }
 
 /*
