@@ -27,7 +27,8 @@
  * would save the wake-up hooks, but the natural "now" to subtract it from,
  * rq->clock, is not updated by the __schedule() that follows a wake-up
  * preemption (rq_clock_skip_update()), so exactly the wait of a woken
- * task that preempts a hog would read as zero.
+ * task that preempts a hog would read as zero.  bpf/stamp.bpf.c keeps
+ * that design as a probe that tools/bench/ prices and compares with this.
  *
  * How it is keyed.  Each wait is recorded for the cgroup that owns the
  * task's cpu controller: task->cgroups->subsys[cpu_cgrp_id]->cgroup, whose

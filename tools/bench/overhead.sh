@@ -25,6 +25,11 @@
 # part of the hot path costs: moat's programs cut after it
 # (build/moat-rqlat-parts, enum moat_rqlat_part in bpf/rqlat.h), each
 # part's price the step from the part before (the floor's, for the first).
+# Then the same for another design, priced in the same run: waits read
+# from the scheduler's own stamp, with no program at sched_wakeup and no
+# clock read (build/moat-stamp-attach, bpf/stamp.bpf.c; it has no blame).
+# Its pipe throughput is a column of the rounds too.  How far its waits
+# agree with moat's: tools/bench/stamp.sh.
 #
 # Targets: median throughput ratio >= 0.95, sched_switch <= 150 ns/event;
 # against the floor of the same run (issue: the hot path near the floor):
@@ -50,6 +55,7 @@ RQLAT=$O/moat-rqlat
 PMU=$O/moat-pmu-attach
 FLOOR=$O/moat-floor-attach
 PARTS=$O/moat-rqlat-parts
+STAMP=$O/moat-stamp-attach
 PMU_EVENTS=${PMU_EVENTS-cpu-clock}
 
 die() { echo "overhead.sh: $*" >&2; exit 2; }
@@ -59,7 +65,7 @@ die() { echo "overhead.sh: $*" >&2; exit 2; }
 command -v perf >/dev/null || die "perf not found (tools/deps.sh installs linux-perf)"
 command -v jq >/dev/null || die "jq not found (tools/deps.sh installs it)"
 command -v bpftool >/dev/null || die "bpftool not found (tools/deps.sh installs it)"
-[ -x "$RQLAT" ] && [ -x "$PMU" ] && [ -x "$FLOOR" ] && [ -x "$PARTS" ] ||
+[ -x "$RQLAT" ] && [ -x "$PMU" ] && [ -x "$FLOOR" ] && [ -x "$PARTS" ] && [ -x "$STAMP" ] ||
 	make -C "$top" O="$O" >/dev/null
 
 work=$(mktemp -d)
@@ -67,10 +73,11 @@ rqlat_pid=
 pmu_pid=
 floor_pid=
 parts_pid=
+stamp_pid=
 attached_pid=
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
 cleanup() {
-	for p in $rqlat_pid $pmu_pid $floor_pid $parts_pid; do
+	for p in $rqlat_pid $pmu_pid $floor_pid $parts_pid $stamp_pid; do
 		kill "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
 	done
@@ -120,11 +127,33 @@ stop_floor() {
 	floor_pid=
 }
 
+start_parts() {
+	attach '^attached' "$work/parts.err" "$PARTS" "$@"
+	parts_pid=$attached_pid
+}
+
+stop_parts() {
+	kill "$parts_pid"
+	wait "$parts_pid" 2>/dev/null || true
+	parts_pid=
+}
+
+start_stamp() {
+	attach '^attached' "$work/stamp.err" "$STAMP" "$@"
+	stamp_pid=$attached_pid
+}
+
+stop_stamp() {
+	kill "$stamp_pid"
+	wait "$stamp_pid" 2>/dev/null || true
+	stamp_pid=
+}
+
 # Cumulative run_time_ns and run_cnt of the rqlat programs and the floor's
 # (bpftool here cannot tell which process loaded a program: go by name).
 prog_stats() {
 	bpftool prog show --json | jq -r '
-		.[] | select(.name | test("^(sched|pmu)_(switch|wakeup|wakeup_new)_(btf|raw)$|^floor_"))
+		.[] | select(.name | test("^(sched|pmu)_(switch|wakeup|wakeup_new)_(btf|raw)$|^floor_|^stamp_(switch|wakeup)"))
 		| "\(.name) \(.run_time_ns // 0) \(.run_cnt // 0)"'
 }
 
@@ -141,9 +170,10 @@ stop_rqlat() {
 
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -r), $(nproc) CPUs"
 echo "# perf bench sched pipe -l $LOOPS on CPU $CPU, $PAIRS pairs, moat-rqlat ${RQLAT_ARGS:-}"
-printf '%-6s %12s %12s %12s %8s %8s\n' round off_ops/s floor_ops/s moat_ops/s floor moat
+printf '%-6s %12s %12s %12s %12s %8s %8s %8s\n' round off_ops/s floor_ops/s moat_ops/s stamp_ops/s floor moat stamp
 : >"$work/ratios"
 : >"$work/floor_ratios"
+: >"$work/stamp_ratios"
 for i in $(seq "$PAIRS"); do
 	off=$(pipe_ops)
 	start_floor
@@ -152,26 +182,40 @@ for i in $(seq "$PAIRS"); do
 	start_rqlat --watch /
 	on=$(pipe_ops)
 	stop_rqlat
+	start_stamp all
+	st=$(pipe_ops)
+	stop_stamp
 	ratio=$(awk -v a="$on" -v b="$off" 'BEGIN { printf "%.4f", a / b }')
 	fratio=$(awk -v a="$fl" -v b="$off" 'BEGIN { printf "%.4f", a / b }')
+	sratio=$(awk -v a="$st" -v b="$off" 'BEGIN { printf "%.4f", a / b }')
 	echo "$ratio" >>"$work/ratios"
 	echo "$fratio" >>"$work/floor_ratios"
-	printf '%-6s %12s %12s %12s %8s %8s\n' "$i" "$off" "$fl" "$on" "$fratio" "$ratio"
+	echo "$sratio" >>"$work/stamp_ratios"
+	printf '%-6s %12s %12s %12s %12s %8s %8s %8s\n' "$i" "$off" "$fl" "$on" "$st" "$fratio" "$ratio" "$sratio"
 done
 
 median=$(median "$work/ratios")
 fmedian=$(median "$work/floor_ratios")
 echo "median throughput ratio (with/without): $median (target >= 0.95)"
 echo "median throughput ratio, the floor: $fmedian; moat below it by $(awk -v f="$fmedian" -v m="$median" 'BEGIN { printf "%.4f", f - m }') (target <= 0.06)"
+smedian=$(median "$work/stamp_ratios")
+echo "median throughput ratio, the scheduler's stamp (bpf/stamp.bpf.c, no blame): $smedian; below the floor's by $(awk -v f="$fmedian" -v m="$smedian" 'BEGIN { printf "%.4f", f - m }')"
 
-# One more attached run per configuration, with the kernel's BPF stats on.
-per_event() {
+# stats_of START STOP [ARG...]: one more pipe run, between START ARG...
+# and STOP, with the kernel's BPF stats on; the programs' in $work/stats.
+stats_of() {
+	local start=$1 stop=$2
+	shift 2
 	sysctl -qw kernel.bpf_stats_enabled=1
-	start_rqlat "$@"
+	"$start" "$@"
 	pipe_ops >/dev/null
 	prog_stats >"$work/stats"
-	stop_rqlat
+	"$stop"
 	sysctl -qw kernel.bpf_stats_enabled=0
+}
+
+per_event() {
+	stats_of start_rqlat stop_rqlat "$@"
 }
 
 switch_ns() {
@@ -187,31 +231,27 @@ tp_ns() {
 }
 
 echo
-sysctl -qw kernel.bpf_stats_enabled=1
-start_floor
-pipe_ops >/dev/null
-prog_stats >"$work/stats"
-stop_floor
-sysctl -qw kernel.bpf_stats_enabled=0
+stats_of start_floor stop_floor
 floor_switch=$(tp_ns switch) floor_wakeup=$(tp_ns wakeup)
 echo "the floor (empty programs): sched_switch $floor_switch ns/event, sched_wakeup $floor_wakeup ns/event"
 echo "each part of the hot path, with the parts before it (bpf/rqlat.h); in (): its own price"
 printf '%-8s %22s %22s\n' part sched_switch_ns sched_wakeup_ns
 last_switch=$floor_switch last_wakeup=$floor_wakeup
 for part in clock mark wait cgroup hist; do
-	sysctl -qw kernel.bpf_stats_enabled=1
-	attach '^attached' "$work/parts.err" "$PARTS" "$part"
-	parts_pid=$attached_pid
-	pipe_ops >/dev/null
-	prog_stats >"$work/stats"
-	kill "$parts_pid"
-	wait "$parts_pid" 2>/dev/null || true
-	parts_pid=
-	sysctl -qw kernel.bpf_stats_enabled=0
+	stats_of start_parts stop_parts "$part"
 	sw=$(tp_ns switch) wk=$(tp_ns wakeup)
 	awk -v p="$part" -v s="$sw" -v w="$wk" -v ls="$last_switch" -v lw="$last_wakeup" \
 		'BEGIN { printf "%-8s %12.1f (%+6.1f) %12.1f (%+6.1f)\n", p, s, s - ls, w, w - lw }'
 	last_switch=$sw last_wakeup=$wk
+done
+echo "the scheduler's stamp instead (bpf/stamp.bpf.c): no program at sched_wakeup; sched_switch cut after each part"
+last_switch=$floor_switch
+for part in wait cgroup all; do
+	stats_of start_stamp stop_stamp "$part"
+	sw=$(tp_ns switch)
+	awk -v p="$part" -v s="$sw" -v ls="$last_switch" -v f="$floor_switch" \
+		'BEGIN { printf "%-8s %12.1f (%+6.1f), above the floor %+.1f\n", p, s, s - ls, s - f }'
+	last_switch=$sw
 done
 printf '%-10s %-24s %12s %10s\n' blame program events ns/event
 worst=0
