@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "cpulist.h"
 #include "hostroot.h"
 #include "log.h"
 #include "node.h"
@@ -122,30 +123,15 @@ static void read_meminfo(const struct node *n, double *total, double *avail)
  */
 static long online_cpus(const struct node *n)
 {
-	char buf[4096], *p = buf, *end;
-	long a, b, count = 0;
+	char buf[4096];
 	ssize_t r = n->online < 0 ? -1 : pread(n->online, buf, sizeof(buf) - 1, 0);
+	long count;
 
 	if (r <= 0)
 		return sysconf(_SC_NPROCESSORS_ONLN);
 	buf[r] = '\0';
-	for (;;) {
-		a = b = strtol(p, &end, 10);
-		if (end == p || a < 0)
-			return sysconf(_SC_NPROCESSORS_ONLN);
-		p = end;
-		if (*p == '-') {
-			b = strtol(++p, &end, 10);
-			if (end == p || b < a)
-				return sysconf(_SC_NPROCESSORS_ONLN);
-			p = end;
-		}
-		count += b - a + 1;
-		if (*p != ',')
-			break;
-		p++;
-	}
-	return *p == '\n' || !*p ? count : sysconf(_SC_NPROCESSORS_ONLN);
+	count = moat_cpulist_count(buf);
+	return count > 0 ? count : sysconf(_SC_NPROCESSORS_ONLN);
 }
 
 void node_sample(struct moatd *d, struct node_sample *w)
