@@ -517,6 +517,22 @@ static int count_of(const char *hay, const char *needle)
 	return n;
 }
 
+/*
+ * moatd started afresh with @text as its config file @name in the test's
+ * directory, its log in moatd.log there.  The old socket goes first, or
+ * the wait for it would see the old moatd's.
+ */
+static void start_with_config(const char *name, const char *text)
+{
+	char conf[PATH_MAX], log[PATH_MAX];
+
+	snprintf(conf, sizeof(conf), "%s/%s", dir, name);
+	snprintf(log, sizeof(log), "%s/moatd.log", dir);
+	write_file(conf, text);
+	unlink(sock);
+	daemon_pid = start_moatd(sock, conf, log);
+}
+
 static void restart(void)
 {
 	char conf[PATH_MAX], log[PATH_MAX];
@@ -2614,7 +2630,6 @@ static void stub_stop(struct MHD_Daemon *api)
 Test(moatd, node_hints_reach_a_stub_api_server)
 {
 	static struct work_periodic probe = { 1000000, 1500 };
-	char conf[PATH_MAX], log[PATH_MAX];
 	struct MHD_Daemon *api;
 	struct stub_req r;
 	struct tcg lc, be;
@@ -2624,13 +2639,9 @@ Test(moatd, node_hints_reach_a_stub_api_server)
 	/* moatd as in a pod: the stub's address, a token, a node name */
 	stop(&daemon_pid);
 	api = stub_start();
-	snprintf(conf, sizeof(conf), "%s/kube.conf", dir);
-	snprintf(log, sizeof(log), "%s/moatd.log", dir);
-	write_file(conf, "period_ms = 100\nrules/web = web-* lc\nrules/batch = batch-* be\n"
-			 "http/listen = \nkube/interval_ms = 200\nkube/untaint_s = 1\n"
-			 "lc/rqlat_p99_target_us = 1\n");
-	unlink(sock);	/* or the wait sees the old moatd's */
-	daemon_pid = start_moatd(sock, conf, log);
+	start_with_config("kube.conf", "period_ms = 100\nrules/web = web-* lc\nrules/batch = batch-* be\n"
+			  "http/listen = \nkube/interval_ms = 200\nkube/untaint_s = 1\n"
+			  "lc/rqlat_p99_target_us = 1\n");
 	moatd_env[0] = NULL;
 
 	/* An LC group waiting behind a BE hog: far over a 1 us target. */
@@ -2741,7 +2752,7 @@ static void kube_tree(struct kube_tree *t)
 Test(moatd, hints_see_a_pods_waits_in_its_containers)
 {
 	static struct work_periodic probe = { 1000000, 1500 };
-	char conf[PATH_MAX], log[PATH_MAX], *body;
+	char *body;
 	struct kube_tree kt;
 	struct json_object *o = NULL, *v, *lc, *e;
 	struct MHD_Daemon *api;
@@ -2754,13 +2765,9 @@ Test(moatd, hints_see_a_pods_waits_in_its_containers)
 	api = stub_start();
 	kube_tree(&kt);
 
-	snprintf(conf, sizeof(conf), "%s/kube.conf", dir);
-	snprintf(log, sizeof(log), "%s/moatd.log", dir);
-	write_file(conf, "period_ms = 100\nhttp/listen = 127.0.0.1:0\n"
-			 "kube/interval_ms = 200\nlc/rqlat_p99_target_us = 50\n"
-			 "enforce/min_waits = 5\nmode = enforce\n");
-	unlink(sock);
-	daemon_pid = start_moatd(sock, conf, log);
+	start_with_config("kube.conf", "period_ms = 100\nhttp/listen = 127.0.0.1:0\n"
+			  "kube/interval_ms = 200\nlc/rqlat_p99_target_us = 50\n"
+			  "enforce/min_waits = 5\nmode = enforce\n");
 	moatd_env[0] = NULL;
 
 	tcg_lock_cpu();
@@ -3851,16 +3858,11 @@ Test(moatd, observe_source_switched_back_and_forth_between_cycles)
 Test(moatd, a_tiers_class_set_at_runtime_takes_at_once)
 {
 	static const char *const lc_class = "groups/" KUBE_LC_UID "/class";
-	char conf[PATH_MAX], log[PATH_MAX];
 	struct kube_tree kt;
 
 	stop(&daemon_pid);
 	kube_tree(&kt);
-	snprintf(conf, sizeof(conf), "%s/kube.conf", dir);
-	snprintf(log, sizeof(log), "%s/moatd.log", dir);
-	write_file(conf, "period_ms = 100\nrescan_ms = 3600000\n");
-	unlink(sock);
-	daemon_pid = start_moatd(sock, conf, log);
+	start_with_config("kube.conf", "period_ms = 100\nrescan_ms = 3600000\n");
 	wait_get(lc_class, 0, 30);
 	cr_expect_str_eq(out, "lc\n", "the burstable pod's class");
 
@@ -4008,7 +4010,7 @@ Test(moatd, pressure_on_a_kubelet_tree_is_each_pods_and_containers_files)
 		"moat_group_memory_pressure_stalled_seconds_total",
 	};
 	static const char *const pod_uid[2] = { KUBE_LC_UID, KUBE_BE_UID };
-	char conf[PATH_MAX], log[PATH_MAX], gid[256], *body;
+	char gid[256], *body;
 	struct kube_tree kt;
 	double pct = NAN;
 	pid_t hog[2];
@@ -4018,11 +4020,7 @@ Test(moatd, pressure_on_a_kubelet_tree_is_each_pods_and_containers_files)
 		cr_skip_test("cgroup v1: no pressure files per cgroup (make vmtest runs this)");
 	stop(&daemon_pid);
 	kube_tree(&kt);
-	snprintf(conf, sizeof(conf), "%s/kube.conf", dir);
-	snprintf(log, sizeof(log), "%s/moatd.log", dir);
-	write_file(conf, "period_ms = 100\nhttp/listen = 127.0.0.1:0\n");
-	unlink(sock);
-	daemon_pid = start_moatd(sock, conf, log);
+	start_with_config("kube.conf", "period_ms = 100\nhttp/listen = 127.0.0.1:0\n");
 	wait_get("groups/" KUBE_BE_UID "/path", 0, 30);
 
 	tcg_lock_cpu();
