@@ -83,19 +83,25 @@ static __always_inline int emit(__u64 id, __u32 type, __u32 tid)
 	return 0;
 }
 
+/* above()'s answer when it gave up, MOAT_CGROUP_TRACK_DEPTH levels up */
+#define TOO_DEEP	(~0ULL)
+
 /*
  * The id of @cgrp or of its nearest ancestor that is @want (with @want 0:
- * that is in the tracked map); 0: none within MOAT_CGROUP_TRACK_DEPTH
- * levels.
+ * that is in the tracked map); 0: none, up to the hierarchy's root;
+ * TOO_DEEP: none within MOAT_CGROUP_TRACK_DEPTH levels, and more above.
  */
 static __always_inline __u64 above(struct cgroup *cgrp, __u64 want, bool btf)
 {
 	int i;
 
-	for (i = 0; i < MOAT_CGROUP_TRACK_DEPTH && cgrp; i++) {
-		__u64 id = btf ? cgrp->kn->id : BPF_CORE_READ(cgrp, kn, id);
+	for (i = 0; i < MOAT_CGROUP_TRACK_DEPTH; i++) {
+		__u64 id;
 		struct cgroup_subsys_state *up;
 
+		if (!cgrp)
+			return 0;
+		id = btf ? cgrp->kn->id : BPF_CORE_READ(cgrp, kn, id);
 		if (want ? id == want : !!bpf_map_lookup_elem(&tracked, &id))
 			return id;
 		up = btf ? cgrp->self.parent : BPF_CORE_READ(cgrp, self.parent);
@@ -103,9 +109,14 @@ static __always_inline __u64 above(struct cgroup *cgrp, __u64 want, bool btf)
 			return 0;
 		cgrp = btf ? up->cgroup : BPF_CORE_READ(up, cgroup);
 	}
-	return 0;
+	return TOO_DEEP;
 }
 
+/*
+ * A cgroup too deep to tell is sent as if below the scan root: a walk
+ * for nothing costs userspace less than a group it does not see until
+ * the next rescan_ms.
+ */
 static __always_inline int send(struct cgroup *cgrp, __u32 type, bool btf)
 {
 	if (!in_cpu_hierarchy(cgrp, btf))
@@ -126,7 +137,9 @@ static __always_inline int task_entered(struct cgroup *cgrp,
 	if (!tracking || !cgrp || !in_cpu_hierarchy(cgrp, btf))
 		return 0;
 	unit = above(cgrp, 0, btf);
-	return unit ? emit(unit, MOAT_CGROUP_TASK, moat_task_pid(task, btf)) : 0;
+	if (!unit || unit == TOO_DEEP)	/* the next reconcile moves it */
+		return 0;
+	return emit(unit, MOAT_CGROUP_TASK, moat_task_pid(task, btf));
 }
 
 /* The cgroup of @t in the cpu controller's hierarchy, or NULL. */

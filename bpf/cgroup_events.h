@@ -20,8 +20,10 @@ struct moat_cgroup_event {
 
 /*
  * How far above a cgroup a tracked cgroup, or the scan root, is looked
- * for: a cgroup made deeper below the root sends no event, and the walk
- * at rescan_ms finds it.
+ * for.  A cgroup made or renamed deeper than that is sent as if below the
+ * scan root (userspace's walk then tells); a task that enters a cgroup
+ * deeper than that below a tracked one is not sent, and the next
+ * reconcile moves it.
  */
 #define MOAT_CGROUP_TRACK_DEPTH		8
 #define MOAT_CGROUP_TRACKED_MAX		4096

@@ -22,6 +22,7 @@
 #include "helpers.h"
 #include "hist.h"
 #include "log.h"
+#include "cgroup_events.h"	/* MOAT_CGROUP_TRACK_DEPTH */
 #include "cgroup_events_bpf.h"
 #include "rqlat_bpf.h"
 
@@ -414,6 +415,31 @@ static bool consume_until_removed(struct moat_cgroup_events *ev,
 }
 
 /*
+ * A cgroup made further below @root than the program looks up
+ * (MOAT_CGROUP_TRACK_DEPTH levels) is a change all the same: a kubelet
+ * in a pod, or systemd in a container, nests that deep.
+ */
+static void expect_deep_mkdir_reported(struct moat_cgroup_events *ev,
+				       const struct tcg *root)
+{
+	char deep[MOAT_CGROUP_TRACK_DEPTH + 3][PATH_MAX];
+	int n = MOAT_CGROUP_TRACK_DEPTH + 3, i;
+
+	for (i = 0; i < n; i++) {
+		cr_assert_lt((size_t)snprintf(deep[i], sizeof(deep[i]), "%s/d",
+					      i ? deep[i - 1] : root->dir), sizeof(deep[i]));
+		cr_assert_eq(mkdir(deep[i], 0755), 0, "%s: %s", deep[i], strerror(errno));
+		if (i == n - 2)	/* the levels the program still sees */
+			moat_cgroup_events_consume(ev, NULL, NULL, NULL);
+	}
+	cr_expect(moat_cgroup_events_consume(ev, NULL, NULL, NULL),
+		  "mkdir %d levels below the root not reported", n);
+	while (i--)
+		cr_expect_eq(rmdir(deep[i]), 0, "%s: %s", deep[i], strerror(errno));
+	moat_cgroup_events_consume(ev, NULL, NULL, NULL);
+}
+
+/*
  * With a scan root, what changes below it is a change; a cgroup made
  * beside it is not, and one removed beside it is only said to @removed
  * (its run-queue histograms leave their map).  A rename (cgroup v1: v2
@@ -434,6 +460,7 @@ Test(cgroup_real, events_of_the_scan_roots_subtree_and_every_removal)
 
 	cr_assert_eq(tcg_create("root/below", &below), 0);
 	cr_expect(moat_cgroup_events_consume(ev, NULL, NULL, NULL), "mkdir below the root not reported");
+	expect_deep_mkdir_reported(ev, &root);
 	cr_assert_eq(tcg_create("beside", &beside), 0);
 	cr_expect_not(moat_cgroup_events_consume(ev, NULL, NULL, NULL), "mkdir beside the root reported");
 
