@@ -110,6 +110,15 @@ attach() {
 	die "$(basename "$1") did not attach"
 }
 
+# detach VAR: stop the tool attach() started, whose pid is in VAR; empty VAR.
+detach() {
+	local -n pid_of=$1
+
+	kill "$pid_of"
+	wait "$pid_of" 2>/dev/null || true
+	pid_of=
+}
+
 start_rqlat() {
 	# shellcheck disable=SC2086
 	attach '^Tracing\|attaching' "$work/rqlat.err" "$RQLAT" "$@" ${RQLAT_ARGS:-} --json
@@ -121,33 +130,21 @@ start_floor() {
 	floor_pid=$attached_pid
 }
 
-stop_floor() {
-	kill "$floor_pid"
-	wait "$floor_pid" 2>/dev/null || true
-	floor_pid=
-}
+stop_floor() { detach floor_pid; }
 
 start_parts() {
 	attach '^attached' "$work/parts.err" "$PARTS" "$@"
 	parts_pid=$attached_pid
 }
 
-stop_parts() {
-	kill "$parts_pid"
-	wait "$parts_pid" 2>/dev/null || true
-	parts_pid=
-}
+stop_parts() { detach parts_pid; }
 
 start_stamp() {
 	attach '^attached' "$work/stamp.err" "$STAMP" "$@"
 	stamp_pid=$attached_pid
 }
 
-stop_stamp() {
-	kill "$stamp_pid"
-	wait "$stamp_pid" 2>/dev/null || true
-	stamp_pid=
-}
+stop_stamp() { detach stamp_pid; }
 
 # Cumulative run_time_ns and run_cnt of the rqlat programs and the floor's
 # (bpftool here cannot tell which process loaded a program: go by name).
@@ -162,11 +159,7 @@ median() {
 		END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-stop_rqlat() {
-	kill "$rqlat_pid"
-	wait "$rqlat_pid" 2>/dev/null || true
-	rqlat_pid=
-}
+stop_rqlat() { detach rqlat_pid; }
 
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -r), $(nproc) CPUs"
 echo "# perf bench sched pipe -l $LOOPS on CPU $CPU, $PAIRS pairs, moat-rqlat ${RQLAT_ARGS:-}"
@@ -274,11 +267,7 @@ if [ -n "$PMU_EVENTS" ]; then
 		attach '^attached' "$work/pmu.err" "$PMU" $PMU_EVENTS
 		pmu_pid=$attached_pid
 	}
-	stop_pmu() {
-		kill "$pmu_pid"
-		wait "$pmu_pid" 2>/dev/null || true
-		pmu_pid=
-	}
+	stop_pmu() { detach pmu_pid; }
 	echo
 	echo "# the counter path too: moat-pmu-attach $PMU_EVENTS"
 	printf '%-6s %12s %12s %8s\n' pair off_ops/s on_ops/s ratio
