@@ -3,9 +3,16 @@
  * Logging to stderr, one line per message, prefixed with the program name.
  * libbpf's own messages come through here too, so a failed BPF load can be
  * explained with the verifier's last lines without flooding every run.
+ *
+ * A line is one write(2): moatd's loop and its Node publisher's thread log
+ * at once, and stderr is unbuffered, so prefix, body and newline written
+ * apart interleave with the other thread's (selftests/test_log.c).
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <bpf/libbpf.h>
 #include "log.h"
 
@@ -18,6 +25,66 @@ static bool log_syslog;
 
 static char libbpf_tail[LIBBPF_TAIL_LINES][LIBBPF_LINE_MAX];
 static unsigned int libbpf_tail_next;
+
+/* @len bytes to stderr, whole: a short write or EINTR goes on. */
+static void write_all(const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(STDERR_FILENO, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		buf += n;
+		len -= n;
+	}
+}
+
+/*
+ * One line: @prefix (short: moat_log()'s), the message, a newline, in one
+ * write.  A line longer than the stack's buffer is built on the heap;
+ * without memory, cut.
+ */
+static __attribute__((format(printf, 2, 0)))
+void log_line(const char *prefix, const char *fmt, va_list ap)
+{
+	char stack[1024], *buf = stack;
+	size_t plen = strlen(prefix), room = sizeof(stack), len;
+	va_list again;
+	int n;
+
+	va_copy(again, ap);
+	n = vsnprintf(NULL, 0, fmt, again);
+	va_end(again);
+	if (n < 0)
+		return;
+	if (plen + n + 1 > room) {
+		char *big = malloc(plen + n + 1);
+
+		if (big) {
+			buf = big;
+			room = plen + n + 1;
+		}
+	}
+	memcpy(buf, prefix, plen);
+	n = vsnprintf(buf + plen, room - plen, fmt, ap);
+	len = plen + ((size_t)n < room - plen - 1 ? (size_t)n : room - plen - 1);
+	buf[len] = '\n';		/* over the NUL */
+	write_all(buf, len + 1);
+	if (buf != stack)
+		free(buf);
+}
+
+static __attribute__((format(printf, 1, 2)))
+void log_plain(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_line("", fmt, ap);
+	va_end(ap);
+}
 
 static void keep_line(const char *start, size_t len)
 {
@@ -36,10 +103,11 @@ int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 	static char msg[1 << 16];
 	const char *p, *nl;
 
-	if (log_level >= MOAT_LOG_TRACE)
-		return vfprintf(stderr, fmt, ap);
-
 	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (log_level >= MOAT_LOG_TRACE) {
+		write_all(msg, strlen(msg));	/* libbpf's lines, as they come */
+		return 0;
+	}
 	for (p = msg; *p; p = nl + 1) {
 		nl = strchrnul(p, '\n');
 		if (nl > p)
@@ -66,18 +134,18 @@ void moat_log(enum moat_log_level level, const char *fmt, ...)
 {
 	/* LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG from syslog(3) */
 	static const int prio[] = { 3, 4, 6, 7, 7 };
+	char prefix[128];
 	va_list ap;
 
 	if (level > log_level)
 		return;
 	if (log_syslog)
-		fprintf(stderr, "<%d>", prio[level]);
+		snprintf(prefix, sizeof(prefix), "<%d>", prio[level]);
 	else
-		fprintf(stderr, "%s: ", log_prog);
+		snprintf(prefix, sizeof(prefix), "%s: ", log_prog);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	log_line(prefix, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 void moat_log_libbpf_tail(void)
@@ -89,7 +157,7 @@ void moat_log_libbpf_tail(void)
 	for (i = libbpf_tail_next - n; i < libbpf_tail_next; i++) {
 		const char *line = libbpf_tail[i % LIBBPF_TAIL_LINES];
 
-		fprintf(stderr, "%s: %s\n", log_prog, line);
+		log_plain("%s: %s", log_prog, line);
 	}
 }
 
