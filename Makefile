@@ -164,6 +164,9 @@ $(O)/selftests/moat-fake-resctrl: $(addprefix $(O)/,$(moat-fake-resctrl-y))
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(USER_LDFLAGS) -o $@ $^ $(FUSE_LIBS)
 
+# The tests of moatd's parts include their headers.
+$(filter $(O)/selftests/%,$(SELFTEST_OBJS)): USER_CFLAGS += -I userspace/moatd
+
 $(SELFTESTS): $(SELFTEST_OBJS) $(LIBMOAT)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(USER_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcriterion

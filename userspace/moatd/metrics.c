@@ -122,25 +122,10 @@ static void rqlat_histogram(FILE *f, struct moatd *d)
 	}
 	prom_family(f, name, "histogram",
 	       "Run-queue waits of the group's tasks since moatd found it.");
-	for (i = 0; i < d->nr_groups; i++) {
-		const struct moatd_group *g = d->groups[i];
-		const struct moat_rqlat_hist *h = &g->sample.rqlat;
-		__u64 cum = 0;
-
-		if (!g->sample.rqlat_valid)
-			continue;
-		for (s = 0; s + 1 < MOAT_HIST_SLOTS; s++) {
-			cum += h->slots[s];
-			if (export[s])
-				group_sample(f, "moat_group_rqlat_seconds_bucket", i,
-					     le[s], cum);
-		}
-		group_sample(f, "moat_group_rqlat_seconds_bucket", i, "le=\"+Inf\"",
-			     h->count);
-		group_sample(f, "moat_group_rqlat_seconds_sum", i, NULL,
-			     h->sum_ns / 1e9);
-		group_sample(f, "moat_group_rqlat_seconds_count", i, NULL, h->count);
-	}
+	for (i = 0; i < d->nr_groups; i++)
+		if (d->groups[i]->sample.rqlat_valid)
+			prom_histogram(f, name, labels[i], &d->groups[i]->sample.rqlat,
+				       le, export);
 }
 
 /* One per-group family whose value @get gives; NAN: no sample. */
