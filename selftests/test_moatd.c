@@ -2015,7 +2015,7 @@ Test(moatd, hints_are_the_documented_json)
 	o = json_tokener_parse(body);
 	cr_assert_not_null(o, "not JSON: %.300s", body);
 	cr_assert(json_object_object_get_ex(o, "apiVersion", &v));
-	cr_expect_str_eq(json_object_get_string(v), "moat.io/v1");
+	cr_expect_str_eq(json_object_get_string(v), "moat.io/v2");
 	cr_assert(json_object_object_get_ex(o, "kind", &v));
 	cr_expect_str_eq(json_object_get_string(v), "NodeHints");
 	cr_assert(json_object_object_get_ex(o, "beCapacity", &cap));
@@ -2038,9 +2038,21 @@ Test(moatd, hints_are_the_documented_json)
 	for (i = 0; i < json_object_array_length(lc); i++) {
 		json_object *g = json_object_array_get_idx(lc, i);
 
-		if (json_object_object_get_ex(g, "group", &v) &&
-		    !strcmp(json_object_get_string(v), "web.web-h"))
-			found = true;
+		if (!json_object_object_get_ex(g, "group", &v) ||
+		    strcmp(json_object_get_string(v), "web.web-h"))
+			continue;
+		found = true;
+		/* the signal is named for what it is: lc/rqlat_signal's p99 */
+		cr_expect(json_object_object_get_ex(g, "rqlatP99Seconds", &v),
+			  "%s", json_object_to_json_string(g));
+		cr_expect(!json_object_object_get_ex(g, "rqlatWp99Seconds", &v),
+			  "v1's misnamed field: %s", json_object_to_json_string(g));
+		cr_assert_eq(ctl(out, err, "get", "lc/rqlat_signal", NULL), 0, "%s", err);
+		out[strcspn(out, "\n")] = '\0';
+		cr_expect(json_object_object_get_ex(g, "rqlatSignal", &v) &&
+			  !strcmp(json_object_get_string(v), out),
+			  "rqlatSignal is not lc/rqlat_signal's %s: %s", out,
+			  json_object_to_json_string(g));
 	}
 	cr_expect(found, "web.web-h not in lc: %s", json_object_to_json_string(lc));
 	json_object_put(o);
@@ -2747,7 +2759,7 @@ static void kube_tree(struct kube_tree *t)
  * waits by the containers; the pod is the unit, and /hints, the metrics
  * and the Node object must see them as the controller does (they once
  * read the pod's own, empty histogram: interference.cpu 0, the LC pod's
- * rqlatWp99Seconds null, no taint, while moatd throttled the BE pod).
+ * run-queue p99 null, no taint, while moatd throttled the BE pod).
  */
 Test(moatd, hints_see_a_pods_waits_in_its_containers)
 {
@@ -2791,14 +2803,14 @@ Test(moatd, hints_see_a_pods_waits_in_its_containers)
 		if (json_object_object_get_ex(o, "lc", &lc) &&
 		    json_object_array_length(lc) == 1 &&
 		    (e = json_object_array_get_idx(lc, 0)) &&
-		    json_object_object_get_ex(e, "rqlatWp99Seconds", &v) && v)
+		    json_object_object_get_ex(e, "rqlatP99Seconds", &v) && v)
 			wp99 = json_object_get_double(v);
 	}
 	cr_log_info("after ~%d x 100 ms: interference.cpu %.1f, the LC pod's wp99 %.6f s",
 		    i, cpu_itf, wp99);
 	cr_expect_gt(cpu_itf, 1, "interference.cpu %.2f with the LC pod far over target",
 		     cpu_itf);
-	cr_expect(!isnan(wp99), "the LC pod's rqlatWp99Seconds is null");
+	cr_expect(!isnan(wp99), "the LC pod's rqlatP99Seconds is null");
 	cr_expect(o && json_object_object_get_ex(o, "node", &v) &&
 		  !strcmp(json_object_get_string(v), "test-node"),
 		  "/hints's node is not $NODE_NAME, as kube/node's is");

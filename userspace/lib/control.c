@@ -23,7 +23,7 @@ const enum moat_resource moat_resource_next[MOAT_RES_NR] = {
 };
 
 const char *const moat_signal_names[MOAT_SIG_NR] = {
-	[MOAT_SIG_RQLAT_P99] = "rqlat_wp99_us",
+	[MOAT_SIG_RQLAT_P99] = "rqlat_p99_us",	/* units.c: which one */
 	[MOAT_SIG_MEMORY_PRESSURE] = "memory_pressure_pct",
 	[MOAT_SIG_CPI] = "cpi",
 };

@@ -84,7 +84,8 @@ enum moat_resource {
 };
 
 enum moat_signal {
-	MOAT_SIG_RQLAT_P99,		/* us, time-weighted (hist.h) */
+	MOAT_SIG_RQLAT_P99,		/* us, the p99 lc/rqlat_signal picks:
+					   ap99 or wp99 (hist.h, units.c) */
 	MOAT_SIG_MEMORY_PRESSURE,	/* % of the period some task stalled */
 	MOAT_SIG_CPI,			/* cycles per instruction; its target
 					   is set only while a CPI² victim */

@@ -197,7 +197,7 @@ static bool throttled(const struct moatd_group *g)
 	return false;
 }
 
-/* The /hints document, version 1 (Documentation/hints.rst). */
+/* The /hints document, version 2 (Documentation/hints.rst). */
 static json_object *hints_json(struct moatd *d, bool with_time)
 {
 	json_object *o = json_object_new_object(), *cap, *itf, *lc, *cul, *f;
@@ -211,7 +211,7 @@ static json_object *hints_json(struct moatd *d, bool with_time)
 	compute(d, &h);
 	moatd_node_name(node, sizeof(node));
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
-	json_object_object_add(o, "apiVersion", json_object_new_string("moat.io/v1"));
+	json_object_object_add(o, "apiVersion", json_object_new_string("moat.io/v2"));
 	json_object_object_add(o, "kind", json_object_new_string("NodeHints"));
 	json_object_object_add(o, "node", json_object_new_string(node));
 	if (with_time)
@@ -266,9 +266,14 @@ static json_object *hints_json(struct moatd *d, bool with_time)
 			continue;
 		e = json_object_new_object();
 		json_object_object_add(e, "group", json_object_new_string(g->gid.id));
-		/* the unit's: its members' waits merged (units.c) */
-		json_object_object_add(e, "rqlatWp99Seconds",
+		/*
+		 * The unit's, its members' waits merged (units.c): the p99
+		 * the controller takes, and which one (lc/rqlat_signal).
+		 */
+		json_object_object_add(e, "rqlatP99Seconds",
 				       num(u->lc.value[MOAT_SIG_RQLAT_P99] / 1e6));
+		json_object_object_add(e, "rqlatSignal",
+				       json_object_new_string(units_rqlat_signal(d)));
 		json_object_object_add(e, "rqlatTargetSeconds",
 				       num(u->lc.target[MOAT_SIG_RQLAT_P99] / 1e6));
 		json_object_object_add(e, "memoryPressurePercent",

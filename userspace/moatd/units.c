@@ -191,6 +191,11 @@ const char *signals_name(const struct moatd *d, enum moat_signal s)
 	return moat_signal_names[s];
 }
 
+const char *units_rqlat_signal(const struct moatd *d)
+{
+	return rqlat_signals[S(d)->rqlat_signal];
+}
+
 double signals_memory_target(const struct moatd *d)
 {
 	return S(d)->memory_pressure_target_pct;

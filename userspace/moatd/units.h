@@ -31,6 +31,8 @@ double unit_ratio(const struct unit *u, bool memory);
 double node_memory_ratio(const struct moatd *d, const struct period *p);
 /* The memory pressure target, %, that the node's row is judged by. */
 double signals_memory_target(const struct moatd *d);
+/* lc/rqlat_signal: "ap99" or "wp99", the p99 an LC unit's signal is. */
+const char *units_rqlat_signal(const struct moatd *d);
 /* The name of signal @s as the controller takes it (lc/rqlat_signal). */
 const char *signals_name(const struct moatd *d, enum moat_signal s);
 
