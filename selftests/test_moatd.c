@@ -1034,6 +1034,21 @@ Test(moatd, a_resctrl_tree_is_read_at_start_and_shown)
 	free(text);
 }
 
+/*
+ * A newcomer's first run on a host with no kubelet and no rule: the
+ * status says where moatd looked, what it looks for and how to add a
+ * rule, not just an empty table.
+ */
+Test(moatd, status_of_a_node_without_groups_says_how_to_add_one)
+{
+	const char *args[] = { "--socket", sock, "status", NULL };
+
+	cr_assert_eq(run("moatctl", args, out, err), 0, "%s", err);
+	cr_expect(strstr(out, "no groups below /moat-test-") &&
+		  strstr(out, "moatctl set rules/"),
+		  "no word on how to get a group:\n%s", out);
+}
+
 Test(moatd, ls_get_set_tree_round_trip)
 {
 	char before[OUT_MAX];
@@ -2808,6 +2823,23 @@ Test(moatd, hints_see_a_pods_waits_in_its_containers)
 	}
 	cr_log_info("after ~%d x 100 ms: interference.cpu %.1f, the LC pod's wp99 %.6f s",
 		    i, cpu_itf, wp99);
+	/*
+	 * moatctl status: the pod's row shows its containers' waits merged,
+	 * as the hints do (it once showed WAITS 0 and "-" while they waited).
+	 */
+	{
+		const char *args[] = { "--socket", sock, "status", NULL };
+		char *row;
+		long long waits = -1;
+		char p99[32] = "";
+
+		cr_assert_eq(run("moatctl", args, out, err), 0, "%s", err);
+		row = strstr(out, KUBE_LC_UID);
+		cr_assert_not_null(row, "no row for the LC pod:\n%s", out);
+		cr_expect(sscanf(row, KUBE_LC_UID " %*s pod %lld %*s %31s", &waits, p99) == 2 &&
+			  waits > 0 && strcmp(p99, "-"),
+			  "the LC pod's row shows no waits while its container waits:\n%s", out);
+	}
 	cr_expect_gt(cpu_itf, 1, "interference.cpu %.2f with the LC pod far over target",
 		     cpu_itf);
 	cr_expect(!isnan(wp99), "the LC pod's rqlatP99Seconds is null");

@@ -233,7 +233,8 @@ static int cmd_status(int argc, char **argv)
 {
 	char *body, path[512], id[128], last[128] = "";
 	struct kv t = {};
-	size_t i;
+	size_t i, groups = 0;
+	bool unit;
 
 	if (argc) {
 		fprintf(stderr, "moatctl: status takes no arguments\n");
@@ -262,12 +263,25 @@ static int cmd_status(int argc, char **argv)
 		    !strcmp(id, last))
 			continue;
 		strcpy(last, id);
+		groups++;
 #define G(attr) (snprintf(path, sizeof(path), "groups/%s/" attr, id), lookup(&t, path))
+		/*
+		 * A unit (a pod, a rule's cgroup) shows its members' waits
+		 * merged: a pod's tasks wait in its containers' cgroups.
+		 */
+		unit = strcmp(G("unit_rqlat_count"), "-");
 		printf("%-38s %-5s %-9s %8s %9s %9s %7s  %s\n", id, G("class"),
-		       G("kind"), G("rqlat_count"), G("rqlat_p50_us"),
-		       G("rqlat_p99_us"), G("cpu_usage"), G("path"));
+		       G("kind"), unit ? G("unit_rqlat_count") : G("rqlat_count"),
+		       unit ? G("unit_rqlat_p50_us") : G("rqlat_p50_us"),
+		       unit ? G("unit_rqlat_p99_us") : G("rqlat_p99_us"),
+		       G("cpu_usage"), G("path"));
 #undef G
 	}
+	if (!groups)
+		printf("\nno groups below %s: moatd finds the pods kubelet makes there (kubepods/...)\n"
+		       "and the cgroups a rule matches, for instance:\n"
+		       "    moatctl set rules/web 'system.slice/nginx.service lc'\n",
+		       lookup(&t, "cgroup_root"));
 	free(t.paths);
 	free(t.values);
 	free(body);

@@ -700,9 +700,21 @@ static int show_rescans(const struct moat_knob *k, char *buf, size_t len)
 	return snprintf(buf, len, "%llu", gs->walks) >= (int)len ? -EOVERFLOW : 0;
 }
 
+/* Where moatd looks for groups: the cpu hierarchy's root or --cgroup-root. */
+static int show_cgroup_root(const struct moat_knob *k, char *buf, size_t len)
+{
+	const struct moatd *d = k->owner;
+
+	return snprintf(buf, len, "%s", d->scan.root) >= (int)len ? -EOVERFLOW : 0;
+}
+
 static int groups_init(struct moatd *d)
 {
 	struct groups *gs = G(d);
+	const struct moat_knob root = {
+		.path = "cgroup_root", .type = MOAT_KNOB_SHOW, .show = show_cgroup_root,
+		.owner = d,
+	};
 	const struct moat_knob knobs[] = {
 		{ .path = "rescan_ms", .type = MOAT_KNOB_U32, .writable = true,
 		  .min = 1000, .max = 3600000, .data = &gs->rescan_ms },
@@ -725,6 +737,8 @@ static int groups_init(struct moatd *d)
 					     MOAT_CLASS_BE };
 	err = moat_knob_add_all(d->tree, "", knobs,
 				sizeof(knobs) / sizeof(knobs[0]), gs);
+	if (!err)
+		err = moat_knob_add(d->tree, &root);
 	/* there, if empty: ls rules says no rules, not no such knob */
 	if (!err)
 		err = moat_knob_add_dir(d->tree, "rules");

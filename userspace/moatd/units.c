@@ -40,6 +40,7 @@ struct signals {
 struct signals_group {
 	unsigned int rqlat_p99_target_us;	/* 0: the class's */
 	int unit;			/* its index in p->units; -1: none */
+	const struct moatd *d;		/* for its knobs */
 };
 
 static struct signals *S(const struct moatd *d)
@@ -226,19 +227,50 @@ static int signals_init(struct moatd *d)
 				 s);
 }
 
+/*
+ * A unit's waits, its members' merged, as moatctl status shows a pod:
+ * unit_rqlat_count, unit_rqlat_p50_us, unit_rqlat_p99_us (per wait) of
+ * the last period; no value on a group that is not a unit.
+ */
+static int show_unit_waits(const struct moat_knob *k, char *buf, size_t len)
+{
+	const struct moatd_group *g = k->owner;
+	const struct signals_group *sg = group_mod(g, MOD_SIGNALS);
+	const struct unit *u = unit_of(&sg->d->period, g);
+	const char *what = strrchr(k->path, '/') + 1;
+	double ns;
+
+	if (!u)
+		return -ENODATA;
+	if (!strcmp(what, "unit_rqlat_count"))
+		return snprintf(buf, len, "%llu", (unsigned long long)u->waits.count) >=
+		       (int)len ? -EOVERFLOW : 0;
+	if (moat_hist_percentile(&u->waits, strcmp(what, "unit_rqlat_p50_us") ? 0.99 : 0.5,
+				 &ns))
+		return -ENODATA;
+	return snprintf(buf, len, "%.1f", ns / 1000) >= (int)len ? -EOVERFLOW : 0;
+}
+
 static int signals_group_add(struct moatd *d, struct moatd_group *g)
 {
 	struct signals_group *sg = group_mod(g, MOD_SIGNALS);
-	struct moat_knob k = {
-		.path = "rqlat_p99_target_us", .type = MOAT_KNOB_U32,
-		.writable = true, .transient = true, .min = 0, .max = 10000000,
-		.data = &sg->rqlat_p99_target_us,
+	const struct moat_knob k[] = {
+		{ .path = "rqlat_p99_target_us", .type = MOAT_KNOB_U32,
+		  .writable = true, .transient = true, .min = 0, .max = 10000000,
+		  .data = &sg->rqlat_p99_target_us },
+		{ .path = "unit_rqlat_count", .type = MOAT_KNOB_SHOW,
+		  .show = show_unit_waits },
+		{ .path = "unit_rqlat_p50_us", .type = MOAT_KNOB_SHOW,
+		  .show = show_unit_waits },
+		{ .path = "unit_rqlat_p99_us", .type = MOAT_KNOB_SHOW,
+		  .show = show_unit_waits },
 	};
 	char dir[MOAT_KNOB_PATH_MAX];
 
 	sg->unit = -1;
+	sg->d = d;
 	snprintf(dir, sizeof(dir), "groups/%s", g->gid.id);
-	return moat_knob_add_all(d->tree, dir, &k, 1, g);
+	return moat_knob_add_all(d->tree, dir, k, sizeof(k) / sizeof(k[0]), g);
 }
 
 const struct moatd_module signals_module = {
