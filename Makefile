@@ -84,6 +84,7 @@ PROGS		:= $(addprefix $(O)/,$(progs-y))
 BENCH		:= $(addprefix $(O)/,$(bench-y))
 SELFTESTS	:= $(O)/selftests/moat-selftests
 TESTPROGS	:= $(addprefix $(O)/selftests/,$(testprogs-y))
+TESTLIBS	:= $(addprefix $(O)/selftests/,$(testlibs-y))
 SELFTEST_OBJS	:= $(addprefix $(O)/,$(selftests-y))
 FUZZERS		:= $(addprefix $(O)/fuzz/,$(fuzz-y))
 MANPAGES	:= $(patsubst Documentation/man/%.rst,$(O)/man/%,$(wildcard Documentation/man/*.rst))
@@ -96,7 +97,7 @@ USER_OBJS	:= $(LIBMOAT_OBJS) $(SELFTEST_OBJS) \
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 .PHONY: all run check vmtest install clean deps san fuzzers fuzz image
 
-all: $(PROGS) $(BENCH) $(SELFTESTS) $(TESTPROGS) $(MANPAGES) $(UNIT)
+all: $(PROGS) $(BENCH) $(SELFTESTS) $(TESTPROGS) $(TESTLIBS) $(MANPAGES) $(UNIT)
 
 # Man pages from reStructuredText.  Docutils 0.19's rst2man puts .sp
 # right after .SH and writes literal blocks in font C, which mandoc -T
@@ -166,6 +167,13 @@ $(O)/selftests/moat-fake-resctrl: $(addprefix $(O)/,$(moat-fake-resctrl-y))
 
 # The tests of moatd's parts include their headers.
 $(filter $(O)/selftests/%,$(SELFTEST_OBJS)): USER_CFLAGS += -I userspace/moatd
+
+# The fault the tests preload into moatd: never sanitized, for it runs
+# in the sanitized moatd too, beside the sanitizer's own interceptors.
+$(O)/selftests/libmoat-fault.so: selftests/fault.c | $(DEPS_STAMP)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -shared -fPIC -O2 $(WARNINGS) -o $@ $< -ldl
 
 $(SELFTESTS): $(SELFTEST_OBJS) $(LIBMOAT)
 	$(call msg,LINK,$@)

@@ -3867,6 +3867,89 @@ Test(moatd, the_periodic_walk_only_when_the_cgroups_changed_unseen)
 }
 
 /*
+ * The fault library (selftests/fault.c) preloaded into the next moatd
+ * started, failing the @nth call of @fn; the sanitized moatd's runtime is
+ * in the executable, so the preload comes after it, as it must.
+ */
+static char fault_env[2][PATH_MAX];
+
+static void preload_fault(const char *fn, int nth)
+{
+	snprintf(fault_env[0], sizeof(fault_env[0]), "LD_PRELOAD=%s/selftests/libmoat-fault.so",
+		 build_dir());
+	snprintf(fault_env[1], sizeof(fault_env[1]), "MOAT_FAULT=%s:%d", fn, nth);
+	cr_assert_eq(access(fault_env[0] + strlen("LD_PRELOAD="), R_OK), 0, "%s", fault_env[0]);
+	moatd_env[0] = fault_env[0];
+	moatd_env[1] = fault_env[1];
+	moatd_env[2] = NULL;
+}
+
+/*
+ * One failed read of the cgroup iterator (bpf_iter_create failing once,
+ * as the kernel's -ENOMEM or -EAGAIN would): that period's windows are
+ * not known, and the next one's are one period's, never everything since
+ * the cgroup was made.  The period's counters not read were kept as 0
+ * and valid, so the next window was the whole total: a group throttled
+ * for 2 ms of every 10 ms showed 500 throttled periods in one 1 s window,
+ * which the controller and /hints read.
+ */
+Test(moatd, a_failed_iterator_read_leaves_no_spike_in_the_next_window, .timeout = 90)
+{
+	const char *knob = "groups/web.web-thr/throttled_periods";
+	double v, most_before = 0, most_after = 0;
+	struct tcg web;
+	pid_t hog;
+	int i, cpu, known_after = 0;
+
+	stop(&daemon_pid);
+	cr_assert_eq(tcg_create("web-thr", &web), 0);
+	if (tcg_hierarchy()->v2) {
+		cr_assert_eq(tcg_write(&web, "cpu.max", "2000 10000"), 0);
+	} else {
+		cr_assert_eq(tcg_write(&web, "cpu.cfs_period_us", "10000"), 0);
+		cr_assert_eq(tcg_write(&web, "cpu.cfs_quota_us", "2000"), 0);
+	}
+	cpu = tcg_pick_cpu();
+	hog = tcg_spawn(&web, cpu, work_hog, NULL);
+	cr_assert_gt(hog, 0);
+	/* the probe and the start's cycle are calls 1 and 2: the 8th is ~5 s in */
+	preload_fault("bpf_iter_create", 8);
+	start_with_config("fault.conf", "period_ms = 1000\nrules/web = web-* lc\n"
+			  "http/listen = \n");
+	moatd_env[0] = NULL;
+	cr_assert_eq(ctl(out, err, "get", "observe/active_source", NULL), 0, "%s", err);
+	cr_assert_str_eq(out, "iterator\n", "the cgroup iterator is not observe's source here");
+	/* the windows before the fault, and after it, 10 reads a period */
+	for (i = 0; i < 150 && !wait_log("bpf_iter_create call 8 fails", 1, 0); i++) {
+		v = get_number(knob);
+		if (!isnan(v) && v > most_before)
+			most_before = v;
+		sleep_ms(100);
+	}
+	cr_assert(wait_log("the cgroup iterator's read failed", 1, 3000),
+		  "moatd did not say the read failed");
+	cr_assert(wait_log("the cgroup iterator reads again", 1, 3000),
+		  "moatd did not say the iterator reads again");
+	for (i = 0; i < 40; i++) {
+		v = get_number(knob);
+		if (!isnan(v)) {
+			known_after++;
+			if (v > most_after)
+				most_after = v;
+		}
+		sleep_ms(100);
+	}
+	tcg_kill(hog);
+	cr_log_info("throttled periods per 1 s window: at most %.0f before the failed read, %.0f after",
+		    most_before, most_after);
+	cr_expect_gt(most_before, 10, "the group was not throttled before the fault: %.0f", most_before);
+	cr_expect_gt(known_after, 5, "no window known after the failed read");
+	/* 100 CFS periods a second: a window of a second cannot hold 150 */
+	cr_expect_leq(most_after, 150, "a window after the failed read held %.0f throttled periods (%.0f before): the total since the cgroup was made",
+		      most_after, most_before);
+}
+
+/*
  * observe/source set between two cycles: a cycle whose rescan_ms is due
  * asks observe for the fingerprint of the period's walk before observe
  * reads again, and the switch to files had freed the walk but left the

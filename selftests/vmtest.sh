@@ -50,7 +50,7 @@ KVM_CPU=${VMTEST_KVM_CPU:-host}
 SILENCE=${VMTEST_SILENCE:-240}		# no console output: hung
 BOOT_TIMEOUT=${VMTEST_BOOT_TIMEOUT:-180} # no "vmtest:" line from init yet
 PROBE_TIMEOUT=${VMTEST_PROBE_TIMEOUT:-60}
-BINS="moatd moatctl moat-rqlat selftests/moat-selftests selftests/moat-fake-resctrl"
+BINS="moatd moatctl moat-rqlat selftests/moat-selftests selftests/moat-fake-resctrl selftests/libmoat-fault.so"
 
 die() { echo "vmtest.sh: $*" >&2; exit 2; }
 

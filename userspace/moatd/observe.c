@@ -50,11 +50,21 @@ enum group_file {
 	GF_NR,
 };
 
-/* Cumulative counters at the last read. */
+/*
+ * A cumulative counter at its last read, and whether that read worked:
+ * each its own, for a window is the growth since the last read of that
+ * counter, and one not read this period (a failed iterator read, a file
+ * gone for a moment) has no window now and none the next period either:
+ * its last good value is a period or more older than the others'.
+ */
+struct counter {
+	__u64 v;
+	bool valid;
+};
+
 struct counters {
-	__u64 cpu_ns, nr_throttled, throttled_ns;
-	__u64 cpu_some_us, memory_some_us;
-	bool valid;		/* false before the first read */
+	struct counter cpu_ns, nr_throttled, throttled_ns;
+	struct counter cpu_some_us, memory_some_us;
 };
 
 enum { SRC_AUTO, SRC_FILES };
@@ -210,7 +220,7 @@ static bool pressure(struct observe *o, struct observe_group *og,
 
 	if (sums && og->psi_known[mem] && og->psi_sig[mem] == sig &&
 	    !(r->has & stalling)) {
-		*us = mem ? og->last.memory_some_us : og->last.cpu_some_us;
+		*us = mem ? og->last.memory_some_us.v : og->last.cpu_some_us.v;
 		return true;
 	}
 	if (fd >= 0)
@@ -221,12 +231,19 @@ static bool pressure(struct observe *o, struct observe_group *og,
 	return ok;
 }
 
-/* (now - before) * scale, or NAN when either is unknown. */
-static double rate(bool ok, bool had, __u64 now, __u64 before, double scale)
+/*
+ * The counter read @now (@ok: the read worked) over its last read:
+ * (now - last) * @scale, or NAN unless both reads worked a period apart
+ * (@secs > 0); @last becomes this read.
+ */
+static double rate(struct counter *last, bool ok, __u64 now, double secs,
+		   double scale)
 {
-	if (!ok || !had || now < before)
-		return NAN;
-	return (now - before) * scale;
+	double r = ok && last->valid && secs > 0 && now >= last->v ?
+		   (now - last->v) * scale : NAN;
+
+	*last = (struct counter){ .v = now, .valid = ok };
+	return r;
 }
 
 /* The file and the clock are read moments apart: a share over 100% is 100%. */
@@ -241,55 +258,51 @@ static void observe_group(struct moatd *d, struct moatd_group *g, double secs)
 	struct observe *o = O(d);
 	const struct moat_cgstat *r = o->walked ?
 		moat_cgstat_walk_find(o->walk, g->cgid) : NULL;
-	struct counters c = { .valid = true };
 	struct group_sample *s = &g->sample;
 	struct group_window *w = &g->win;
+	struct counters *last = &og->last;
 	bool cpu_ok, thr_ok, cpsi_ok, mpsi_ok, mem_ok;
-	bool had = og->last.valid && secs > 0;
+	__u64 cpu_ns = 0, nr_thr = 0, thr_ns = 0, cpu_us = 0, mem_us = 0, v = 0;
 	char buf[1024];
-	__u64 v;
 
 	/* cpu.stat: usage (v2) and throttling (v1 and v2). */
 	thr_ok = cpu_ok = false;
 	if (r && (r->has & MOAT_CGSTAT_THROTTLE) &&
 	    (!d->cpu->v2 || (r->has & MOAT_CGSTAT_USAGE))) {
-		c.cpu_ns = r->usage_ns / 1000 * 1000;	/* cpu.stat's usec */
+		cpu_ns = r->usage_ns / 1000 * 1000;	/* cpu.stat's usec */
 		cpu_ok = d->cpu->v2;
-		c.nr_throttled = r->nr_throttled;
-		c.throttled_ns = d->cpu->v2 ? r->throttled_ns / 1000 * 1000 :
-					      r->throttled_ns;
+		nr_thr = r->nr_throttled;
+		thr_ns = d->cpu->v2 ? r->throttled_ns / 1000 * 1000 : r->throttled_ns;
 		thr_ok = true;
 	} else if (!reread(og->fd[GF_CPU_STAT], buf, sizeof(buf))) {
 		if (d->cpu->v2) {
 			cpu_ok = !key_u64(buf, "usage_usec", &v);
-			c.cpu_ns = v * 1000;
+			cpu_ns = v * 1000;
 			thr_ok = !key_u64(buf, "throttled_usec", &v);
-			c.throttled_ns = v * 1000;
+			thr_ns = v * 1000;
 		} else {
-			thr_ok = !key_u64(buf, "throttled_time", &c.throttled_ns);
+			thr_ok = !key_u64(buf, "throttled_time", &thr_ns);
 		}
-		thr_ok = thr_ok && !key_u64(buf, "nr_throttled", &c.nr_throttled);
+		thr_ok = thr_ok && !key_u64(buf, "nr_throttled", &nr_thr);
 	}
 	if (!d->cpu->v2)
-		cpu_ok = !read_number(og->fd[GF_CPUACCT_USAGE], &c.cpu_ns);
-	cpsi_ok = pressure(o, og, r, false, &c.cpu_some_us);
-	mpsi_ok = pressure(o, og, r, true, &c.memory_some_us);
+		cpu_ok = !read_number(og->fd[GF_CPUACCT_USAGE], &cpu_ns);
+	cpsi_ok = pressure(o, og, r, false, &cpu_us);
+	mpsi_ok = pressure(o, og, r, true, &mem_us);
 
-	s->cpu_s = cpu_ok ? c.cpu_ns / 1e9 : NAN;
-	s->nr_throttled = thr_ok ? c.nr_throttled : NAN;
-	s->throttled_s = thr_ok ? c.throttled_ns / 1e9 : NAN;
-	s->cpu_stall_s = cpsi_ok ? c.cpu_some_us / 1e6 : NAN;
-	s->memory_stall_s = mpsi_ok ? c.memory_some_us / 1e6 : NAN;
+	s->cpu_s = cpu_ok ? cpu_ns / 1e9 : NAN;
+	s->nr_throttled = thr_ok ? nr_thr : NAN;
+	s->throttled_s = thr_ok ? thr_ns / 1e9 : NAN;
+	s->cpu_stall_s = cpsi_ok ? cpu_us / 1e6 : NAN;
+	s->memory_stall_s = mpsi_ok ? mem_us / 1e6 : NAN;
 
-	w->cpu_usage = rate(cpu_ok, had, c.cpu_ns, og->last.cpu_ns, 1e-9 / secs);
-	w->throttled_periods = rate(thr_ok, had, c.nr_throttled,
-				    og->last.nr_throttled, 1);
-	w->throttled_ms = rate(thr_ok, had, c.throttled_ns, og->last.throttled_ns,
-			       1e-6);
-	w->cpu_pressure_pct = pct(rate(cpsi_ok, had, c.cpu_some_us,
-				       og->last.cpu_some_us, 1e-4 / secs));
-	w->memory_pressure_pct = pct(rate(mpsi_ok, had, c.memory_some_us,
-					  og->last.memory_some_us, 1e-4 / secs));
+	w->cpu_usage = rate(&last->cpu_ns, cpu_ok, cpu_ns, secs, 1e-9 / secs);
+	w->throttled_periods = rate(&last->nr_throttled, thr_ok, nr_thr, secs, 1);
+	w->throttled_ms = rate(&last->throttled_ns, thr_ok, thr_ns, secs, 1e-6);
+	w->cpu_pressure_pct = pct(rate(&last->cpu_some_us, cpsi_ok, cpu_us, secs,
+				       1e-4 / secs));
+	w->memory_pressure_pct = pct(rate(&last->memory_some_us, mpsi_ok, mem_us,
+					  secs, 1e-4 / secs));
 	if (r && (r->has & MOAT_CGSTAT_MEMORY)) {
 		v = r->memory_bytes;
 		mem_ok = true;
@@ -297,7 +310,6 @@ static void observe_group(struct moatd *d, struct moatd_group *g, double secs)
 		mem_ok = !read_number(og->fd[GF_MEMORY_USAGE], &v);
 	}
 	w->memory_bytes = mem_ok ? v : NAN;
-	og->last = c;
 }
 
 static void iterator_off(struct observe *o)
