@@ -3241,6 +3241,35 @@ Test(moatd, healthz_outlasts_idle_and_slow_clients)
 		close(fds[i]);
 }
 
+/*
+ * A period lowered from 20 s to 500 ms: moatd is as healthy before its
+ * next cycle as after.  /healthz judged the last cycle's age by the new
+ * period and answered 503 "stalled" until the next cycle came; and the
+ * other way, raised, it would until the first cycle at the new period.
+ */
+Test(moatd, healthz_judges_a_cycle_by_the_period_it_ran_at)
+{
+	int port = http_port(), i, bad = 0;
+	char *body;
+
+	set_runtime("period_ms", "20000");
+	sleep_ms(2000);		/* the last cycle is older than 3 new periods */
+	set_runtime("period_ms", "500");
+	for (i = 0; i < 20; i++) {
+		bad += http_get(port, "/healthz", page, sizeof(page), &body) != 200;
+		sleep_ms(50);
+	}
+	cr_expect_eq(bad, 0, "%d of 20 /healthz in the second after the period was lowered were not 200: %.200s",
+		     bad, page);
+	set_runtime("period_ms", "20000");
+	for (i = 0, bad = 0; i < 40; i++) {
+		bad += http_get(port, "/healthz", page, sizeof(page), &body) != 200;
+		sleep_ms(50);
+	}
+	cr_expect_eq(bad, 0, "%d of 40 /healthz in the 2 s after the period was raised were not 200: %.200s",
+		     bad, page);
+}
+
 Test(moatd, requests_take_exactly_their_words_and_empty_directories_list)
 {
 	cr_expect_eq(ctl(out, err, "get", "period_ms mode", NULL), 1);
@@ -3947,6 +3976,31 @@ Test(moatd, a_failed_iterator_read_leaves_no_spike_in_the_next_window, .timeout 
 	/* 100 CFS periods a second: a window of a second cannot hold 150 */
 	cr_expect_leq(most_after, 150, "a window after the failed read held %.0f throttled periods (%.0f before): the total since the cgroup was made",
 		      most_after, most_before);
+}
+
+/*
+ * A period the kernel's timer refuses (timerfd_settime failing, here by
+ * the fault library: a valid period cannot make it fail on cue): moatd
+ * says so, and period_ms keeps telling the period that is in force.  It
+ * once went on at the old period while period_ms showed the new one.
+ */
+Test(moatd, a_period_the_timer_refuses_is_said_and_not_shown)
+{
+	stop(&daemon_pid);
+	/* call 1 arms the start's period; call 2 is the change */
+	preload_fault("timerfd_settime", 2);
+	start_with_config("fault.conf", "period_ms = 100\nhttp/listen = \n");
+	moatd_env[0] = NULL;
+	set_runtime("period_ms", "300");
+	cr_expect(wait_log("timerfd_settime call 2 fails", 1, 3000), "the fault did not come");
+	cr_expect(wait_log("period_ms 300: the timer refused it", 1, 3000),
+		  "moatd did not say the period was refused");
+	cr_assert_eq(ctl(out, err, "get", "period_ms", NULL), 0, "%s", err);
+	cr_expect_str_eq(out, "100\n", "period_ms shows a period not in force");
+	/* and a period the timer takes is taken */
+	set_runtime("period_ms", "200");
+	cr_assert_eq(ctl(out, err, "get", "period_ms", NULL), 0, "%s", err);
+	cr_expect_str_eq(out, "200\n");
 }
 
 /*

@@ -527,6 +527,7 @@ static void cycle(struct moatd *d)
 	d->cycle_us = now_us() - start;
 	d->cycles++;
 	clock_gettime(CLOCK_MONOTONIC, &d->last_cycle);
+	d->cycle_period_ms = d->period_ms;
 	kube_publish(d);
 	stage_done(d, STAGE_COMMIT, &t);
 }
@@ -564,9 +565,27 @@ static void stop_signals(sigset_t *mask)
 	sigaddset(mask, SIGHUP);
 }
 
+/*
+ * A new period_ms on the timer; where the kernel refuses it, said, and
+ * period_ms back to the period in force (@armed), which it must show.
+ */
+static void rearm(struct moatd *d, int tfd, unsigned int *armed)
+{
+	int err = arm_timer(tfd, d->period_ms);
+
+	if (err) {
+		pr_err("period_ms %u: the timer refused it (%s): the period stays %u ms",
+		       d->period_ms, strerror(-err), *armed);
+		d->period_ms = *armed;
+		return;
+	}
+	*armed = d->period_ms;
+}
+
 static int run(struct moatd *d, struct server *srv)
 {
 	struct pollfd pfd[MAX_POLL];
+	unsigned int armed = d->period_ms;
 	int tfd, sfd, efd, err = 0;
 	unsigned long long watchdog;
 	sigset_t mask;
@@ -579,6 +598,7 @@ static int run(struct moatd *d, struct server *srv)
 		pr_err("signalfd/timerfd: %s", strerror(errno));
 		goto out;
 	}
+	d->period_changed = false;	/* the settings' period: armed just now */
 	pr_info("running in %s mode, period %u ms, control socket ready",
 		mode_names[d->mode], d->period_ms);
 	/*
@@ -646,7 +666,7 @@ static int run(struct moatd *d, struct server *srv)
 		http_work(d);
 		if (d->period_changed) {
 			d->period_changed = false;
-			arm_timer(tfd, d->period_ms);
+			rearm(d, tfd, &armed);
 		}
 	}
 out:

@@ -248,6 +248,7 @@ struct moatd {
 	unsigned long long cycles;	/* cycles run */
 	__u64 stage_cpu_ns[STAGE_NR];	/* moatd's CPU time in each, all cycles */
 	struct timespec last_cycle;	/* when it ended */
+	unsigned int cycle_period_ms;	/* the period it ran at */
 	struct moat_knob_tree *tree;
 
 	/* where the groups are */
