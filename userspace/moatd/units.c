@@ -273,10 +273,26 @@ static int signals_group_add(struct moatd *d, struct moatd_group *g)
 	return moat_knob_add_all(d->tree, dir, k, sizeof(k) / sizeof(k[0]), g);
 }
 
+/*
+ * @g goes: no group's unit may be it once it is freed, whether or not the
+ * next units_build() finds the units (out of memory, it does not).  Its
+ * members are units of their own until then.
+ */
+static void signals_group_del(struct moatd *d, struct moatd_group *g)
+{
+	size_t i;
+
+	for (i = 0; i < d->nr_groups; i++)
+		if (d->groups[i]->unit == g)
+			d->groups[i]->unit = d->groups[i];
+	S(d)->units_found = false;
+}
+
 const struct moatd_module signals_module = {
 	.name = "signals",
 	.size = sizeof(struct signals),
 	.group_size = sizeof(struct signals_group),
 	.init = signals_init,
 	.group_add = signals_group_add,
+	.group_del = signals_group_del,
 };
