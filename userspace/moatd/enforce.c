@@ -69,6 +69,7 @@ struct enforce_group {
 	struct moat_ctl_limit lim[MOAT_RES_NR];
 	double orig[MOAT_RES_NR];	/* read where no limit is held; NAN */
 	unsigned long long throttles;	/* steps down taken */
+	bool refused[MOAT_RES_NR];	/* a write of it failed: said */
 	const struct enforce *e;
 	/* The per-task lever: of a BE pod, the LC unit its step was for. */
 	__u64 lever_lc;
@@ -591,8 +592,11 @@ static void lever_pass(struct moatd *d)
 	}
 }
 
-/* Carry out step @s on its unit. */
-static void act(struct moatd *d, const struct plan_step *s)
+/*
+ * Step @s done: the unit's limit is what the step set, counted and said.
+ * Only after the write that makes it so: a refused write is no step.
+ */
+static void commit(struct moatd *d, const struct plan_step *s)
 {
 	struct enforce *e = E(d);
 	struct moatd_group *u = s->unit;
@@ -601,43 +605,13 @@ static void act(struct moatd *d, const struct plan_step *s)
 	const char *name = res_name(s->r), *unit = a ? a->unit : s->r == MOAT_RES_L3 ?
 								  "ways" : "%";
 	char from[32], to[32];
-	int err = 0;
 
 	if (s->r == MOAT_RES_CPU_PRIO && task_lever(u))
 		unit = "";	/* the lever names itself */
-
-	if (s->action == MOAT_CTL_NONE) {	/* cooldown, backoff, judged */
-		eg->lim[s->r] = s->lim;
-		return;
-	}
-	if (!a)
-		;	/* resctrl: the BE class gets the least, in rdt.c */
-	else if (s->r == MOAT_RES_CPU_PRIO && task_lever(u))
-		err = lever_step(d, s);
-	else if (isinf(s->lim.limit))
-		err = moat_act_restore(a, d->journal, u->dir, d->cpu->v2);
-	else
-		err = a->apply(d->journal, u->dir, d->cpu->v2, s->lim.limit);
-	if (err && d->journal->stale) {
-		pr_warn("be group %s: %s not %s: the journal cannot be saved (%s)",
-			u->gid.id, name, isinf(s->lim.limit) ? "put back" : "changed",
-			strerror(-d->journal->save_err));
-		return;
-	}
-	if (err == -ENOENT || err == -ENODEV) {
-		pr_debug("be group %s: gone, ignoring", u->gid.id);
-		return;
-	}
-	if (err) {
-		e->write_errors++;
-		pr_warn("be group %s (%s): %s %s: %s", u->gid.id, u->path,
-			isinf(s->lim.limit) ? "restore" : "set", name,
-			moat_kfile_strerror(err));
-		return;
-	}
 	format_group_limit(u, from, sizeof(from), s->r, eg->lim[s->r].limit);
 	format_group_limit(u, to, sizeof(to), s->r, s->lim.limit);
 	eg->lim[s->r] = s->lim;
+	eg->refused[s->r] = false;
 	if (s->action <= MOAT_CTL_UNDO && s->chain < MOAT_RES_NR)
 		e->actions[s->chain][s->r][s->action]++;
 	switch (s->action) {
@@ -669,6 +643,67 @@ static void act(struct moatd *d, const struct plan_step *s)
 	}
 }
 
+/*
+ * Step @s's write failed with @err: nothing happened, so nothing is
+ * committed; the controller decides afresh next period.  Said once until
+ * the same limit is written again.
+ */
+static void refused(struct moatd *d, const struct plan_step *s, int err)
+{
+	struct enforce_group *eg = EG(s->unit);
+	const struct moatd_group *u = s->unit;
+
+	if (d->journal->stale) {
+		pr_warn("be group %s: %s not %s: the journal cannot be saved (%s)",
+			u->gid.id, res_name(s->r),
+			isinf(s->lim.limit) ? "put back" : "changed",
+			strerror(-d->journal->save_err));
+		return;
+	}
+	if (err == -ENOENT || err == -ENODEV) {
+		pr_debug("be group %s: gone, ignoring", u->gid.id);
+		return;
+	}
+	E(d)->write_errors++;
+	if (eg->refused[s->r])
+		return;
+	eg->refused[s->r] = true;
+	pr_warn("be group %s (%s): %s %s: %s", u->gid.id, u->path,
+		isinf(s->lim.limit) ? "restore" : "set", res_name(s->r),
+		actuator[s->r] ? moat_kfile_strerror(err) : strerror(-err));
+}
+
+/* Whether step @s is on resctrl's BE class: written by rdt.c, after. */
+static bool shared(const struct plan_step *s)
+{
+	return !actuator[s->r];
+}
+
+/* Carry out step @s on its unit. */
+static void act(struct moatd *d, const struct plan_step *s)
+{
+	struct moatd_group *u = s->unit;
+	const struct moat_actuator *a = actuator[s->r];
+	int err;
+
+	if (s->action == MOAT_CTL_NONE) {	/* cooldown, backoff, judged */
+		EG(u)->lim[s->r] = s->lim;
+		return;
+	}
+	if (shared(s))
+		return;		/* enforce_commit_rdt(), once rdt.c wrote */
+	if (s->r == MOAT_RES_CPU_PRIO && task_lever(u))
+		err = lever_step(d, s);
+	else if (isinf(s->lim.limit))
+		err = moat_act_restore(a, d->journal, u->dir, d->cpu->v2);
+	else
+		err = a->apply(d->journal, u->dir, d->cpu->v2, s->lim.limit);
+	if (err)
+		refused(d, s, err);
+	else
+		commit(d, s);
+}
+
 void enforce_act(struct moatd *d, const struct plan *plan)
 {
 	size_t i;
@@ -676,6 +711,22 @@ void enforce_act(struct moatd *d, const struct plan *plan)
 	for (i = 0; i < plan->nr; i++)
 		act(d, &plan->steps[i]);
 	lever_pass(d);
+}
+
+void enforce_commit_rdt(struct moatd *d, const struct plan *plan, int err)
+{
+	size_t i;
+
+	for (i = 0; i < plan->nr; i++) {
+		const struct plan_step *s = &plan->steps[i];
+
+		if (!shared(s) || s->action == MOAT_CTL_NONE)
+			continue;
+		if (err)
+			refused(d, s, err);
+		else
+			commit(d, s);
+	}
 }
 
 /* ---- what reporters read ---- */

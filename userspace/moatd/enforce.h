@@ -18,8 +18,17 @@ extern const struct moatd_module enforce_module;
 void enforce_sample(struct moatd *d, struct period *p);
 /* The policy: in enforce mode, one period's steps into @plan. */
 void enforce_decide(struct moatd *d, const struct period *p, struct plan *plan);
-/* The actuators: @plan's steps on cgroup files, each journaled first. */
+/*
+ * The actuators: @plan's steps on cgroup files, each journaled first, and
+ * committed (the unit's limit, the counters, the log) once written.
+ */
 void enforce_act(struct moatd *d, const struct plan *plan);
+/*
+ * @plan's steps on resctrl's BE class (L3 ways, memory bandwidth), which
+ * rdt_act() wrote as the least of them: committed where it did (@err 0),
+ * else counted as write errors and said, as any refused write.
+ */
+void enforce_commit_rdt(struct moatd *d, const struct plan *plan, int err);
 
 /* For reporters: a group's limit of @r (INFINITY: none), its steps down. */
 double enforce_limit(const struct moatd_group *g, enum moat_resource r);

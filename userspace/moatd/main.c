@@ -479,6 +479,7 @@ static void cycle(struct moatd *d)
 	struct timespec now;
 	double start = now_us();
 	__u64 t = thread_cpu_ns();
+	int err;
 
 	/* the groups */
 	take_events(d);
@@ -519,8 +520,10 @@ static void cycle(struct moatd *d)
 	/* the actuators: the plan out, through the journal */
 	enforce_act(d, &d->plan);
 	stage_done(d, STAGE_ENFORCE, &t);
-	rdt_act(d, &d->plan);
+	err = rdt_act(d, &d->plan);
 	stage_done(d, STAGE_RDT, &t);
+	/* the steps on resctrl's BE class happened only if its write did */
+	enforce_commit_rdt(d, &d->plan, err);
 
 	/* committed: reporters read it from here on */
 	commit(d);

@@ -569,7 +569,8 @@ static double be_floor(const struct moatd *d, enum moat_resource r)
 }
 
 /* Write @c's schemata where it differs from what the knobs and the cap say. */
-static void apply(struct moatd *d, int c)
+/* Class @c's schemata as its knobs and the plan's cap ask: 0 or -errno. */
+static int apply(struct moatd *d, int c)
 {
 	struct rdt *r = R(d);
 	struct rdt_class *k = &r->c[c];
@@ -587,10 +588,10 @@ static void apply(struct moatd *d, int c)
 	snprintf(path, sizeof(path), "%s/%s", R(d)->root, class_dir[c]);
 	if (moat_rdt_read(R(d)->root, "schemata", text, sizeof(text)) ||
 	    moat_schemata_parse(text, &dflt, why, sizeof(why)))
-		return;
+		return -EIO;
 	if (moat_rdt_read(path, "schemata", text, sizeof(text)) ||
 	    moat_schemata_parse(text, &cur, why, sizeof(why)))
-		return;
+		return -EIO;
 	snprintf(k->schemata, sizeof(k->schemata), "%s", text);
 	if (moat_rdt_compose(&R(d)->info, &dflt, &a, &want, why, sizeof(why)) ||
 	    (n = moat_schemata_diff(&R(d)->info, &cur, &want, text, sizeof(text), why,
@@ -601,10 +602,10 @@ static void apply(struct moatd *d, int c)
 			pr_warn("resctrl: %s: %s: the %s group keeps its schemata",
 				class_dir[c], why, class_name[c]);
 		r->refused = true;
-		return;
+		return -EINVAL;
 	}
 	if (!n)
-		return;
+		return 0;
 	if (moat_rdt_write(d->journal, R(d)->root, path, text, why, sizeof(why))) {
 		r->write_errors++;
 		snprintf(r->state, sizeof(r->state), "allocating; %s/schemata refused: %s",
@@ -612,11 +613,12 @@ static void apply(struct moatd *d, int c)
 		if (!r->refused)
 			pr_warn("resctrl: %s: %s", class_dir[c], why);
 		r->refused = true;
-		return;
+		return -EIO;
 	}
 	pr_info("resctrl: %s/schemata: %.*s", class_dir[c],
 		(int)(strlen(text) - 1), text);
 	moat_rdt_read(path, "schemata", k->schemata, sizeof(k->schemata));
+	return 0;
 }
 
 /* Make moat_lc and moat_be, both or neither. */
@@ -960,13 +962,13 @@ void rdt_sample(struct moatd *d, struct period *p)
 	}
 }
 
-void rdt_act(struct moatd *d, const struct plan *plan)
+int rdt_act(struct moatd *d, const struct plan *plan)
 {
 	struct rdt *r = R(d);
-	int c;
+	int c, err = 0;
 
 	if (!alive(d))
-		return;
+		return -ENODEV;
 	if (d->mode != MOATD_ENFORCE || !r->allocate) {
 		if (r->nmade)
 			rdt_restore(d, d->mode != MOATD_ENFORCE ? "mode observe" :
@@ -974,7 +976,7 @@ void rdt_act(struct moatd *d, const struct plan *plan)
 		snprintf(r->state, sizeof(r->state), d->mode != MOATD_ENFORCE ?
 			 "observe: moat's groups are made in enforce mode" :
 			 "off: resctrl/allocate is 0");
-		return;
+		return -EOPNOTSUPP;
 	}
 	/* the controller's least for the BE class (0: none) */
 	r->be_cap_ways = isinf(plan->be_ways) || isnan(plan->be_ways) ? 0 :
@@ -988,19 +990,24 @@ void rdt_act(struct moatd *d, const struct plan *plan)
 		 * only when a knob changes.
 		 */
 		if (r->refused && ms_since(&r->refused_at) < START_RETRY_MS)
-			return;
+			return -EAGAIN;
 		r->refused = !start(d);
 		if (r->refused)
-			return;
+			return -EAGAIN;
 	}
 	snprintf(r->state, sizeof(r->state), "allocating");
-	for (c = 0; c < NCLASS; c++)
-		apply(d, c);
+	for (c = 0; c < NCLASS; c++) {
+		int e = apply(d, c);
+
+		if (c == BE)
+			err = e;
+	}
 	mon_groups(d);
 	track(d, true);
 	if (r->reconcile_now ||
 	    ms_since(&r->last_reconcile) >= r->reconcile_ms)
 		reconcile(d);
+	return err;
 }
 
 /* What resctrl offers, one line: "L3 11 ways (cbm_mask 7ff), MB ...". */

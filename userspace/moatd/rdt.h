@@ -24,8 +24,12 @@ struct rdt_mon {
  * and its floors (p->rdt_be_*), and the monitoring counters.
  */
 void rdt_sample(struct moatd *d, struct period *p);
-/* The actuator: moat's groups, their schemata (BE: the plan's cap), members. */
-void rdt_act(struct moatd *d, const struct plan *plan);
+/*
+ * The actuator: moat's groups, their schemata (BE: the plan's cap),
+ * members.  Return: 0 when the BE group's schemata holds the plan's cap,
+ * else why not (-errno), for enforce_commit_rdt().
+ */
+int rdt_act(struct moatd *d, const struct plan *plan);
 /* The tasks that entered tracked units since the last call: into place. */
 void rdt_take_tasks(struct moatd *d);
 
