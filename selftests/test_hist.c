@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Percentiles of log2 histograms, against values computed by hand. */
+/* Percentiles of log2 histograms, against values computed by hand and
+ * against waits counted in the BPF program's slots. */
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <criterion/criterion.h>
 #include "hist.h"
+
+/* The BPF program's slot of a wait, as it is compiled there (glibc's
+ * sys/cdefs.h defines __always_inline as the kernel's headers do). */
+#include "hist_slot.bpf.h"
 
 static struct moat_rqlat_hist h;
 
@@ -73,18 +79,53 @@ Test(hist, skips_empty_slots_and_uses_slot_zero)
 	cr_expect_float_eq(pctl(0.75), ldexp(1, 33) * 1.5, 1e-3);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Waits spread over five decades, 1 us to 100 ms (log-uniform, a fixed
+ * seed), each counted in the slot the BPF program puts it in
+ * (hist_slot(), bpf/hist_slot.bpf.h, compiled here as it is there): every
+ * estimated quantile lies in the slot of the true one, so within a factor
+ * of two of it, as hist.h promises.  With a wrong slot function (log2 of
+ * a value halved, or off by one) the estimates land a slot away.
+ */
 Test(hist, within_factor_two_of_truth)
 {
-	/* Waits 3000 ns .. 3999 ns: true p50 is 3499.5, slot 11 [2048, 4096). */
-	unsigned int i;
-	double est;
+	static const double qs[] = { 0.1, 0.5, 0.9, 0.99, 0.999 };
+	enum { N = 20000 };
+	static __u64 w[N];
+	unsigned int seed = 42, i;
 
-	for (i = 3000; i < 4000; i++)
-		put(11, 1);
-	est = pctl(0.5);
+	for (i = 0; i < N; i++) {
+		double u = rand_r(&seed) / (RAND_MAX + 1.0);
 
-	cr_expect_gt(est, 3499.5 / 2);
-	cr_expect_lt(est, 3499.5 * 2);
+		w[i] = llround(1e3 * pow(10, 5 * u));
+		put(hist_slot(w[i]), 1);
+	}
+	qsort(w, N, sizeof(w[0]), cmp_u64);
+	for (i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
+		double truth = w[(size_t)ceil(qs[i] * N) - 1], est = pctl(qs[i]);
+		double lo, hi;
+
+		moat_hist_slot_bounds(hist_slot(truth), &lo, &hi);
+		cr_expect(est >= lo && est <= hi,
+			  "q %g: estimate %.0f ns outside the true %.0f ns's slot [%.0f, %.0f)",
+			  qs[i], est, truth, lo, hi);
+		cr_expect(est > truth / 2 && est < truth * 2, "q %g: %.0f ns for %.0f",
+			  qs[i], est, truth);
+	}
+	/* the clamp: a wait past the last slot's bound is in the last slot */
+	cr_expect_eq(hist_slot(~0ull), MOAT_HIST_SLOTS - 1);
+	cr_expect_eq(hist_slot(0), 0);
+	cr_expect_eq(hist_slot(1), 0);
+	cr_expect_eq(hist_slot(1023), 9);
+	cr_expect_eq(hist_slot(1024), 10);
+	cr_expect_eq(hist_slot(1ull << 32), 32);
 }
 
 Test(hist, empty_and_bad_quantile)
