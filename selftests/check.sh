@@ -42,11 +42,36 @@ failures() {
 
 summary=() total_pass=0 total_fail=0 total_skip=0 rc=0
 
-# Add up a suite's log: its line for the summary, its failures.
+# The skips of a suite's log that selftests/skips.expected does not list
+# for @where (host, guest, kit), as "[SKIP] test: reason" lines.
+unexpected_skips() {
+	strip "$2" | awk -v where="$1" '
+		FILENAME != "-" { if ($0 !~ /^#/ && NF >= 3 && $1 == where) {
+				n++; test[n] = $2; why[n] = $3
+				for (i = 4; i <= NF; i++) why[n] = why[n] " " $i }
+			  next }
+		/^\[SKIP\]/ && !/Test is disabled/ {
+			line = $0; sub(/^\[SKIP\] /, "", line)
+			ok = 0
+			for (i = 1; i <= n; i++)
+				if (index(line, test[i] ": " why[i]) == 1) ok = 1
+			if (!ok) print "[SKIP] " line }' "$top/selftests/skips.expected" -
+}
+
+# Add up a suite's log: its line for the summary, its failures (an
+# unexpected skip is one).
 suite_done() {
-	local name=$1 log=$2 status=$3 extra=${4:-} pass fail skip
+	local name=$1 log=$2 status=$3 extra=${4:-} where=${5:-host} pass fail skip
+	local unexpected
 
 	read -r pass fail skip < <(counts "$log")
+	unexpected=$(unexpected_skips "$where" "$log")
+	if [ -n "$unexpected" ]; then
+		fail=$((fail + $(wc -l <<<"$unexpected")))
+		status=1
+		sed "s/^/$name: unexpected skip (selftests\/skips.expected): /" \
+			<<<"$unexpected" >>"$logs/failures"
+	fi
 	[ "$status" -ne 0 ] && [ "$fail" -eq 0 ] && fail=1
 	[ "$status" -ne 0 ] && rc=1
 	total_pass=$((total_pass + pass)) total_fail=$((total_fail + fail))
@@ -78,7 +103,7 @@ suite_done host "$logs/host" "${PIPESTATUS[0]}"
 # that started the process passed.
 echo "== the operator's kit: unit, man pages, completion, config, rules =="
 O="$O" "$top/selftests/kit.sh" | tee "$logs/kit"
-suite_done "operator's kit" "$logs/kit" "${PIPESTATUS[0]}"
+suite_done "operator's kit" "$logs/kit" "${PIPESTATUS[0]}" "" kit
 
 echo "== the suite built with AddressSanitizer and UndefinedBehaviorSanitizer =="
 reports="$O/san/reports"
@@ -120,7 +145,7 @@ if command -v qemu-system-x86_64 >/dev/null; then
 		[ "$result" = 0 ] || st=1
 		extra=
 		[ "$result" = none ] && extra="; the guest gave no result"
-		suite_done "cgroup v2 VM $k" "$logs/vm-$k" "$st" "$extra"
+		suite_done "cgroup v2 VM $k" "$logs/vm-$k" "$st" "$extra" guest
 	done
 	[ "$vm_rc" -ne 0 ] && rc=1
 	[ "$vm_rc" -eq 2 ] && summary+=("cgroup v2 VM: vmtest.sh could not run (above)")

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -307,6 +308,23 @@ static void teardown(void)
 }
 
 TestSuite(moatd, .init = setup, .fini = teardown, .timeout = 60);
+
+/*
+ * Skip the test, saying why.  A skip does not run the suite's .fini: what
+ * setup() and the test made (moatd, the cgroups, the directory) goes
+ * first, or it stays behind.
+ */
+static __attribute__((format(printf, 1, 2))) void skip(const char *fmt, ...)
+{
+	char why[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	teardown();
+	cr_skip_test("%s", why);
+}
 
 static char out[OUT_MAX], err[OUT_MAX];
 
@@ -670,7 +688,7 @@ Test(moatd, resctrl_allocates_follows_tasks_monitors_and_puts_back)
 	int i;
 
 	if (why)
-		cr_skip_test("%s", why);
+		skip("%s", why);
 	cr_assert_eq(tcg_create("web-1", &web), 0);
 	cr_assert_eq(tcg_create("batch-1", &batch), 0);
 	lc = tcg_spawn(&web, 0, work_pause, NULL);
@@ -773,7 +791,7 @@ Test(moatd, resctrl_after_sigkill_the_next_start_removes_what_moatd_made)
 	pid_t be;
 
 	if (why)
-		cr_skip_test("%s", why);
+		skip("%s", why);
 	cr_assert_eq(tcg_create("batch-1", &batch), 0);
 	be = tcg_spawn(&batch, 0, work_pause, NULL);
 	cr_assert_gt(be, 0);
@@ -818,7 +836,7 @@ Test(moatd, resctrl_under_cdp_code_and_data_get_the_same_ways)
 	const char *why = on_fake_resctrl("--layout intel-cdp", mnt, sizeof(mnt));
 
 	if (why)
-		cr_skip_test("%s", why);
+		skip("%s", why);
 	set_runtime("resctrl/be/l3_ways", "2");
 	set_runtime("mode", "enforce");
 	cr_expect(wait_file(mnt, "moat_be/schemata",
@@ -842,7 +860,7 @@ Test(moatd, resctrl_monitoring_groups_while_rmids_last)
 	int i, n = 0;
 
 	if (why)
-		cr_skip_test("%s", why);
+		skip("%s", why);
 	cr_assert_eq(tcg_create("web-1", &web), 0);
 	cr_assert_eq(tcg_create("batch-1", &batch), 0);
 	wait_get("groups/batch.batch-1/path", 0, 30);
@@ -872,7 +890,7 @@ Test(moatd, resctrl_with_too_few_closids_makes_nothing)
 	int i;
 
 	if (why)
-		cr_skip_test("%s", why);
+		skip("%s", why);
 	set_runtime("mode", "enforce");
 	for (i = 0; i < 50; i++) {	/* a period, or a few on a busy machine */
 		cr_assert_eq(ctl(out, err, "get", "resctrl/state", NULL), 0);
@@ -902,7 +920,7 @@ Test(moatd, resctrl_a_refusal_that_passes_is_tried_again)
 					  sizeof(mnt));
 
 	if (why)
-		cr_skip_test("%s", why);
+		skip("%s", why);
 	snprintf(other, sizeof(other), "%s/other", mnt);
 	cr_assert_eq(mkdir(other, 0755), 0, "%s", strerror(errno));
 	set_runtime("mode", "enforce");
@@ -925,7 +943,7 @@ Test(moatd, resctrl_a_refused_schemata_write_reports_last_cmd_status)
 					  sizeof(mnt));
 
 	if (why)
-		cr_skip_test("%s", why);
+		skip("%s", why);
 	set_runtime("resctrl/lc/l3_ways", "6");
 	set_runtime("mode", "enforce");
 	cr_expect(wait_file(mnt, "moat_lc/schemata",
@@ -947,10 +965,8 @@ Test(moatd, resctrl_mount_where_there_is_none_is_said_and_moatd_runs)
 	char conf[PATH_MAX], log[PATH_MAX], *text;
 	FILE *f;
 
-	if (!access("/sys/fs/resctrl/info", F_OK)) {
-		teardown();
-		cr_skip_test("resctrl is mounted here: not the case this test is for");
-	}
+	if (!access("/sys/fs/resctrl/info", F_OK))
+		skip("resctrl is mounted here: not the case this test is for");
 	snprintf(conf, sizeof(conf), "%s/moat.conf", dir);
 	f = fopen(conf, "a");
 	cr_assert_not_null(f);
@@ -979,10 +995,8 @@ Test(moatd, without_resctrl_moatd_says_so_once_and_goes_on)
 		mounted |= strstr(line, " - resctrl ") != NULL;
 	if (f)
 		fclose(f);
-	if (mounted) {
-		teardown();
-		cr_skip_test("resctrl is mounted here: not the case this test is for");
-	}
+	if (mounted)
+		skip("resctrl is mounted here: not the case this test is for");
 	cr_assert_eq(ctl(out, err, "get", "period_ms", NULL), 0, "%s", err);
 	cr_assert_eq(ctl(out, err, "get", "resctrl/root", NULL), 0, "%s", err);
 	cr_expect_str_eq(out, "\n");
@@ -1296,8 +1310,7 @@ Test(moatd, reads_pressure_and_memory_on_cgroup_v2)
 
 	if (!tcg_hierarchy()->v2) {
 		/* A skip does not run .fini: stop moatd here, or it lingers. */
-		teardown();
-		cr_skip_test("cgroup v1: no per-cgroup pressure here (make vmtest runs this)");
+		skip("cgroup v1: no per-cgroup pressure here (make vmtest runs this)");
 	}
 	cr_assert_eq(tcg_create("web-psi", &web), 0);
 	h1 = tcg_spawn(&web, 0, work_hog, NULL);
@@ -1679,12 +1692,10 @@ Test(moatd, memory_pressure_lowers_be_memory_high_and_the_kernel_reclaims)
 	pid_t lp, bp;
 	int i;
 
-	if (!tcg_hierarchy()->v2 || !have_swap()) {
-		teardown();
-		cr_skip_test("%s", !tcg_hierarchy()->v2 ?
-			     "cgroup v1: no memory.high here (make vmtest runs this)" :
-			     "no swap: anonymous memory cannot be reclaimed");
-	}
+	if (!tcg_hierarchy()->v2 || !have_swap())
+		skip("%s", !tcg_hierarchy()->v2 ?
+		     "cgroup v1: no memory.high here (make vmtest runs this)" :
+		     "no swap: anonymous memory cannot be reclaimed");
 	cr_assert_eq(tcg_create("web-mem", &lc), 0);
 	cr_assert_eq(tcg_create("batch-mem", &be), 0);
 	cr_assert_eq(tcg_write(&lc, "memory.high", "16M"), 0);
@@ -2036,10 +2047,8 @@ Test(moatd, metrics_pass_promtool_check)
 	int status;
 	FILE *p;
 
-	if (access("/usr/bin/promtool", X_OK)) {
-		stop(&daemon_pid);
-		cr_skip_test("no /usr/bin/promtool (tools/deps.sh installs prometheus)");
-	}
+	if (access("/usr/bin/promtool", X_OK))
+		skip("no /usr/bin/promtool (tools/deps.sh installs prometheus)");
 	cr_assert_eq(tcg_create("web-lint", &web), 0);
 	hog = tcg_spawn(&web, 0, work_hog, NULL);
 	wait_get("groups/web.web-lint/path", 0, 30);
@@ -2420,10 +2429,8 @@ Test(moatd, prometheus_scrapes_moatd)
 	pid_t prom, parent = getpid();
 	FILE *f;
 
-	if (access("/usr/bin/prometheus", X_OK)) {
-		stop(&daemon_pid);
-		cr_skip_test("no /usr/bin/prometheus (tools/deps.sh installs it)");
-	}
+	if (access("/usr/bin/prometheus", X_OK))
+		skip("no /usr/bin/prometheus (tools/deps.sh installs it)");
 	cr_assert_eq(tcg_create("web-prom", &lc), 0);
 	wait_get("groups/web.web-prom/path", 0, 30);
 	snprintf(conf, sizeof(conf), "%s/prometheus.yml", dir);
@@ -2655,10 +2662,8 @@ static struct MHD_Daemon *stub_start(void)
 	const union MHD_DaemonInfo *info;
 	struct MHD_Daemon *api;
 
-	if (system("command -v openssl >/dev/null")) {
-		teardown();	/* a skip does not run .fini */
-		cr_skip_test("no openssl to make the stub's certificate (tools/deps.sh installs it)");
-	}
+	if (system("command -v openssl >/dev/null"))
+		skip("no openssl to make the stub's certificate (tools/deps.sh installs it)");
 	snprintf(sa, sizeof(sa), "%s/sa", dir);
 	cr_assert_eq(mkdir(sa, 0700), 0);
 	snprintf(cmd, sizeof(cmd),
@@ -3467,10 +3472,8 @@ Test(moatd, runs_as_nobody_with_its_capabilities_and_enforces_and_restores)
 	int i, status;
 	pid_t pid;
 
-	if (access(with[0], X_OK)) {
-		stop(&daemon_pid);
-		cr_skip_test("no %s (util-linux) to start moatd with a set of capabilities", with[0]);
-	}
+	if (access(with[0], X_OK))
+		skip("no %s (util-linux) to start moatd with a set of capabilities", with[0]);
 	stop(&daemon_pid);
 	cr_assert_eq(chown(dir, 65534, 65534), 0, "%s", strerror(errno));
 	for (i = 0; with[i]; i++)
@@ -3564,10 +3567,8 @@ Test(moatd, in_a_pods_namespaces_the_host_root_finds_pods_throttles_and_restores
 	pid_t hog, lcp;
 	int cpu, i;
 
-	if (access("/usr/bin/unshare", X_OK)) {
-		stop(&daemon_pid);
-		cr_skip_test("no /usr/bin/unshare (util-linux) for a cgroup namespace");
-	}
+	if (access("/usr/bin/unshare", X_OK))
+		skip("no /usr/bin/unshare (util-linux) for a cgroup namespace");
 	stop(&daemon_pid);
 	kube_tree(&kt);
 	cr_assert_eq(tcg_create("moat-daemonset-pod", &mine), 0);
@@ -3847,7 +3848,7 @@ Test(moatd, without_cap_sys_nice_a_pod_gets_the_quota_instead, .timeout = 90)
 
 	stop(&daemon_pid);
 	if (access(with[0], X_OK))
-		cr_skip_test("no %s (util-linux) to start moatd with a set of capabilities", with[0]);
+		skip("no %s (util-linux) to start moatd with a set of capabilities", with[0]);
 	kube_tree(&kt);
 	snapshot(&kt.pod[1], was, sizeof(was));
 	cr_assert_eq(chown(dir, 65534, 65534), 0, "%s", strerror(errno));
@@ -3896,7 +3897,7 @@ static void web1_on_the_iterator(struct tcg *web)
 	wait_get("groups/web.web-1/path", 0, 30);
 	cr_assert_eq(ctl(out, err, "get", "observe/active_source", NULL), 0, "%s", err);
 	if (strcmp(out, "iterator\n"))
-		cr_skip_test("no cgroup iterator here (observe/active_source %s)", out);
+		skip("no cgroup iterator here (observe/active_source %s)", out);
 	set_runtime("rescan_ms", "1000");
 }
 
@@ -4167,7 +4168,7 @@ Test(moatd, pressure_files_are_read_where_a_stall_may_have_moved_them)
 	int i, k;
 
 	if (!tcg_hierarchy()->v2)
-		cr_skip_test("cgroup v1: no pressure files per cgroup (make vmtest runs this)");
+		skip("cgroup v1: no pressure files per cgroup (make vmtest runs this)");
 	cr_assert_eq(tcg_create("web-busy", &g[0]), 0);
 	cr_assert_eq(tcg_create_many("batch-idle", 10), 0);
 	for (i = 1; i < 11; i++) {	/* as tcg_create_many() named them */
@@ -4177,7 +4178,7 @@ Test(moatd, pressure_files_are_read_where_a_stall_may_have_moved_them)
 	wait_get("groups/batch.batch-idle-9/path", 0, 30);
 	cr_assert_eq(ctl(out, err, "get", "observe/active_source", NULL), 0, "%s", err);
 	if (strcmp(out, "iterator\n"))
-		cr_skip_test("no cgroup iterator here (observe/active_source %s)", out);
+		skip("no cgroup iterator here (observe/active_source %s)", out);
 	for (i = 0; i < 2; i++) {
 		hog[i] = tcg_spawn(&g[0], 0, work_hog, NULL);
 		cr_assert_gt(hog[i], 0);
@@ -4242,7 +4243,7 @@ Test(moatd, pressure_on_a_kubelet_tree_is_each_pods_and_containers_files)
 	int i, k, p, cpu;
 
 	if (!tcg_hierarchy()->v2)
-		cr_skip_test("cgroup v1: no pressure files per cgroup (make vmtest runs this)");
+		skip("cgroup v1: no pressure files per cgroup (make vmtest runs this)");
 	stop(&daemon_pid);
 	kube_tree(&kt);
 	start_with_config("kube.conf", "period_ms = 100\nhttp/listen = 127.0.0.1:0\n");

@@ -21,7 +21,8 @@ struct moat_cgstat_walk;
  * MOAT_CGSTAT_MAX).
  *
  * Return: 0; -EOPNOTSUPP where the kernel has no cgroup iterator (before
- * v6.1), with the reason in @why; -errno.
+ * v6.1); the load's -errno where it has one and the load fails (the
+ * verifier's refusal, a privilege); each with the reason in @why.
  */
 int moat_cgstat_load(bool v2, size_t room, struct moat_cgstat_prog **out,
 		     char *why, size_t whylen);

@@ -345,7 +345,9 @@ static void iterator_on(struct moatd *d)
 			snprintf(why, sizeof(why), "a walk of %s: %s", d->scan.mnt,
 				 strerror(-err));
 	} else if (err != -EOPNOTSUPP) {
-		snprintf(why, sizeof(why), "%s", strerror(-err));
+		/* the kernel has the iterator and refused it: say why, loudly */
+		pr_warn("observe: %s; the verifier's last words follow", why);
+		moat_log_libbpf_tail();
 	}
 	if (err) {
 		iterator_off(o);
