@@ -4,6 +4,7 @@
 #
 #   make            build everything into $(O) (default: build/)
 #   make run        build, then run moatd on this machine's cgroups
+#   make bench      build the benchmarks' tools and BPF probes (tools/bench)
 #   make check      build, then run every test, here and under QEMU
 #   make vmtest     build, then run the tests on cgroup v2 under QEMU
 #   make install    install into $(DESTDIR)$(PREFIX) (PREFIX=/usr: Debian's places)
@@ -82,6 +83,9 @@ LIBMOAT		:= $(O)/libmoat.a
 LIBMOAT_OBJS	:= $(addprefix $(O)/,$(libmoat-y))
 PROGS		:= $(addprefix $(O)/,$(progs-y))
 BENCH		:= $(addprefix $(O)/,$(bench-y))
+BENCH_BPF_OBJS	:= $(addprefix $(O)/bench/,$(bench-bpf-y))
+BENCH_SKELS	:= $(BENCH_BPF_OBJS:.bpf.o=.skel.h)
+BENCH_OBJS	:= $(foreach p,$(bench-y),$(addprefix $(O)/,$($(p)-y)))
 SELFTESTS	:= $(O)/selftests/moat-selftests
 TESTPROGS	:= $(addprefix $(O)/selftests/,$(testprogs-y))
 TESTLIBS	:= $(addprefix $(O)/selftests/,$(testlibs-y))
@@ -94,10 +98,14 @@ USER_OBJS	:= $(LIBMOAT_OBJS) $(SELFTEST_OBJS) \
 
 .DELETE_ON_ERROR:
 # Keep the BPF objects and skeletons: they are outputs, not intermediates.
-.SECONDARY: $(BPF_OBJS) $(SKELS)
-.PHONY: all run check vmtest install clean deps san fuzzers fuzz image
+.SECONDARY: $(BPF_OBJS) $(SKELS) $(BENCH_BPF_OBJS) $(BENCH_SKELS)
+.PHONY: all run bench check vmtest install clean deps san fuzzers fuzz image
 
-all: $(PROGS) $(BENCH) $(SELFTESTS) $(TESTPROGS) $(TESTLIBS) $(MANPAGES) $(UNIT)
+all: $(PROGS) $(SELFTESTS) $(TESTPROGS) $(TESTLIBS) $(MANPAGES) $(UNIT)
+
+# The benchmarks' own: a build host that lacks what a probe reads still
+# builds moat.
+bench: $(BENCH)
 
 # Man pages from reStructuredText.  Docutils 0.19's rst2man puts .sp
 # right after .SH and writes literal blocks in font C, which mandoc -T
@@ -139,6 +147,22 @@ $(O)/bpf/%.bpf.o: bpf/%.bpf.c $(VMLINUX_H) $(wildcard bpf/*.h) | $(DEPS_STAMP)
 $(O)/bpf/%.skel.h: $(O)/bpf/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$(notdir $*)) > $@
+
+# The benchmarks' probes; rqlat_parts.bpf.c is bpf/rqlat.bpf.c cut.
+$(O)/bench/%.bpf.o: tools/bench/%.bpf.c $(VMLINUX_H) $(wildcard bpf/*.h tools/bench/*.h) | $(DEPS_STAMP)
+	$(call msg,CLANG,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -I tools/bench -c $< -o $@
+	$(Q)$(LLVM_STRIP) -g $@
+
+$(O)/bench/rqlat_parts.bpf.o: bpf/rqlat.bpf.c
+
+$(O)/bench/%.skel.h: $(O)/bench/%.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$(notdir $*)) > $@
+
+$(BENCH_OBJS): USER_CFLAGS += -I $(O)/bench -I tools/bench
+$(BENCH_OBJS): | $(BENCH_SKELS)
 
 # Userspace objects may include any skeleton.
 $(O)/%.o: %.c | $(SKELS) $(DEPS_STAMP)
@@ -207,7 +231,7 @@ run: $(PROGS)
 
 # The suite here, then on cgroup v2 under QEMU, then one line adding up.
 # -j1 inside: the BPF tests measure scheduling and must not compete.
-check: all san
+check: all san bench
 	O=$(abspath $(O)) selftests/check.sh
 
 # The suite on a real cgroup v2 kernel only (VMTEST_KERNEL=bzImage).

@@ -2,7 +2,7 @@
 /*
  * A wait's slot in struct moat_rqlat_hist (bpf/rqlat.h): floor(log2(ns)),
  * clamped to the last slot.  Shared by bpf/rqlat.bpf.c and the probe in
- * bpf/stamp.bpf.c, so both count in the same slots.
+ * tools/bench/stamp.bpf.c, so both count in the same slots.
  */
 #ifndef MOAT_HIST_SLOT_BPF_H
 #define MOAT_HIST_SLOT_BPF_H

@@ -27,7 +27,7 @@
  * would save the wake-up hooks, but the natural "now" to subtract it from,
  * rq->clock, is not updated by the __schedule() that follows a wake-up
  * preemption (rq_clock_skip_update()), so exactly the wait of a woken
- * task that preempts a hog would read as zero.  bpf/stamp.bpf.c keeps
+ * task that preempts a hog would read as zero.  tools/bench/stamp.bpf.c keeps
  * that design as a probe that tools/bench/ prices and compares with this.
  *
  * How it is keyed.  Each wait is recorded for the cgroup that owns the
@@ -67,12 +67,18 @@
 /* Bumped by userspace after each change to the watched map. */
 __u32 watch_gen;
 
+#ifdef MOAT_BENCH_PARTS
 /*
- * Where the hot path stops (enum moat_rqlat_part): MOAT_PART_ALL, never
- * set, in moat; a benchmark's choice before load otherwise.  Read-only
- * from load on, so the verifier drops the branches that test it.
+ * tools/bench/rqlat_parts.bpf.c: where the hot path stops (enum
+ * moat_rqlat_part), the benchmark's choice before load.  CUT() is false
+ * in moat's own object, which has no cut point.
  */
+#include "rqlat_parts.h"
 const volatile __u32 bench_parts = MOAT_PART_ALL;
+#define CUT(part)	(bench_parts == (part))
+#else
+#define CUT(part)	false
+#endif
 
 /* Drops are rare; a shared counter with an atomic add is cheap enough. */
 __u64 rqlat_drops[MOAT_DROP_NR];
@@ -171,7 +177,7 @@ static __always_inline void record_wait(struct task_struct *next,
 	struct moat_blame_val *bv;
 
 	barrier_var(cgid);	/* computed here, not sunk past the next test */
-	if (bench_parts == MOAT_PART_CGROUP)
+	if (CUT(MOAT_PART_CGROUP))
 		return;
 	cg = lookup_or_init(&hists, &cgid, &new_cg, MOAT_DROP_HIST);
 	if (!cg)
@@ -187,7 +193,7 @@ static __always_inline void record_wait(struct task_struct *next,
 	cg->hist.count++;
 	cg->hist.sum_ns += wait;
 
-	if (bench_parts == MOAT_PART_HIST || !is_watched(cg, cgid))
+	if (CUT(MOAT_PART_HIST) || !is_watched(cg, cgid))
 		return;
 	bk.victim = cgid;
 	bk.culprit = prev_pid ? moat_task_cpu_cgroup_id(prev, btf) :
@@ -238,7 +244,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 
 	barrier_var(prev_pid);	/* read here, as the part says */
 	barrier_var(next_pid);
-	if (bench_parts == MOAT_PART_CLOCK)
+	if (CUT(MOAT_PART_CLOCK))
 		return 0;
 	/*
 	 * __schedule() dequeues prev only when it was not preempted and its
@@ -246,7 +252,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	 */
 	if (preempt || moat_task_state(prev, btf) == TASK_RUNNING)
 		mark_runnable(prev, prev_pid, now, false, btf);
-	if (bench_parts == MOAT_PART_MARK || !next_pid)
+	if (CUT(MOAT_PART_MARK) || !next_pid)
 		return 0;
 
 	since = task_start(next, btf);
@@ -256,7 +262,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 		return 0;
 	wait = now > *since ? now - *since : 0;
 	*since = 0;
-	if (bench_parts == MOAT_PART_WAIT)
+	if (CUT(MOAT_PART_WAIT))
 		return 0;
 	record_wait(next, prev, prev_pid, wait, btf);
 	return 0;
@@ -277,7 +283,7 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 	now = bpf_ktime_get_ns();
 	pid = moat_task_pid(p, btf);
 	barrier_var(pid);
-	if (bench_parts == MOAT_PART_CLOCK)
+	if (CUT(MOAT_PART_CLOCK))
 		return 0;
 	mark_runnable(p, pid, now, true, btf);
 	return 0;

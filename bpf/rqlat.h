@@ -34,22 +34,6 @@ struct moat_rqlat_cg {
 	__u32 watched;
 };
 
-/*
- * How much of the hot path runs, bench_parts in rqlat.bpf.c: moat runs it
- * all; tools/bench/overhead.sh prices each part by attaching programs cut
- * after it (tools/bench/rqlat_parts.c), each part with the ones before.
- */
-enum moat_rqlat_part {
-	MOAT_PART_ALL,		/* everything: moat's programs */
-	MOAT_PART_CLOCK,	/* the clock and the tasks' pids */
-	MOAT_PART_MARK,		/* + the runnable mark: prev's at a switch,
-				   the woken task's at a wake-up */
-	MOAT_PART_WAIT,		/* + next's start looked up and cleared */
-	MOAT_PART_CGROUP,	/* + next's cgroup id */
-	MOAT_PART_HIST,		/* + its histogram; blame's check not run */
-	MOAT_PART_NR,
-};
-
 /* Key of the blame map: a watched cgroup and the cgroup that held the CPU. */
 struct moat_blame_key {
 	__u64 victim;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * moat-floor-attach: attach the empty programs of bpf/floor.bpf.c until
+ * moat-floor-attach: attach the empty programs of tools/bench/floor.bpf.c until
  * SIGTERM or SIGINT, so that tools/bench/overhead.sh can measure the
  * floor under moat's own programs in the same run.  A benchmark tool,
  * not installed.  Prints "attached" on stderr once it is.
@@ -21,7 +21,7 @@ int main(void)
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	skel = floor__open_and_load();
 	if (!skel) {
-		perror("moat-floor-attach: load bpf/floor.bpf.c");
+		perror("moat-floor-attach: load tools/bench/floor.bpf.c");
 		return 1;
 	}
 	err = floor__attach(skel);

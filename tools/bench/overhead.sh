@@ -10,7 +10,7 @@
 # Throughput: `perf bench sched pipe`, both ends pinned to one CPU so that
 # every operation is two wake-ups and two context switches, in PAIRS
 # alternating rounds: nothing attached; the floor (build/moat-floor-attach:
-# empty tp_btf programs on the same tracepoints, bpf/floor.bpf.c); and
+# empty tp_btf programs on the same tracepoints, tools/bench/floor.bpf.c); and
 # moat-rqlat attached (watching the root cgroup, so the blame path runs
 # for every task: the worst case).  Prints each round's ratios to the run
 # without, their medians, and how far moat's is below the floor's: the
@@ -23,11 +23,11 @@
 # on exit), for the floor, and for moat with blame off and with the root
 # cgroup watched, each then above the floor's.  Between the two, what each
 # part of the hot path costs: moat's programs cut after it
-# (build/moat-rqlat-parts, enum moat_rqlat_part in bpf/rqlat.h), each
+# (build/moat-rqlat-parts, enum moat_rqlat_part in tools/bench/rqlat_parts.h), each
 # part's price the step from the part before (the floor's, for the first).
 # Then the same for another design, priced in the same run: waits read
 # from the scheduler's own stamp, with no program at sched_wakeup and no
-# clock read (build/moat-stamp-attach, bpf/stamp.bpf.c; it has no blame).
+# clock read (build/moat-stamp-attach, tools/bench/stamp.bpf.c; it has no blame).
 # Its pipe throughput is a column of the rounds too.  How far its waits
 # agree with moat's: tools/bench/stamp.sh.
 #
@@ -66,7 +66,7 @@ command -v perf >/dev/null || die "perf not found (tools/deps.sh installs linux-
 command -v jq >/dev/null || die "jq not found (tools/deps.sh installs it)"
 command -v bpftool >/dev/null || die "bpftool not found (tools/deps.sh installs it)"
 [ -x "$RQLAT" ] && [ -x "$PMU" ] && [ -x "$FLOOR" ] && [ -x "$PARTS" ] && [ -x "$STAMP" ] ||
-	make -C "$top" O="$O" >/dev/null
+	make -C "$top" O="$O" all bench >/dev/null
 
 work=$(mktemp -d)
 rqlat_pid=
@@ -192,7 +192,7 @@ fmedian=$(median "$work/floor_ratios")
 echo "median throughput ratio (with/without): $median (target >= 0.95)"
 echo "median throughput ratio, the floor: $fmedian; moat below it by $(awk -v f="$fmedian" -v m="$median" 'BEGIN { printf "%.4f", f - m }') (target <= 0.06)"
 smedian=$(median "$work/stamp_ratios")
-echo "median throughput ratio, the scheduler's stamp (bpf/stamp.bpf.c, no blame): $smedian; below the floor's by $(awk -v f="$fmedian" -v m="$smedian" 'BEGIN { printf "%.4f", f - m }')"
+echo "median throughput ratio, the scheduler's stamp (tools/bench/stamp.bpf.c, no blame): $smedian; below the floor's by $(awk -v f="$fmedian" -v m="$smedian" 'BEGIN { printf "%.4f", f - m }')"
 
 # stats_of START STOP [ARG...]: one more pipe run, between START ARG...
 # and STOP, with the kernel's BPF stats on; the programs' in $work/stats.
@@ -227,7 +227,7 @@ echo
 stats_of start_floor stop_floor
 floor_switch=$(tp_ns switch) floor_wakeup=$(tp_ns wakeup)
 echo "the floor (empty programs): sched_switch $floor_switch ns/event, sched_wakeup $floor_wakeup ns/event"
-echo "each part of the hot path, with the parts before it (bpf/rqlat.h); in (): its own price"
+echo "each part of the hot path, with the parts before it (tools/bench/rqlat_parts.h); in (): its own price"
 printf '%-8s %22s %22s\n' part sched_switch_ns sched_wakeup_ns
 last_switch=$floor_switch last_wakeup=$floor_wakeup
 for part in clock mark wait cgroup hist; do
@@ -237,7 +237,7 @@ for part in clock mark wait cgroup hist; do
 		'BEGIN { printf "%-8s %12.1f (%+6.1f) %12.1f (%+6.1f)\n", p, s, s - ls, w, w - lw }'
 	last_switch=$sw last_wakeup=$wk
 done
-echo "the scheduler's stamp instead (bpf/stamp.bpf.c): no program at sched_wakeup; sched_switch cut after each part"
+echo "the scheduler's stamp instead (tools/bench/stamp.bpf.c): no program at sched_wakeup; sched_switch cut after each part"
 last_switch=$floor_switch
 for part in wait cgroup all; do
 	stats_of start_stamp stop_stamp "$part"

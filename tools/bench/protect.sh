@@ -87,7 +87,7 @@ die() { echo "protect.sh: $*" >&2; exit 2; }
 	die "SECONDS: '$SECS' must be an integer over $((SKIP + 2))"
 command -v nginx >/dev/null && command -v stress-ng >/dev/null ||
 	die "needs nginx and stress-ng: run tools/deps.sh --bench"
-[ -x "$O/moatd" ] && [ -x "$O/moat-loadgen" ] || make -C "$top" O="$O" >/dev/null
+[ -x "$O/moatd" ] && [ -x "$O/moat-loadgen" ] || make -C "$top" O="$O" all bench >/dev/null
 [ "$(nproc)" -ge 2 ] || die "needs 2 CPUs: one shared by LC and BE, one for the client"
 
 CLIENT_CPU=0

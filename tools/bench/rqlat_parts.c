@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * moat-rqlat-parts: attach moat's tp_btf rqlat programs cut after one part
- * of their hot path (enum moat_rqlat_part in bpf/rqlat.h), until SIGTERM
- * or SIGINT, so that tools/bench/overhead.sh prices each part in the run
- * that measures the floor and moat's whole programs.  A benchmark tool,
+ * of their hot path (tools/bench/rqlat_parts.bpf.c, enum moat_rqlat_part),
+ * until SIGTERM or SIGINT, so that tools/bench/overhead.sh prices each
+ * part in the run that measures the floor and moat's whole programs.  A benchmark tool,
  * not installed.  Prints "attached" on stderr once it is.
  *
  *   moat-rqlat-parts clock|mark|wait|cgroup|hist
@@ -14,7 +14,8 @@
 #include <linux/types.h>
 #include "bpf_probe.h"
 #include "rqlat.h"
-#include "rqlat.skel.h"
+#include "rqlat_parts.h"
+#include "rqlat_parts.skel.h"
 
 static const char *const names[MOAT_PART_NR] = {
 	[MOAT_PART_CLOCK] = "clock", [MOAT_PART_MARK] = "mark",
@@ -24,7 +25,7 @@ static const char *const names[MOAT_PART_NR] = {
 
 int main(int argc, char **argv)
 {
-	struct rqlat *skel;
+	struct rqlat_parts *skel;
 	unsigned int part;
 	sigset_t set;
 	int sig, err;
@@ -40,9 +41,9 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	sigprocmask(SIG_BLOCK, &set, NULL);
-	skel = rqlat__open();
+	skel = rqlat_parts__open();
 	if (!skel) {
-		perror("moat-rqlat-parts: open bpf/rqlat.bpf.c");
+		perror("moat-rqlat-parts: open tools/bench/rqlat_parts.bpf.c");
 		return 1;
 	}
 	skel->rodata->bench_parts = part;
@@ -51,18 +52,18 @@ int main(int argc, char **argv)
 	bpf_program__set_autoload(skel->progs.sched_wakeup_new_raw, false);
 	bpf_program__set_autoload(skel->progs.sched_process_exit_raw, false);
 	bpf_program__set_autoattach(skel->progs.seed_starts, false);
-	err = rqlat__load(skel);
+	err = rqlat_parts__load(skel);
 	if (!err)
-		err = rqlat__attach(skel);
+		err = rqlat_parts__attach(skel);
 	if (!err)	/* as moat does (lib/rqlat_bpf.c) */
 		err = moat_bpf_iter_tasks(skel->progs.seed_starts);
 	if (err) {
 		fprintf(stderr, "moat-rqlat-parts: load and attach: %s\n", strerror(-err));
-		rqlat__destroy(skel);
+		rqlat_parts__destroy(skel);
 		return 1;
 	}
 	fprintf(stderr, "attached\n");
 	sigwait(&set, &sig);
-	rqlat__destroy(skel);
+	rqlat_parts__destroy(skel);
 	return 0;
 }

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # How far run-queue waits read from the scheduler's own stamp agree with
-# moat's, wait by wait (bpf/stamp.bpf.c: the design it probes, and what
+# moat's, wait by wait (tools/bench/stamp.bpf.c: the design it probes, and what
 # it gives up).  tools/bench/overhead.sh prices that design; this says
 # what its waits would be worth.
 #
@@ -35,7 +35,7 @@ die() { echo "stamp.sh: $*" >&2; exit 2; }
 for c in perf stress-ng taskset; do
 	command -v "$c" >/dev/null || die "$c not found (tools/deps.sh --bench installs it)"
 done
-[ -x "$STAMP" ] || make -C "$top" O="$O" >/dev/null
+[ -x "$STAMP" ] || make -C "$top" O="$O" bench >/dev/null
 
 work=$(mktemp -d)
 pids=()

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * moat-stamp-attach: attach the probe of bpf/stamp.bpf.c (run-queue waits
+ * moat-stamp-attach: attach the probe of tools/bench/stamp.bpf.c (run-queue waits
  * from the scheduler's own stamp) until SIGTERM or SIGINT, for
  * tools/bench/stamp.sh.  A benchmark tool, not installed.  Prints
  * "attached" on stderr once it is.
  *
  *   moat-stamp-attach [--compare] [wait|cgroup|all]
  *
- * The part cuts the switch program as in bpf/stamp.h (default all).
+ * The part cuts the switch program as in tools/bench/stamp.h (default all).
  * --compare also runs rqlat's way in the same programs (its wake-up
  * programs attached too) and, on the signal, prints on stdout how the
  * two waits compared, one "name value" per line.
@@ -72,7 +72,7 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	skel = stamp__open();
 	if (!skel) {
-		perror("moat-stamp-attach: open bpf/stamp.bpf.c");
+		perror("moat-stamp-attach: open tools/bench/stamp.bpf.c");
 		return 1;
 	}
 	skel->rodata->stamp_part = part;

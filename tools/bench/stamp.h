@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Types shared by bpf/stamp.bpf.c (a probe of another design for rqlat's
+ * Types shared by tools/bench/stamp.bpf.c (a probe of another design for rqlat's
  * hot path) and tools/bench/stamp_attach.c.  The includer provides
  * __u64 and MOAT_HIST_SLOTS (bpf/rqlat.h).
  */
 #ifndef MOAT_BPF_STAMP_H
 #define MOAT_BPF_STAMP_H
 
-/* Where the switch program stops: stamp_part in bpf/stamp.bpf.c. */
+/* Where the switch program stops: stamp_part in tools/bench/stamp.bpf.c. */
 enum stamp_part {
 	STAMP_PART_ALL,		/* the wait, the cgroup id, the histogram */
 	STAMP_PART_WAIT,	/* the wait read and the cursor moved */
