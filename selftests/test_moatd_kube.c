@@ -1,0 +1,810 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * moatd on Kubernetes' pods: trees shaped as kubelet makes them, the
+ * Node publisher against a stub API server, the per-task levers, moatd
+ * in a pod's namespaces.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <microhttpd.h>
+#include "cgroup.h"
+#include "helpers.h"
+#include "journal.h"
+#include "moatd_harness.h"
+#include "resctrl.h"
+#include "tasksched.h"
+
+/*
+ * A stub of the Kubernetes API server, for what moatd does on the Node
+ * object: HTTPS (libmicrohttpd, a self-signed certificate made with
+ * openssl for 127.0.0.1), one node "test-node" with a taint of someone
+ * else's, resourceVersion "7".  It records every request; it answers the
+ * first status patch with a 500, to see moatd retry.
+ */
+struct stub_req {
+	char method[8], path[128], type[64], auth[128];
+	char body[8192];
+};
+
+static struct {
+	pthread_mutex_t lock;
+	struct stub_req req[256];
+	int n, status_patches;
+	char taints[2048];	/* the node's, as the last patch left them */
+} stub = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+struct stub_conn {
+	struct stub_req r;
+	size_t len;
+};
+
+static enum MHD_Result stub_reply(struct MHD_Connection *c, unsigned int code,
+				  const char *body)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body),
+		(void *)body, MHD_RESPMEM_MUST_COPY);
+	enum MHD_Result ret;
+
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	ret = MHD_queue_response(c, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result stub_handle(void *cls, struct MHD_Connection *c,
+				   const char *url, const char *method,
+				   const char *version, const char *data,
+				   size_t *data_len, void **state)
+{
+	struct stub_conn *sc = *state;
+	const char *h;
+	char node[4096];
+	bool status;
+
+	if (!sc) {
+		sc = calloc(1, sizeof(*sc));
+		snprintf(sc->r.method, sizeof(sc->r.method), "%s", method);
+		snprintf(sc->r.path, sizeof(sc->r.path), "%s", url);
+		h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+		snprintf(sc->r.type, sizeof(sc->r.type), "%s", h ? h : "");
+		h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+		snprintf(sc->r.auth, sizeof(sc->r.auth), "%s", h ? h : "");
+		*state = sc;
+		return MHD_YES;
+	}
+	if (*data_len) {
+		size_t n = *data_len;
+
+		if (sc->len + n >= sizeof(sc->r.body))
+			n = sizeof(sc->r.body) - sc->len - 1;
+		memcpy(sc->r.body + sc->len, data, n);
+		sc->len += n;
+		*data_len = 0;
+		return MHD_YES;
+	}
+	pthread_mutex_lock(&stub.lock);
+	if (stub.n < 256)
+		stub.req[stub.n++] = sc->r;
+	status = !strcmp(url, "/api/v1/nodes/test-node/status");
+	if (status && !strcmp(method, "PATCH"))
+		stub.status_patches++;
+	if (!strcmp(method, "PATCH") && !status) {
+		const char *t = strstr(sc->r.body, "\"taints\":");
+
+		if (t) {
+			size_t end = strcspn(t + 9, "]");
+
+			snprintf(stub.taints, sizeof(stub.taints), "%.*s]",
+				 (int)end, t + 9);
+		}
+	}
+	snprintf(node, sizeof(node),
+		 "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"test-node\","
+		 "\"resourceVersion\":\"7\"},\"spec\":{\"taints\":%s}}", stub.taints);
+	pthread_mutex_unlock(&stub.lock);
+	free(sc);
+	*state = NULL;
+	if (strncmp(url, "/api/v1/nodes/test-node", 23))
+		return stub_reply(c, 404, "{\"kind\":\"Status\",\"code\":404}");
+	if (!strcmp(method, "GET") && !status)
+		return stub_reply(c, 200, node);
+	if (!strcmp(method, "PATCH") && status && stub.status_patches == 1)
+		return stub_reply(c, 500, "{\"kind\":\"Status\",\"code\":500}");
+	if (!strcmp(method, "PATCH"))
+		return stub_reply(c, 200, node);
+	return stub_reply(c, 405, "{\"kind\":\"Status\",\"code\":405}");
+}
+
+/* The newest request matching @method and @path and containing @has. */
+static bool stub_seen(const char *method, const char *path, const char *has,
+		      const char *lacks, struct stub_req *got)
+{
+	bool found = false;
+	int i;
+
+	pthread_mutex_lock(&stub.lock);
+	for (i = stub.n - 1; i >= 0 && !found; i--) {
+		struct stub_req *r = &stub.req[i];
+
+		if (strcmp(r->method, method) || strcmp(r->path, path) ||
+		    (has && !strstr(r->body, has)) || (lacks && strstr(r->body, lacks)))
+			continue;
+		*got = *r;
+		found = true;
+	}
+	pthread_mutex_unlock(&stub.lock);
+	return found;
+}
+
+static bool wait_stub(const char *method, const char *path, const char *has,
+		      const char *lacks, struct stub_req *got, int ms)
+{
+	for (; ms > 0; ms -= 100) {
+		if (stub_seen(method, path, has, lacks, got))
+			return true;
+		sleep_ms(100);
+	}
+	return false;
+}
+
+/* The stub's certificate and key, kept for its life. */
+static char *stub_cert, *stub_key;
+
+static char stub_env[4][PATH_MAX + 64];
+
+/*
+ * Start the stub API server, HTTPS on a free port, and set moatd_env[]
+ * as a pod's: the stub's address, a service account dir with a token and
+ * the stub's CA, NODE_NAME=test-node.  moatd_env is for the next start.
+ */
+static struct MHD_Daemon *stub_start(void)
+{
+	char sa[PATH_MAX], cmd[2 * PATH_MAX + 256];
+	const union MHD_DaemonInfo *info;
+	struct MHD_Daemon *api;
+
+	if (system("command -v openssl >/dev/null"))
+		skip("no openssl to make the stub's certificate (tools/deps.sh installs it)");
+	snprintf(sa, sizeof(sa), "%s/sa", dir);
+	cr_assert_eq(mkdir(sa, 0700), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
+		 "-nodes -keyout key.pem -out ca.crt -days 1 -subj /CN=127.0.0.1 "
+		 "-addext subjectAltName=IP:127.0.0.1 2>/dev/null && printf 't0ken-123\\n' >token",
+		 sa);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	snprintf(cmd, sizeof(cmd), "%s/ca.crt", sa);
+	stub_cert = slurp(cmd);
+	snprintf(cmd, sizeof(cmd), "%s/key.pem", sa);
+	stub_key = slurp(cmd);
+	strcpy(stub.taints, "[{\"key\":\"other.io/maintenance\",\"effect\":\"NoSchedule\"}]");
+	api = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_TLS |
+			       MHD_USE_ERROR_LOG, 0, NULL, NULL, stub_handle, NULL,
+			       MHD_OPTION_HTTPS_MEM_KEY, stub_key,
+			       MHD_OPTION_HTTPS_MEM_CERT, stub_cert, MHD_OPTION_END);
+	cr_assert_not_null(api, "the stub API server did not start");
+	info = MHD_get_daemon_info(api, MHD_DAEMON_INFO_BIND_PORT);
+	snprintf(stub_env[0], sizeof(stub_env[0]), "KUBERNETES_SERVICE_HOST=127.0.0.1");
+	snprintf(stub_env[1], sizeof(stub_env[1]), "KUBERNETES_SERVICE_PORT=%u",
+		 info->port);
+	snprintf(stub_env[2], sizeof(stub_env[2]), "NODE_NAME=test-node");
+	snprintf(stub_env[3], sizeof(stub_env[3]), "MOAT_KUBE_SA_DIR=%s", sa);
+	moatd_env[0] = stub_env[0];
+	moatd_env[1] = stub_env[1];
+	moatd_env[2] = stub_env[2];
+	moatd_env[3] = stub_env[3];
+	return api;
+}
+
+static void stub_stop(struct MHD_Daemon *api)
+{
+	MHD_stop_daemon(api);
+	free(stub_cert);
+	free(stub_key);
+	stub_cert = stub_key = NULL;
+}
+
+Test(moatd, node_hints_reach_a_stub_api_server)
+{
+	static struct work_periodic probe = { 1000000, 1500 };
+	struct MHD_Daemon *api;
+	struct stub_req r;
+	struct tcg lc, be;
+	pid_t hog, lcp;
+	int cpu;
+
+	/* moatd as in a pod: the stub's address, a token, a node name */
+	stop(&daemon_pid);
+	api = stub_start();
+	start_with_config("kube.conf", "period_ms = 100\nrules/web = web-* lc\nrules/batch = batch-* be\n"
+			  "http/listen = \nkube/interval_ms = 200\nkube/untaint_s = 1\n"
+			  "lc/rqlat_p99_target_us = 1\n");
+	moatd_env[0] = NULL;
+
+	/* An LC group waiting behind a BE hog: far over a 1 us target. */
+	tcg_lock_cpu();
+	cpu = tcg_pick_cpu();
+	cr_assert_eq(tcg_create("web-k", &lc), 0);
+	cr_assert_eq(tcg_create("batch-k", &be), 0);
+	hog = tcg_spawn(&be, cpu, work_hog, NULL);
+	lcp = tcg_spawn(&lc, cpu, work_periodic, &probe);
+
+	cr_expect(wait_stub("PATCH", "/api/v1/nodes/test-node",
+			    "\"key\":\"moat.io/interference\"", NULL, &r, 15000),
+		  "no taint patch");
+	cr_expect_str_eq(r.auth, "Bearer t0ken-123");
+	cr_expect_str_eq(r.type, "application/merge-patch+json");
+	cr_expect(strstr(r.body, "\"effect\":\"PreferNoSchedule\""), "%s", r.body);
+	cr_expect(strstr(r.body, "\"key\":\"other.io/maintenance\""),
+		  "someone else's taint was dropped: %s", r.body);
+	cr_expect(strstr(r.body, "\"resourceVersion\":\"7\""), "%s", r.body);
+	cr_expect(strstr(r.body, "\"moat.io/hints\":\"{") &&
+		  strstr(r.body, "NodeHints"), "%s", r.body);
+	cr_expect(stub_seen("GET", "/api/v1/nodes/test-node", NULL, NULL, &r) &&
+		  !strcmp(r.auth, "Bearer t0ken-123"), "the node was not read first");
+
+	/* The status patch failed once (500): moatd retried it. */
+	cr_expect(wait_stub("PATCH", "/api/v1/nodes/test-node/status",
+			    "\"moat.io/be-cpu\":\"", NULL, &r, 8000), "no status patch");
+	cr_expect(strstr(r.body, "\"allocatable\":{\"moat.io/be-cpu\":\"") &&
+		  strstr(r.body, "\"moat.io/be-memory\":\""), "%s", r.body);
+	cr_expect_str_eq(r.type, "application/merge-patch+json");
+	for (cpu = 0; cpu < 80 && stub.status_patches < 2; cpu++)
+		sleep_ms(100);
+	cr_expect_geq(stub.status_patches, 2, "the failed status patch was not retried");
+	cr_assert_eq(ctl(out, err, "get", "kube/errors", NULL), 0, "%s", err);
+	cr_expect_neq(strtoul(out, NULL, 10), 0, "the 500 was not counted");
+
+	/* Recovered: the taint goes, after kube/untaint_s; the other stays. */
+	tcg_kill(hog);
+	tcg_kill(lcp);
+	set_runtime("lc/rqlat_p99_target_us", "10000000");
+	cr_expect(wait_stub("PATCH", "/api/v1/nodes/test-node", "other.io/maintenance",
+			    "moat.io/interference", &r, 15000), "the taint stayed");
+
+	/* Stopping withdraws what moatd put there; the other taint stays. */
+	stop(&daemon_pid);
+	cr_expect(stub_seen("PATCH", "/api/v1/nodes/test-node/status",
+			    "\"moat.io/be-cpu\":null", NULL, &r),
+		  "the extended resources stayed after moatd stopped");
+	cr_expect(stub_seen("PATCH", "/api/v1/nodes/test-node", "\"moat.io/hints\":null",
+			    "moat.io/interference", &r) &&
+		  strstr(r.body, "other.io/maintenance"),
+		  "the annotation stayed after moatd stopped");
+	stub_stop(api);
+}
+
+/*
+ * On a tree as kubelet makes it (the cgroupfs driver), with the tasks in
+ * the container cgroups as on every node: an LC server in a burstable
+ * pod, a BE hog in a besteffort pod, on one CPU.  The kernel keys the
+ * waits by the containers; the pod is the unit, and /hints, the metrics
+ * and the Node object must see them as the controller does (they once
+ * read the pod's own, empty histogram: interference.cpu 0, the LC pod's
+ * run-queue p99 null, no taint, while moatd throttled the BE pod).
+ */
+Test(moatd, hints_see_a_pods_waits_in_its_containers)
+{
+	static struct work_periodic probe = { 1000000, 1500 };
+	char *body;
+	struct kube_tree kt;
+	struct json_object *o = NULL, *v, *lc, *e;
+	struct MHD_Daemon *api;
+	struct stub_req r;
+	double cpu_itf = 0, wp99 = NAN;
+	pid_t hog, lcp;
+	int cpu, i;
+
+	stop(&daemon_pid);
+	api = stub_start();
+	kube_tree(&kt);
+
+	start_with_config("kube.conf", "period_ms = 100\nhttp/listen = 127.0.0.1:0\n"
+			  "kube/interval_ms = 200\nlc/rqlat_p99_target_us = 50\n"
+			  "enforce/min_waits = 5\nmode = enforce\n");
+	moatd_env[0] = NULL;
+
+	tcg_lock_cpu();
+	cpu = tcg_pick_cpu();
+	hog = tcg_spawn(&kt.ctr[1], cpu, work_hog, NULL);
+	lcp = tcg_spawn(&kt.ctr[0], cpu, work_periodic, &probe);
+	cr_assert(hog > 0 && lcp > 0);
+
+	for (i = 0; i < 100 && !(cpu_itf > 1 && !isnan(wp99)); i++) {
+		sleep_ms(100);
+		if (http_get(http_port(), "/hints", page, sizeof(page), &body) != 200)
+			continue;
+		json_object_put(o);
+		o = json_tokener_parse(body);
+		if (!o)
+			continue;
+		if (json_object_object_get_ex(o, "interference", &v) &&
+		    json_object_object_get_ex(v, "cpu", &v))
+			cpu_itf = json_object_get_double(v);
+		wp99 = NAN;
+		if (json_object_object_get_ex(o, "lc", &lc) &&
+		    json_object_array_length(lc) == 1 &&
+		    (e = json_object_array_get_idx(lc, 0)) &&
+		    json_object_object_get_ex(e, "rqlatP99Seconds", &v) && v)
+			wp99 = json_object_get_double(v);
+	}
+	cr_log_info("after ~%d x 100 ms: interference.cpu %.1f, the LC pod's wp99 %.6f s",
+		    i, cpu_itf, wp99);
+	/*
+	 * moatctl status: the pod's row shows its containers' waits merged,
+	 * as the hints do (it once showed WAITS 0 and "-" while they waited).
+	 */
+	{
+		const char *args[] = { "--socket", sock, "status", NULL };
+		char *row;
+		long long waits = -1;
+		char p99[32] = "";
+
+		cr_assert_eq(run("moatctl", args, out, err), 0, "%s", err);
+		row = strstr(out, KUBE_LC_UID);
+		cr_assert_not_null(row, "no row for the LC pod:\n%s", out);
+		cr_expect(sscanf(row, KUBE_LC_UID " %*s pod %lld %*s %31s", &waits, p99) == 2 &&
+			  waits > 0 && strcmp(p99, "-"),
+			  "the LC pod's row shows no waits while its container waits:\n%s", out);
+	}
+	cr_expect_gt(cpu_itf, 1, "interference.cpu %.2f with the LC pod far over target",
+		     cpu_itf);
+	cr_expect(!isnan(wp99), "the LC pod's rqlatP99Seconds is null");
+	cr_expect(o && json_object_object_get_ex(o, "node", &v) &&
+		  !strcmp(json_object_get_string(v), "test-node"),
+		  "/hints's node is not $NODE_NAME, as kube/node's is");
+	cr_expect(o && json_object_object_get_ex(o, "lc", &lc) &&
+		  (e = json_object_array_get_idx(lc, 0)) &&
+		  json_object_object_get_ex(e, "group", &v) &&
+		  !strcmp(json_object_get_string(v), "0a1b2c3d-4e5f-6789-abcd-ef0123456789"),
+		  "the LC entry is not the pod (its id is its uid)");
+	/*
+	 * The node's usage on this tree: the node busy with the hog, and
+	 * the hog's pod too where its usage is known (cgroup v2; on this
+	 * host's v1, cpuacct is a hierarchy of its own without the test's
+	 * cgroups).
+	 */
+	cr_expect(o && json_object_object_get_ex(o, "usage", &v) &&
+		  json_object_object_get_ex(v, "memoryBytes", &e) &&
+		  json_object_get_double(e) == proc_meminfo("MemTotal"),
+		  "usage.memoryBytes is not MemTotal: %s",
+		  o ? json_object_to_json_string(o) : "no hints");
+	cr_expect(o && json_object_object_get_ex(o, "usage", &v) &&
+		  json_object_object_get_ex(v, "nodeCpus", &e) &&
+		  json_object_get_double(e) >= 0.5 &&
+		  (!tcg_hierarchy()->v2 ||
+		   (json_object_object_get_ex(v, "beCpus", &e) &&
+		    json_object_get_double(e) > 0.2)),
+		  "the node or the hog's pod not busy in usage: %s",
+		  o ? json_object_to_json_string(o) : "no hints");
+	if (o && json_object_object_get_ex(o, "usage", &v))
+		cr_log_info("usage: %s", json_object_to_json_string(v));
+	json_object_put(o);
+	cr_expect(wait_stub("PATCH", "/api/v1/nodes/test-node",
+			    "\"key\":\"moat.io/interference\"", NULL, &r, 15000),
+		  "the Node object got no taint");
+	tcg_kill(hog);
+	tcg_kill(lcp);
+	stop(&daemon_pid);
+	stub_stop(api);
+}
+
+/* The one child of @pid (its first thread's), or -1. */
+static pid_t only_child(pid_t pid)
+{
+	char path[64];
+	long child = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%ld", &child) != 1)
+			child = -1;
+		fclose(f);
+	}
+	return child;
+}
+
+/*
+ * moatd in a pod's view, as a DaemonSet without `privileged` runs it:
+ * its own mount, PID and cgroup namespaces, its cgroup namespace rooted
+ * at a cgroup of its own, its own /proc and /sys/fs/cgroup (on v2, a
+ * cgroup2 mount that shows only its subtree; on v1, none), and the
+ * host's cgroupfs and /proc mounted below a host root.  The first cgroup
+ * mount in its mountinfo is the host's original, now hidden below the
+ * pod's; only --host-root finds the pods.  It throttles the BE pod and
+ * puts it back on SIGTERM; then, SIGKILLed, the node's own moatd (no host
+ * root) puts back what the pod's journal recorded under /host.
+ */
+Test(moatd, in_a_pods_namespaces_the_host_root_finds_pods_throttles_and_restores,
+     .timeout = 150)
+{
+	static struct work_periodic probe = { 1000000, 1500 };
+	static const char *const be_throttles = "groups/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee/throttles";
+	/* the runtime's part: join the pod's cgroup, then its namespaces */
+	static const char outer[] =
+		"echo $$ >\"$1/cgroup.procs\" || exit 1; inner=$2; shift 2; "
+		"exec /usr/bin/unshare --mount --cgroup --pid --fork /bin/sh -c \"$inner\" sh \"$@\"";
+	/*
+	 * The pod's mounts: the host's below $1, its own at the usual places
+	 * (cgroup2 on a tmpfs: on itself, the kernel refuses it, EBUSY).
+	 */
+	static const char inner[] =
+		"set -e; h=$1; shift; mkdir -p \"$h/sys/fs/cgroup\" \"$h/proc\"; "
+		"mount -o rbind /sys/fs/cgroup \"$h/sys/fs/cgroup\"; "
+		"mount -o rbind /proc \"$h/proc\"; mount -t proc proc /proc; "
+		"mount -t tmpfs tmpfs /sys/fs/cgroup; "
+		"if [ \"$(stat -f -c %t \"$h/sys/fs/cgroup\")\" = 63677270 ]; then "
+		"mount -t cgroup2 cgroup2 /sys/fs/cgroup; fi; "
+		"exec \"$@\"";
+	char conf[PATH_MAX], log[PATH_MAX], name[2 * PATH_MAX], host[PATH_MAX];
+	char root[2 * PATH_MAX], journal[PATH_MAX], was[8192], now[8192], *text;
+	struct kube_tree kt;
+	struct tcg mine;
+	pid_t hog, lcp;
+	int cpu, i;
+
+	if (access("/usr/bin/unshare", X_OK))
+		skip("no /usr/bin/unshare (util-linux) for a cgroup namespace");
+	stop(&daemon_pid);
+	kube_tree(&kt);
+	cr_assert_eq(tcg_create("moat-daemonset-pod", &mine), 0);
+	snapshot(&kt.pod[1], was, sizeof(was));
+	snapshot(&kt.ctr[1], was + strlen(was), sizeof(was) - strlen(was));
+
+	snprintf(conf, sizeof(conf), "%s/kube.conf", dir);
+	snprintf(log, sizeof(log), "%s/moatd.log", dir);
+	snprintf(host, sizeof(host), "%s/host", dir);
+	snprintf(root, sizeof(root), "%s%s", host, tcg_prefix_dir());
+	snprintf(journal, sizeof(journal), "%s/journal", dir);
+	write_file(conf, "period_ms = 100\nhttp/listen = 127.0.0.1:0\n"
+			 "lc/rqlat_p99_target_us = 50\nenforce/min_waits = 5\n"
+			 "enforce/cpu_backoff_periods = 0\nmode = enforce\n");
+	{
+		const char *wrap[] = { "/bin/sh", "-c", outer, "sh", mine.dir, inner, host, NULL };
+		const char *args[] = { "--host-root", host, "--cgroup-root", root, NULL };
+
+		memcpy(moatd_wrap, wrap, sizeof(wrap));
+		memcpy(moatd_args, args, sizeof(args));
+	}
+	tcg_lock_cpu();
+	cpu = tcg_pick_cpu();
+	hog = tcg_spawn(&kt.ctr[1], cpu, work_hog, NULL);
+	lcp = tcg_spawn(&kt.ctr[0], cpu, work_periodic, &probe);
+	cr_assert(hog > 0 && lcp > 0);
+
+	for (i = 0; i < 2; i++) {
+		unlink(sock);
+		daemon_pid = start_moatd(sock, conf, log);
+		daemon_inner = only_child(daemon_pid);
+		cr_assert_gt(daemon_inner, 0, "no moatd below unshare %d", (int)daemon_pid);
+		cr_expect(wait_log("host root ", 1, 0), "moatd did not say its host root");
+		wait_get("groups/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee/path", 0, 30);
+		snprintf(name, sizeof(name), "%s\n", kt.pod[1].path);
+		cr_expect_str_eq(out, name, "the BE pod's path is not the host's");
+		{
+			int p;
+
+			for (p = 0; p < 100; p++) {
+				if (!ctl(out, err, "get", be_throttles, NULL) &&
+				    strtoul(out, NULL, 10) > 0)
+					break;
+				sleep_ms(100);
+			}
+			cr_assert_lt(p, 100, "round %d: the BE pod was never throttled", i);
+		}
+		/* stopped, so that what is checked is what a SIGKILL leaves */
+		if (i == 1)
+			kill(daemon_inner, SIGSTOP);
+		snapshot(&kt.pod[1], now, sizeof(now));
+		snapshot(&kt.ctr[1], now + strlen(now), sizeof(now) - strlen(now));
+		cr_expect_str_neq(now, was, "throttled, yet the BE pod's files are unchanged");
+		text = slurp(journal);
+		snprintf(name, sizeof(name), "moat-journal 2\nroot %s\n", host);
+		cr_expect(text && !strncmp(text, name, strlen(name)) &&
+			  strstr(text, "\nfile "),
+			  "the journal does not begin with its host root, or has no file: %s",
+			  text);
+		free(text);
+		if (i == 0) {
+			stop(&daemon_pid);
+			snapshot(&kt.pod[1], now, sizeof(now));
+			snapshot(&kt.ctr[1], now + strlen(now), sizeof(now) - strlen(now));
+			cr_expect_str_eq(now, was, "after SIGTERM in the pod: were\n%s\nare\n%s",
+					 was, now);
+		}
+	}
+	/* SIGKILLed: the node's own moatd puts back what the pod recorded */
+	kill(daemon_inner, SIGKILL);
+	waitpid(daemon_pid, NULL, 0);
+	daemon_pid = daemon_inner = 0;
+	tcg_kill(hog);
+	tcg_kill(lcp);
+	moatd_wrap[0] = moatd_args[0] = NULL;
+	unlink(sock);		/* a SIGKILLed moatd leaves it */
+	restart();
+	text = slurp(log);
+	cr_expect(strstr(text, "values from a moatd that did not stop cleanly: restoring"),
+		  "the node's moatd did not read the pod's journal:\n%s", text);
+	free(text);
+	snapshot(&kt.pod[1], now, sizeof(now));
+	snapshot(&kt.ctr[1], now + strlen(now), sizeof(now) - strlen(now));
+	cr_expect_str_eq(now, was, "after SIGKILL in the pod and a start on the node: were\n%s\nare\n%s",
+			 was, now);
+}
+
+/*
+ * The lever tests' config: steps at once on a 50 us target, no judgement,
+ * no release, so the lever stays while the test looks.
+ */
+#define LEVER_CONF "period_ms = 100\nhttp/listen = \n" \
+	"lc/rqlat_p99_target_us = 50\nenforce/min_waits = 5\n" \
+	"enforce/cpu_prio_backoff_periods = 0\nenforce/cpu_backoff_periods = 0\n" \
+	"enforce/release_periods = 1000\n"
+
+/* What the per-task lever makes of a plain thread with @s (levers.h). */
+static struct moat_sched levered(struct moat_sched s, bool be)
+{
+	if (moat_sched_caps()->slice)
+		s.slice_ns = be ? 4000000 : 100000;
+	else if (be)
+		s.policy = SCHED_IDLE;
+	return s;
+}
+
+static void expect_thread(pid_t tid, const struct moat_sched *want, int ms,
+			  const char *what, const char *when)
+{
+	char got[64], w[64];
+
+	moat_sched_format(w, sizeof(w), want);
+	cr_expect(sched_wait(tid, want, ms, got, sizeof(got)),
+		  "%s: %s (thread %d) has %s (policy/nice/slice ns), not %s",
+		  when, what, (int)tid, got, w);
+}
+
+/*
+ * On a tree as kubelet makes it, moatd's CPU-priority step on a BE pod
+ * is a per-task lever (the slice where the kernel keeps custom slices,
+ * else SCHED_IDLE): on every thread of its container, on a process
+ * attached later, on a child forked from a changed thread (the kernel's
+ * inheritance), never on a thread with a policy or slice of its own; the
+ * LC pod's threads get a short slice where there are slices.  kubelet
+ * can still write its pods' and QoS tiers' weights.  A switch to observe,
+ * a kill -9 and the next start, SIGTERM and `moatctl restore` each put
+ * back policy, nice and slice exactly, the forked child's too.
+ */
+Test(moatd, a_kubelet_pods_threads_get_the_lever_and_get_back_exactly,
+     .timeout = 150)
+{
+	static struct work_periodic probe = { 1000000, 1500 };
+	static const char *const how[] = {
+		"a switch to observe", "a kill -9 and the next start", "SIGTERM",
+		"moatctl restore",
+	};
+	const char *weight = tcg_hierarchy()->v2 ? "cpu.weight" : "cpu.shares";
+	const char *restore[] = { "--socket", sock, "restore", NULL };
+	struct moat_sched hog_s = { SCHED_OTHER, 2, 0 }, fork_s = { SCHED_BATCH, 3, 0 };
+	struct moat_sched plain = { SCHED_OTHER, 0, 0 }, own, on;
+	char conf[PATH_MAX], observe_conf[PATH_MAX], log[PATH_MAX];
+	pid_t hog, forker, owner, late = 0, kid = 0, lcp, known[4];
+	struct kube_tree kt;
+	int cpu, round;
+
+	stop(&daemon_pid);
+	kube_tree(&kt);
+	/* a thread's own choice, which the lever must leave alone */
+	own = moat_sched_caps()->slice ? (struct moat_sched){ SCHED_OTHER, 0, 7000000 } :
+					 (struct moat_sched){ SCHED_IDLE, 0, 0 };
+	cr_log_info("lever: %s", moat_sched_caps()->slice ? "slices" : "SCHED_IDLE");
+	snprintf(conf, sizeof(conf), "%s/levers.conf", dir);
+	snprintf(observe_conf, sizeof(observe_conf), "%s/observe.conf", dir);
+	snprintf(log, sizeof(log), "%s/moatd.log", dir);
+	write_file(observe_conf, LEVER_CONF);
+	write_file(conf, LEVER_CONF "mode = enforce\n");
+
+	tcg_lock_cpu();
+	cpu = tcg_pick_cpu();
+	hog = tcg_spawn(&kt.ctr[1], cpu, work_hog, NULL);
+	forker = tcg_spawn(&kt.ctr[1], cpu, work_forker, NULL);
+	owner = tcg_spawn(&kt.ctr[1], cpu, work_forker, NULL);
+	lcp = tcg_spawn(&kt.ctr[0], cpu, work_periodic, &probe);
+	cr_assert(hog > 0 && forker > 0 && owner > 0 && lcp > 0);
+	cr_assert(forker_ready(forker) && forker_ready(owner));
+	cr_assert_eq(moat_sched_set(hog, &hog_s), 0);
+	cr_assert_eq(moat_sched_set(forker, &fork_s), 0);
+	cr_assert_eq(moat_sched_set(owner, &own), 0);
+	daemon_pid = start_moatd(sock, conf, log);
+
+	for (round = 0; round < 4; round++) {
+		const char *when = how[round];
+
+
+		on = levered(hog_s, true);
+		expect_thread(hog, &on, 15000, "the BE hog", "before");
+		on = levered(fork_s, true);
+		expect_thread(forker, &on, 3000, "the BE pod's sleeper", "before");
+		if (moat_sched_caps()->slice) {
+			on = levered(plain, false);
+			expect_thread(lcp, &on, 3000, "the LC pod's server", "before");
+		}
+		expect_thread(owner, &own, 0, "a thread with its own policy", "before");
+		if (round == 0) {
+			/*
+			 * kubelet's writes go through: nothing of moat's is in
+			 * the way.  Then the weights as they were: with
+			 * kubelet's 2 shares the LC pod would wait under 1% of
+			 * the time, no violation, and no lever in the rounds
+			 * after.
+			 */
+			const char *dflt = tcg_hierarchy()->v2 ? "100" : "1024";
+			const char *least = tcg_hierarchy()->v2 ? "1" : "2";
+
+			cr_expect_eq(tcg_write(&kt.qos[1], weight, least), 0);
+			cr_expect_eq(tcg_write(&kt.pod[1], weight, least), 0);
+			cr_expect_eq(tcg_write(&kt.pod[0], weight, dflt), 0);
+			cr_expect_eq(tcg_write(&kt.qos[0], weight, dflt), 0);
+			cr_expect_eq(tcg_write(&kt.pod[1], weight, dflt), 0);
+			cr_expect_eq(tcg_write(&kt.qos[1], weight, dflt), 0);
+			/* a process attached later, and a child forked now */
+			late = tcg_spawn(&kt.ctr[1], cpu, work_forker, NULL);
+			cr_assert(late > 0 && forker_ready(late));
+			on = levered(plain, true);
+			expect_thread(late, &on, 3000, "a process attached later", "before");
+			known[0] = hog;
+			known[1] = forker;
+			known[2] = owner;
+			known[3] = late;
+			kill(forker, SIGUSR1);
+			kid = tcg_new_thread(&kt.ctr[1], known, 4);
+			cr_assert_gt(kid, 0, "the sleeper's child never came");
+			on = levered(fork_s, true);
+			expect_thread(kid, &on, 0, "a child forked from a changed thread", "before");
+		}
+		switch (round) {
+		case 0:
+			set_runtime("mode", "observe");
+			break;
+		case 1:
+			kill(daemon_pid, SIGKILL);
+			waitpid(daemon_pid, NULL, 0);
+			daemon_pid = 0;
+			unlink(sock);
+			on = levered(hog_s, true);
+			expect_thread(hog, &on, 0, "the BE hog", "after a kill -9");
+			daemon_pid = start_moatd(sock, observe_conf, log);
+			break;
+		case 2:
+			stop(&daemon_pid);
+			break;
+		case 3:
+			/* no violation from now on: nothing steps again */
+			set_runtime("lc/rqlat_p99_target_us", "10000000");
+			cr_assert_eq(run("moatctl", restore, out, err), 0, "%s", err);
+			cr_expect(strstr(out, "left = 0\n") && !strstr(out, "restored = 0\n"),
+				  "%s", out);
+			break;
+		}
+		expect_thread(hog, &hog_s, 2000, "the BE hog", when);
+		expect_thread(forker, &fork_s, 2000, "the BE pod's sleeper", when);
+		expect_thread(kid, &fork_s, 2000, "the forked child", when);
+		expect_thread(late, &plain, 2000, "the process attached later", when);
+		expect_thread(owner, &own, 0, "the thread with its own policy", when);
+		expect_thread(lcp, &plain, 2000, "the LC pod's server", when);
+		/* and on again */
+		if (round == 0 || round == 1)
+			set_runtime("mode", "enforce");
+		else if (round == 2)
+			daemon_pid = start_moatd(sock, conf, log);
+	}
+	cr_assert_eq(ctl(out, err, "get", "enforce/journal_entries", NULL), 0);
+	cr_expect_str_eq(out, "0\n");
+	stop(&daemon_pid);
+}
+
+/*
+ * Without CAP_SYS_NICE (as nobody, with CAP_BPF, CAP_PERFMON and
+ * CAP_DAC_OVERRIDE), sched_setattr() on a pod's threads fails with EPERM:
+ * moatd says so once, changes no thread, and steps the pod's quota
+ * instead, which SIGTERM puts back.
+ */
+Test(moatd, without_cap_sys_nice_a_pod_gets_the_quota_instead, .timeout = 90)
+{
+	static const char *const with[] = {
+		"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+		"--inh-caps=-all,+bpf,+perfmon,+dac_override",
+		"--ambient-caps=-all,+bpf,+perfmon,+dac_override",
+		"--bounding-set=-all,+bpf,+perfmon,+dac_override", "--", NULL };
+	static struct work_periodic probe = { 1000000, 1500 };
+	static const char *const be_throttle = "groups/" KUBE_BE_UID "/throttle";
+	struct moat_sched plain = { SCHED_OTHER, 0, 0 };
+	char conf[PATH_MAX], log[PATH_MAX], was[4096], now[4096], *text;
+	struct kube_tree kt;
+	pid_t hog, lcp;
+	int cpu, i;
+
+	stop(&daemon_pid);
+	if (access(with[0], X_OK))
+		skip("no %s (util-linux) to start moatd with a set of capabilities", with[0]);
+	kube_tree(&kt);
+	snapshot(&kt.pod[1], was, sizeof(was));
+	cr_assert_eq(chown(dir, 65534, 65534), 0, "%s", strerror(errno));
+	snprintf(conf, sizeof(conf), "%s/nonice.conf", dir);
+	snprintf(log, sizeof(log), "%s/moatd.log", dir);
+	write_file(conf, LEVER_CONF "mode = enforce\n");
+	tcg_lock_cpu();
+	cpu = tcg_pick_cpu();
+	hog = tcg_spawn(&kt.ctr[1], cpu, work_hog, NULL);
+	lcp = tcg_spawn(&kt.ctr[0], cpu, work_periodic, &probe);
+	cr_assert(hog > 0 && lcp > 0);
+	for (i = 0; with[i]; i++)
+		moatd_wrap[i] = with[i];
+	unlink(sock);
+	daemon_pid = start_moatd(sock, conf, log);
+	moatd_wrap[0] = NULL;
+	cr_expect(wait_log("lacks CAP_SYS_NICE", 1, 20000),
+		  "moatd did not say it lacks CAP_SYS_NICE");
+	for (i = 0; i < 200; i++) {
+		if (!ctl(out, err, "get", be_throttle, NULL) && strstr(out, " cpu=") &&
+		    !strstr(out, " cpu=max"))
+			break;
+		sleep_ms(100);
+	}
+	cr_expect_lt(i, 200, "no quota on the BE pod after the EPERM: throttle is %s", out);
+	cr_expect(!strstr(out, "threads-"), "a lever the kernel refused is shown: %s", out);
+	expect_thread(hog, &plain, 0, "the BE hog", "without CAP_SYS_NICE");
+	expect_thread(lcp, &plain, 0, "the LC pod's server", "without CAP_SYS_NICE");
+	stop(&daemon_pid);
+	tcg_kill(hog);
+	tcg_kill(lcp);
+	text = slurp(log);
+	cr_expect_eq(count_of(text, "lacks CAP_SYS_NICE"), 1, "said more than once:\n%s", text);
+	free(text);
+	snapshot(&kt.pod[1], now, sizeof(now));
+	cr_expect_str_eq(now, was, "after SIGTERM: were\n%s\nare\n%s", was, now);
+}
+
+/*
+ * A QoS tier's class is the class of its pods: set at runtime, it takes
+ * at the next period, not at the next walk, which, with the cgroups
+ * unchanged, may not come at all (the periodic walk above).
+ */
+Test(moatd, a_tiers_class_set_at_runtime_takes_at_once)
+{
+	static const char *const lc_class = "groups/" KUBE_LC_UID "/class";
+	struct kube_tree kt;
+
+	stop(&daemon_pid);
+	kube_tree(&kt);
+	start_with_config("kube.conf", "period_ms = 100\nrescan_ms = 3600000\n");
+	wait_get(lc_class, 0, 30);
+	cr_expect_str_eq(out, "lc\n", "the burstable pod's class");
+
+	set_runtime("classes/burstable", "be");
+	cr_expect(wait_knob(lc_class, "be\n", 20), "after classes/burstable = be: %s", out);
+	set_runtime("classes/burstable", "lc");
+	cr_expect(wait_knob(lc_class, "lc\n", 20), "after classes/burstable = lc: %s", out);
+}
