@@ -20,7 +20,7 @@
 #include "helpers.h"
 #include "tasksched.h"
 
-#define MAX_TCG 8
+#define MAX_TCG 32
 #define MAX_CHILDREN 16
 
 static struct moat_cg_layout layout;

@@ -655,6 +655,86 @@ void kube_cgroup(const char *name, struct tcg *cg, struct tcg *parent)
 	cr_assert_eq(tcg_create(name, cg), 0, "%s", name);
 }
 
+static const char *const tier_names[KUBE_TIERS] = { "burstable", "besteffort" };
+
+void kube_set_shares(const struct tcg *cg, unsigned int shares)
+{
+	char v[32];
+
+	/* runc's and kubelet's conversion: 2..262144 shares to 1..10000 */
+	if (tcg_hierarchy()->v2)
+		snprintf(v, sizeof(v), "%u", 1 + (shares - 2) * 9999 / 262142);
+	else
+		snprintf(v, sizeof(v), "%u", shares);
+	cr_assert_eq(tcg_write(cg, tcg_hierarchy()->v2 ? "cpu.weight" : "cpu.shares", v),
+		     0, "%s: %s", cg->dir, v);
+}
+
+long kube_weight(const struct tcg *cg)
+{
+	char path[PATH_MAX + 16];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", cg->dir,
+		 tcg_hierarchy()->v2 ? "cpu.weight" : "cpu.shares");
+	f = fopen(path, "r");
+	if (f && fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+void kube_node(struct kube_node *n, bool systemd)
+{
+	char name[128];
+	int t;
+
+	n->systemd = systemd;
+	n->burstable_shares = 0;
+	kube_cgroup(systemd ? "kubepods.slice" : "kubepods", &n->kp, NULL);
+	kube_set_shares(&n->kp, 1024 * sysconf(_SC_NPROCESSORS_ONLN));
+	for (t = 0; t < KUBE_TIERS; t++) {
+		if (systemd)
+			snprintf(name, sizeof(name), "kubepods.slice/kubepods-%s.slice",
+				 tier_names[t]);
+		else
+			snprintf(name, sizeof(name), "kubepods/%s", tier_names[t]);
+		kube_cgroup(name, &n->tier[t], &n->kp);
+		kube_set_shares(&n->tier[t], 2);
+	}
+}
+
+void kube_add_pod(struct kube_node *n, struct kube_pod *p, int nr)
+{
+	char uid[64], name[PATH_MAX], *c;
+
+	snprintf(uid, sizeof(uid), "%s", p->uid);
+	if (n->systemd) {
+		for (c = uid; *c; c++)
+			*c = *c == '-' ? '_' : *c;
+		snprintf(name, sizeof(name), "%s/kubepods-%s-pod%s.slice",
+			 n->tier[p->tier].dir + strlen(tcg_prefix_dir()) + 1,
+			 tier_names[p->tier], uid);
+	} else {
+		snprintf(name, sizeof(name), "%s/pod%s",
+			 n->tier[p->tier].dir + strlen(tcg_prefix_dir()) + 1, uid);
+	}
+	kube_cgroup(name, &p->pod, &n->tier[p->tier]);
+	if (p->tier == KUBE_BESTEFFORT)
+		p->shares = 2;
+	kube_set_shares(&p->pod, p->shares);
+	snprintf(name + strlen(name), sizeof(name) - strlen(name),
+		 n->systemd ? "/cri-containerd-%064x.scope" : "/%064x", nr);
+	kube_cgroup(name, &p->ctr, &p->pod);
+	kube_set_shares(&p->ctr, p->shares);
+	if (p->tier == KUBE_BURSTABLE) {
+		n->burstable_shares += p->shares;
+		kube_set_shares(&n->tier[KUBE_BURSTABLE], n->burstable_shares);
+	}
+}
+
 void kube_tree(struct kube_tree *t)
 {
 	static const char *const pods[2] = {

@@ -143,4 +143,33 @@ struct kube_tree {
 void kube_cgroup(const char *name, struct tcg *cg, struct tcg *parent);
 void kube_tree(struct kube_tree *t);
 
+/*
+ * A node's pods as kubelet makes them with either cgroup driver, the
+ * weights as kubelet sets them: kubepods 1024 shares a CPU, the
+ * burstable tier the sum of its pods' requests, besteffort 2, a pod and
+ * its container their request; on v2 converted as kubelet converts
+ * (kube_set_shares()).  cgroupfs: kubepods/<tier>/pod<uid>/<id>;
+ * systemd: kubepods.slice/kubepods-<tier>.slice/
+ * kubepods-<tier>-pod<uid, '_' for '-'>.slice/cri-containerd-<id>.scope.
+ */
+enum kube_tier { KUBE_BURSTABLE, KUBE_BESTEFFORT, KUBE_TIERS };
+struct kube_node {
+	bool systemd;
+	struct tcg kp, tier[KUBE_TIERS];
+	unsigned int burstable_shares;	/* the sum of its pods' */
+};
+struct kube_pod {
+	const char *uid;
+	enum kube_tier tier;
+	unsigned int shares;	/* its CPU request as cpu.shares; besteffort: 2 */
+	struct tcg pod, ctr;
+};
+void kube_node(struct kube_node *n, bool systemd);
+/* Pod @p (its uid, tier and shares set) and its container number @nr. */
+void kube_add_pod(struct kube_node *n, struct kube_pod *p, int nr);
+/* @cg's weight as kubelet writes @shares: v1 cpu.shares, v2 cpu.weight. */
+void kube_set_shares(const struct tcg *cg, unsigned int shares);
+/* @cg's cpu.shares (v1) or cpu.weight (v2) as it reads; -1: none. */
+long kube_weight(const struct tcg *cg);
+
 #endif /* MOAT_SELFTESTS_MOATD_HARNESS_H */

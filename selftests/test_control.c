@@ -103,7 +103,7 @@ Test(control, floor_bounds_the_throttling)
 	cr_assert_float_eq(be.lim[MOAT_RES_CPU].limit, 0.4, 1e-9);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE,
 		     "at the floor: no further step");
-	cr_assert_float_eq(moat_ctl_floor(&p, MOAT_RES_CPU, &be.lim[MOAT_RES_CPU]),
+	cr_assert_float_eq(moat_ctl_floor(&p, &be, MOAT_RES_CPU, &be.lim[MOAT_RES_CPU]),
 			   0.4, 1e-9);
 
 	/* An absolute floor under a tiny reference. */
@@ -750,4 +750,66 @@ Test(control, without_blame_the_largest_cpu_user_is_the_culprit)
 	cr_assert_eq(be[1].chain[MOAT_RES_CPU], MOAT_RES_CPU_PRIO);
 	cr_assert_eq(be[0].action[MOAT_RES_CPU], MOAT_CTL_NONE);
 	cr_assert_eq(be[2].action[MOAT_RES_CPU], MOAT_CTL_NONE);
+}
+
+/*
+ * A pod's weight is a factor of its own (1: kubelet's) with bounds of its
+ * own: steps of 90% down to the factor where the least-weighted BE pod
+ * is at the kernel's minimum (snap), then the per-task lever (0) where
+ * there is one; released up through the snap.  Where there is no lever
+ * the snap is the floor, and the quota comes next.
+ */
+Test(control, a_group_with_bounds_of_its_own_keeps_to_them)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc bad = lc_with(5000, 1000), calm = lc_with(100, 1000);
+	struct moat_ctl_be be = be_using(1), rule = be_using(1);
+	double blame[2] = { 100, 100 };
+	struct moat_ctl_be both[2];
+	int i;
+
+	be.orig[MOAT_RES_CPU_PRIO] = 1;
+	be.own[MOAT_RES_CPU_PRIO] = true;
+	be.least[MOAT_RES_CPU_PRIO] = 0;	/* the lever */
+	be.snap[MOAT_RES_CPU_PRIO] = 0.004;	/* 2 of 512 shares */
+	rule.orig[MOAT_RES_CPU_PRIO] = 100;	/* a rule's: the params' bounds */
+	both[0] = be;
+	both[1] = rule;
+	p.culprits = 2;
+	moat_control_step(&p, &st, &bad, 1, blame, NULL, both, 2);
+	cr_assert_float_eq(both[0].lim[MOAT_RES_CPU_PRIO].limit, 0.1, 1e-9);
+	cr_assert_float_eq(both[1].lim[MOAT_RES_CPU_PRIO].limit, 10, 1e-9);
+	moat_control_step(&p, &st, &bad, 1, blame, NULL, both, 2);
+	cr_assert_float_eq(both[0].lim[MOAT_RES_CPU_PRIO].limit, 0.01, 1e-9);
+	cr_assert_float_eq(both[1].lim[MOAT_RES_CPU_PRIO].limit, 1, 1e-9);
+	/* 0.001 is under the pod's snap: the lever; the rule's 0.1: idle */
+	moat_control_step(&p, &st, &bad, 1, blame, NULL, both, 2);
+	cr_assert_eq(both[0].lim[MOAT_RES_CPU_PRIO].limit, 0);
+	cr_assert_eq(both[1].lim[MOAT_RES_CPU_PRIO].limit, 0);
+	moat_control_step(&p, &st, &bad, 1, blame, NULL, both, 2);
+	cr_assert_eq(both[0].action[MOAT_RES_CPU_PRIO], MOAT_CTL_NONE);
+	cr_assert_eq(both[0].action[MOAT_RES_CPU], MOAT_CTL_THROTTLE, "the quota, after the lever");
+	/* released: the quota first, then the factor up through the snap */
+	for (i = 0; i < 30 && !isinf(both[0].lim[MOAT_RES_CPU].limit); i++)
+		moat_control_step(&p, &st, &calm, 1, blame, NULL, both, 2);
+	cr_assert(isinf(both[0].lim[MOAT_RES_CPU].limit));
+	cr_assert_eq(both[0].lim[MOAT_RES_CPU_PRIO].limit, 0);
+	moat_control_step(&p, &st, &calm, 1, blame, NULL, both, 2);
+	cr_assert_float_eq(both[0].lim[MOAT_RES_CPU_PRIO].limit, 0.004, 1e-9);
+	moat_control_step(&p, &st, &calm, 1, blame, NULL, both, 2);
+	cr_assert_float_eq(both[0].lim[MOAT_RES_CPU_PRIO].limit, 0.104, 1e-9);
+	for (i = 0; i < 30 && !isinf(both[0].lim[MOAT_RES_CPU_PRIO].limit); i++)
+		moat_control_step(&p, &st, &calm, 1, blame, NULL, both, 2);
+	cr_assert_eq(both[0].action[MOAT_RES_CPU_PRIO], MOAT_CTL_RESTORE, "never back to 1");
+
+	/* no lever: the snap is its floor, and the quota is next */
+	be.least[MOAT_RES_CPU_PRIO] = 0.004;
+	memset(&st, 0, sizeof(st));
+	for (i = 0; i < 3; i++)
+		moat_control_step(&p, &st, &bad, 1, blame, NULL, &be, 1);
+	cr_assert_float_eq(be.lim[MOAT_RES_CPU_PRIO].limit, 0.004, 1e-9);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE);
+	moat_control_step(&p, &st, &bad, 1, blame, NULL, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
 }

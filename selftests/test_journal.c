@@ -269,6 +269,67 @@ Test(journal, someone_elses_change_becomes_the_original, .fini = fini_tmp)
 	moat_journal_free(j);
 }
 
+static int outside_seen;
+static char outside_now[64];
+
+static void outside(void *ctx, const struct moat_journal_entry *e, const char *now)
+{
+	outside_seen++;
+	snprintf(outside_now, sizeof(outside_now), "%s", now);
+}
+
+/*
+ * The check of what moat holds, each period: a file that holds what moat
+ * wrote is moat's still; one that someone else wrote is told once and
+ * dropped, so a restore leaves their value; one gone with its cgroup is
+ * dropped quietly.
+ */
+Test(journal, a_check_finds_what_someone_else_wrote, .fini = fini_tmp)
+{
+	const char *skip = tcg_skip_reason(false);
+	const char *file;
+	char path[2][PATH_MAX * 5], buf[64];
+	struct moat_journal *j;
+	struct tcg cg[2];
+
+	if (skip)
+		cr_skip_test("%s", skip);
+	cr_assert_eq(tcg_setup(), 0);
+	cr_assert_eq(tcg_create("journal", &cg[0]), 0);
+	cr_assert_eq(tcg_create("journal-2", &cg[1]), 0);
+	file = tcg_hierarchy()->v2 ? "cpu.weight" : "cpu.shares";
+	j = mem_journal();
+	for (int i = 0; i < 2; i++) {
+		snprintf(path[i], sizeof(path[i]), "%s/%s", cg[i].dir, file);
+		cr_assert_eq(moat_kfile_write(j, path[i], "100"), 0);
+	}
+	outside_seen = 0;
+	cr_assert_eq(moat_journal_check(j, "", outside, NULL), 0);
+	cr_assert_eq(outside_seen, 0, "moat's own value taken for someone else's");
+	cr_assert_eq(j->n, 2);
+
+	cr_assert_eq(tcg_write(&cg[0], file, "300"), 0);	/* "kubelet" */
+	cr_assert_eq(moat_journal_check(j, "", outside, NULL), 1);
+	cr_assert_eq(outside_seen, 1);
+	cr_assert_str_eq(outside_now, "300");
+	cr_assert_eq(j->n, 1, "the outside write's entry kept");
+	cr_assert_str_eq(j->e[0].path, path[1]);
+	cr_assert_eq(moat_journal_check(j, "", outside, NULL), 0, "told twice");
+
+	cr_assert_eq(moat_journal_restore(j, ""), 0);
+	read_file(path[0], buf, sizeof(buf));
+	cr_assert_str_eq(buf, "300", "their value was not theirs to keep");
+
+	/* a cgroup gone: its entry goes quietly */
+	cr_assert_eq(moat_kfile_write(j, path[1], "100"), 0);
+	cr_assert_eq(rmdir(cg[1].dir), 0);
+	outside_seen = 0;
+	cr_assert_eq(moat_journal_check(j, "", outside, NULL), 0);
+	cr_assert_eq(outside_seen, 0);
+	cr_assert_eq(j->n, 0);
+	moat_journal_free(j);
+}
+
 /*
  * After a crash, a value someone changed since moat's last write is
  * theirs: the next start leaves it (an admin's 700 is not undone by the

@@ -808,3 +808,404 @@ Test(moatd, a_tiers_class_set_at_runtime_takes_at_once)
 	set_runtime("classes/burstable", "lc");
 	cr_expect(wait_knob(lc_class, "lc\n", 20), "after classes/burstable = lc: %s", out);
 }
+
+/*
+ * The weight lever (Documentation/enforce.rst).  An LC server's
+ * burstable pod (512 shares) and a batch pod requesting a CPU (1024),
+ * classed be by override, on one CPU: Kubernetes' weights give the batch
+ * pod two thirds of the CPU, and the LC pod waits.  The config steps at
+ * once on a 50 us target, without judging or release, so what moat holds
+ * stays while the test looks.
+ */
+#define WEIGHT_CONF "http/listen = 127.0.0.1:0\n" \
+	"lc/rqlat_p99_target_us = 50\nenforce/min_waits = 5\n" \
+	"enforce/cpu_prio_backoff_periods = 0\nenforce/cpu_backoff_periods = 0\n" \
+	"enforce/release_periods = 1000\n"
+#define LC_POD_UID "0a1b2c3d-4e5f-6789-abcd-ef0123456789"
+#define BATCH_UID "bbbbbbbb-cccc-dddd-eeee-ffffffffffff"
+#define BATCH2_UID "cccccccc-dddd-eeee-ffff-000000000000"
+
+/* The cpu files of a pod's tree that moat may not write, concatenated. */
+static void not_moats(const struct kube_node *n, const struct kube_pod *lc,
+		      const struct kube_pod *be, char *buf, size_t len)
+{
+	const struct tcg *cgs[] = { &n->kp, &n->tier[0], &n->tier[1], &lc->pod,
+				    &lc->ctr, &be->ctr };
+	char one[1024];
+	size_t i, off = 0;
+
+	for (i = 0; i < sizeof(cgs) / sizeof(cgs[0]); i++) {
+		snapshot(cgs[i], one, sizeof(one));
+		off += snprintf(buf + off, len - off, "%s:\n%s", cgs[i]->path, one);
+	}
+}
+
+/* Wait up to @ms for @cg's weight to be under @than (@under) or @than. */
+static long wait_weight(const struct tcg *cg, long than, bool under, int ms)
+{
+	long w = -1;
+	int i;
+
+	for (i = 0; i <= ms / 50; i++) {
+		w = kube_weight(cg);
+		if (under ? w < than : w == than)
+			break;
+		sleep_ms(50);
+	}
+	return w;
+}
+
+/* @cg's cpu.idle, as it reads; "" where the kernel has none. */
+static void cpu_idle(const struct tcg *cg, char *buf, size_t len)
+{
+	char path[PATH_MAX + 16];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/cpu.idle", cg->dir);
+	buf[0] = '\0';
+	f = fopen(path, "r");
+	if (f) {
+		if (!fgets(buf, len, f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+}
+
+/*
+ * The node: its LC pod with the probe, its batch pod(s) with a hog each,
+ * on one CPU; moatd enforcing on @conf, the batch pods classed be.
+ */
+struct weight_node {
+	struct kube_node n;
+	struct kube_pod lc, be[2];
+	pid_t probe, hog[2];
+	int nbe;
+};
+
+static void weight_node(struct weight_node *w, bool systemd, int nbe, const char *conf)
+{
+	static struct work_periodic probe = { 1000000, 1500 };
+	static const char *const uids[2] = { BATCH_UID, BATCH2_UID };
+	char path[128];
+	int cpu, i;
+
+	stop(&daemon_pid);
+	memset(w, 0, sizeof(*w));
+	w->nbe = nbe;
+	kube_node(&w->n, systemd);
+	w->lc = (struct kube_pod){ .uid = LC_POD_UID, .tier = KUBE_BURSTABLE, .shares = 512 };
+	kube_add_pod(&w->n, &w->lc, 1);
+	for (i = 0; i < nbe; i++) {
+		/* two batch pods requesting 1 and 0.5 CPU */
+		w->be[i] = (struct kube_pod){ .uid = uids[i], .tier = KUBE_BURSTABLE,
+					      .shares = 1024 >> i };
+		kube_add_pod(&w->n, &w->be[i], 2 + i);
+	}
+	tcg_lock_cpu();
+	cpu = tcg_pick_cpu();
+	w->probe = tcg_spawn(&w->lc.ctr, cpu, work_periodic, &probe);
+	cr_assert_gt(w->probe, 0);
+	for (i = 0; i < nbe; i++) {
+		w->hog[i] = tcg_spawn(&w->be[i].ctr, cpu, work_hog, NULL);
+		cr_assert_gt(w->hog[i], 0);
+	}
+	start_with_config("weight.conf", conf);
+	for (i = 0; i < nbe; i++) {
+		snprintf(path, sizeof(path), "groups/%s/class", w->be[i].uid);
+		wait_get(path, 0, 50);
+		set_runtime(path, "be");
+	}
+}
+
+static void weight_node_stop(struct weight_node *w)
+{
+	int i;
+
+	tcg_kill(w->probe);
+	for (i = 0; i < w->nbe; i++)
+		tcg_kill(w->hog[i]);
+	stop(&daemon_pid);
+}
+
+/*
+ * A batch pod classed be on a kubelet-shaped tree: its pod-level weight
+ * goes down, and nothing moat may not write changes (the QoS tiers,
+ * kubepods, the containers, the LC pod; cpu.idle anywhere), while
+ * "kubelet" writes the tiers' weights every period; then each way out
+ * puts the weight back exactly: a switch to observe, `moatctl restore`,
+ * a kill -9 and the next start, SIGTERM.
+ */
+static void the_weight_lever(bool systemd)
+{
+	static const char *const how[] = {
+		"a switch to observe", "moatctl restore", "a kill -9 and the next start",
+		"SIGTERM",
+	};
+	const char *restore[] = { "--socket", sock, "restore", NULL };
+	char was[8192], now[8192], idle[2][32], conf[PATH_MAX], log[PATH_MAX];
+	struct weight_node w;
+	long orig, held, tier;
+	int round, i;
+
+	weight_node(&w, systemd, 1, WEIGHT_CONF "period_ms = 100\nmode = enforce\n");
+	snprintf(conf, sizeof(conf), "%s/weight.conf", dir);
+	snprintf(log, sizeof(log), "%s/moatd.log", dir);
+	orig = kube_weight(&w.be[0].pod);
+	tier = kube_weight(&w.n.tier[KUBE_BURSTABLE]);
+	cpu_idle(&w.be[0].pod, idle[0], sizeof(idle[0]));
+	for (round = 0; round < 4; round++) {
+		const char *when = how[round];
+
+		not_moats(&w.n, &w.lc, &w.be[0], was, sizeof(was));
+		held = wait_weight(&w.be[0].pod, orig, true, 20000);
+		cr_assert_lt(held, orig, "%s driver, round %d: the batch pod's weight never went down from %ld",
+			     systemd ? "systemd" : "cgroupfs", round, orig);
+		cr_expect_geq(held, tcg_hierarchy()->v2 ? 1 : 2, "under the kernel's least");
+		for (i = 0; i < 10; i++) {	/* a second of "kubelet" */
+			cr_expect_eq(tcg_write(&w.n.tier[KUBE_BURSTABLE],
+					       tcg_hierarchy()->v2 ? "cpu.weight" : "cpu.shares",
+					       tcg_hierarchy()->v2 ? "1" : "2"), 0,
+				     "kubelet's write to its QoS tier failed");
+			kube_set_shares(&w.n.tier[KUBE_BURSTABLE], 512 + 1024);
+			sleep_ms(100);
+		}
+		cr_expect_eq(kube_weight(&w.n.tier[KUBE_BURSTABLE]), tier);
+		not_moats(&w.n, &w.lc, &w.be[0], now, sizeof(now));
+		cr_expect_str_eq(now, was, "round %d: moat wrote a file it may not:\nwere\n%s\nare\n%s",
+				 round, was, now);
+		cpu_idle(&w.be[0].pod, idle[1], sizeof(idle[1]));
+		cr_expect_str_eq(idle[1], idle[0], "the batch pod's cpu.idle was written");
+		cr_assert_eq(ctl(out, err, "get", "groups/" BATCH_UID "/throttle", NULL), 0, "%s", err);
+		cr_expect(strstr(out, "cpu_prio=0.") || strstr(out, "cpu_prio=0x"),
+			  "the throttle does not show the factor: %s", out);
+		switch (round) {
+		case 0:
+			set_runtime("mode", "observe");
+			break;
+		case 1:
+			/* no violation from now on: nothing steps again */
+			set_runtime("lc/rqlat_p99_target_us", "10000000");
+			cr_assert_eq(run("moatctl", restore, out, err), 0, "%s", err);
+			break;
+		case 2:
+			held = kube_weight(&w.be[0].pod);
+			kill(daemon_pid, SIGKILL);
+			waitpid(daemon_pid, NULL, 0);
+			daemon_pid = 0;
+			unlink(sock);
+			cr_expect_eq(kube_weight(&w.be[0].pod), held, "a kill -9 put it back");
+			write_file(conf, WEIGHT_CONF "period_ms = 100\n");	/* observe */
+			daemon_pid = start_moatd(sock, conf, log);
+			break;
+		case 3:
+			stop(&daemon_pid);
+			break;
+		}
+		cr_expect_eq(wait_weight(&w.be[0].pod, orig, false, 3000), orig,
+			     "after %s the batch pod's weight is not its %ld", when, orig);
+		/* and on again */
+		if (round == 3)
+			break;
+		if (round == 2) {
+			write_file(conf, WEIGHT_CONF "period_ms = 100\nmode = enforce\n");
+			stop(&daemon_pid);
+			daemon_pid = start_moatd(sock, conf, log);
+			wait_get("groups/" BATCH_UID "/class", 0, 50);
+			set_runtime("groups/" BATCH_UID "/class", "be");
+		} else {
+			set_runtime("lc/rqlat_p99_target_us", "50");
+			set_runtime("mode", "enforce");
+		}
+	}
+	weight_node_stop(&w);
+}
+
+Test(moatd, the_weight_lever_lowers_a_be_pods_weight_alone_cgroupfs, .timeout = 120)
+{
+	the_weight_lever(false);
+}
+
+Test(moatd, the_weight_lever_lowers_a_be_pods_weight_alone_systemd, .timeout = 120)
+{
+	the_weight_lever(true);
+}
+
+/* A process's CPU time, user and system, in clock ticks. */
+static long cpu_ticks(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long u, s;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	cr_assert_not_null(f, "%s", path);
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	cr_assert(p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+			      &u, &s) == 2);
+	return u + s;
+}
+
+/*
+ * Two batch pods requesting 1 and 0.5 CPU, both classed be: moat holds
+ * them to one factor of their weights, so they keep a 2:1 split of what
+ * they get, not 1:1 at the kernel's least weight each.
+ */
+Test(moatd, two_be_pods_keep_the_ratio_of_their_requests, .timeout = 90)
+{
+	struct weight_node w;
+	long t0[2], t1[2], w0, w1;
+	double ratio;
+	int i;
+
+	/* a step a second: the test stops the violation between two */
+	weight_node(&w, false, 2, WEIGHT_CONF "mode = enforce\nperiod_ms = 1000\n");
+	/* held as far as the weights go; the lever or the quota would be next */
+	for (i = 0; i < 400; i++) {
+		if (!ctl(out, err, "get", "enforce/pod_weight_factor", NULL) &&
+		    strtod(out, NULL) < 0.01)
+			break;
+		sleep_ms(50);
+	}
+	cr_assert_lt(i, 400, "the factor never came down: %s", out);
+	cr_log_info("factor %s", out);
+	set_runtime("lc/rqlat_p99_target_us", "10000000");	/* no further step */
+	w0 = kube_weight(&w.be[0].pod);
+	w1 = kube_weight(&w.be[1].pod);
+	cr_log_info("weights %ld and %ld", w0, w1);
+	cr_expect(w1 >= (tcg_hierarchy()->v2 ? 1 : 2) && llabs(w0 - 2 * w1) <= 1,
+		  "weights %ld and %ld: not 2:1", w0, w1);
+	for (i = 0; i < 2; i++)
+		t0[i] = cpu_ticks(w.hog[i]);
+	sleep_ms(3000);
+	for (i = 0; i < 2; i++)
+		t1[i] = cpu_ticks(w.hog[i]);
+	ratio = (double)(t1[0] - t0[0]) / (t1[1] - t0[1] ? t1[1] - t0[1] : 1);
+	cr_log_info("the batch pods' CPU over 3 s: %ld and %ld ticks, %.2f:1",
+		    t1[0] - t0[0], t1[1] - t0[1], ratio);
+	cr_expect(ratio > 2 * 0.85 && ratio < 2 * 1.15,
+		  "the batch pods' CPU split %.2f:1 while held, their requests' 2:1", ratio);
+	/* the weights alone held them: no quota came in between */
+	for (i = 0; i < 2; i++) {
+		cr_assert_eq(ctl(out, err, "get", i ? "groups/" BATCH2_UID "/throttle" :
+				 "groups/" BATCH_UID "/throttle", NULL), 0, "%s", err);
+		cr_expect(strstr(out, " cpu=max"), "a quota on a batch pod: %s", out);
+	}
+	cr_expect_eq(kube_weight(&w.be[0].pod), w0, "the weights moved while measured");
+	weight_node_stop(&w);
+}
+
+/* The value of the sample @series ("name{labels}") in @body; NAN: none. */
+static double sample_of(const char *body, const char *series)
+{
+	size_t n = strlen(series);
+	const char *p;
+
+	for (p = body; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, series, n) && p[n] == ' ')
+			return strtod(p + n + 1, NULL);
+	return NAN;
+}
+
+/*
+ * "kubelet" resizes the batch pod while moat holds its weight: the new
+ * weight is its original now.  moat counts the write and says so, writes
+ * nothing there in the period that found it, then holds the pod to the
+ * same factor of its new weight, and puts the new weight back when it
+ * stops.  The period is a second, so that a period is long enough to see
+ * that nothing was written in it.
+ */
+Test(moatd, a_kubelet_resize_of_a_held_pod_is_its_new_original, .timeout = 90)
+{
+	struct weight_node w;
+	long held, resized = tcg_hierarchy()->v2 ? 200 : 2048;
+	char v[32], *body;
+	int i;
+
+	weight_node(&w, true, 1, WEIGHT_CONF "mode = enforce\nperiod_ms = 1000\n");
+	held = wait_weight(&w.be[0].pod, kube_weight(&w.be[0].pod), true, 20000);
+	cr_assert_lt(held, tcg_hierarchy()->v2 ? 39 : 1024, "never held");
+	/* right after a cycle: the next finds the write */
+	cr_assert_eq(ctl(out, err, "get", "enforce/outside_writes", NULL), 0, "%s", err);
+	cr_assert_str_eq(out, "0\n");
+	snprintf(v, sizeof(v), "%ld", resized);
+	cr_assert_eq(tcg_write(&w.be[0].pod, tcg_hierarchy()->v2 ? "cpu.weight" : "cpu.shares",
+			       v), 0);
+	for (i = 0; i < 60; i++) {
+		if (!ctl(out, err, "get", "enforce/outside_writes", NULL) && strcmp(out, "0\n"))
+			break;
+		sleep_ms(50);
+	}
+	cr_assert_str_eq(out, "1\n", "the resize was not taken as an outside write");
+	cr_expect_eq(kube_weight(&w.be[0].pod), resized,
+		     "moat wrote the weight back in the period that found the resize");
+	cr_expect(wait_log("changed by someone else", 1, 0), "moatd did not say so");
+	/* the next period: the same factor, of the new weight */
+	cr_expect_lt(wait_weight(&w.be[0].pod, resized, true, 5000), resized,
+		     "the pod is no longer held");
+	cr_assert_eq(http_get(http_port(), "/metrics", page, sizeof(page), &body), 200);
+	cr_expect_eq(sample_of(body, tcg_hierarchy()->v2 ?
+			       "moat_outside_writes_total{file=\"cpu.weight\"}" :
+			       "moat_outside_writes_total{file=\"cpu.shares\"}"), 1,
+		     "the outside write is not in /metrics");
+	stop(&daemon_pid);
+	cr_expect_eq(kube_weight(&w.be[0].pod), resized,
+		     "stopped, moat put back the old original, not kubelet's new one");
+	{
+		char log[PATH_MAX], *text;
+
+		snprintf(log, sizeof(log), "%s/moatd.log", dir);
+		text = slurp(log);
+		cr_expect_eq(count_of(text, "changed by someone else"), 1,
+			     "said more than once:\n%s", text);
+		free(text);
+	}
+	weight_node_stop(&w);
+}
+
+/*
+ * Someone rewrites a held pod's weight over and over (a controller that
+ * fights, a loop of daemon-reloads): after enforce/outside_writes_max
+ * outside writes in a minute moat leaves the file alone, says so in its
+ * log, /healthz and /metrics, and writes it no more: never a write loop
+ * against another owner.
+ */
+Test(moatd, a_weight_rewritten_in_a_loop_is_left_alone_and_said, .timeout = 90)
+{
+	const char *file = tcg_hierarchy()->v2 ? "cpu.weight" : "cpu.shares";
+	const char *vals[2] = { tcg_hierarchy()->v2 ? "39" : "1024",
+				tcg_hierarchy()->v2 ? "38" : "1000" };
+	struct weight_node w;
+	long last;
+	char *body;
+	int i;
+
+	weight_node(&w, false, 1, WEIGHT_CONF "mode = enforce\nperiod_ms = 100\n");
+	cr_assert_lt(wait_weight(&w.be[0].pod, kube_weight(&w.be[0].pod), true, 20000),
+		     kube_weight(&w.n.tier[0]), "never held");
+	/* every 250 ms, two and a half periods: each write is seen */
+	for (i = 0; i < 12 && !wait_log("moat leaves it alone", 1, 0); i++) {
+		cr_assert_eq(tcg_write(&w.be[0].pod, file, vals[i % 2]), 0);
+		sleep_ms(250);
+	}
+	cr_assert(wait_log("moat leaves it alone", 1, 1000),
+		  "rewritten %d times, and still not left alone", i);
+	cr_log_info("left alone after %d rewrites", i);
+	cr_expect_leq(i, 5, "left alone only after %d rewrites in a minute", i);
+	cr_assert_eq(http_get(http_port(), "/healthz", page, sizeof(page), &body), 200);
+	cr_expect(strstr(body, "left alone: group " BATCH_UID ": "),
+		  "/healthz does not say it: %s", body);
+	cr_assert_eq(http_get(http_port(), "/metrics", page, sizeof(page), &body), 200);
+	cr_expect_eq(sample_of(body, "moat_left_alone_files"), 1, "/metrics does not say it");
+	/* ten periods more: moat writes it no more */
+	last = kube_weight(&w.be[0].pod);
+	for (i = 0; i < 20; i++) {
+		cr_expect_eq(kube_weight(&w.be[0].pod), last, "moat wrote a file it leaves alone");
+		if (kube_weight(&w.be[0].pod) != last)
+			break;
+		sleep_ms(50);
+	}
+	weight_node_stop(&w);
+	cr_expect_eq(kube_weight(&w.be[0].pod), last, "stopped, moat put back a file it left alone");
+}

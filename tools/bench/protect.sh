@@ -22,11 +22,14 @@
 #   none         a BE pod with the LC pod's weight at every level (no
 #                isolation)
 #   k8s          a besteffort BE pod: cpu.shares 2 / cpu.weight 1
-#   moatd-pod    k8s, plus moatd in enforce mode: on pods it writes none
-#                of kubelet's files, only per-task levers and the quota
+#   moatd-pod    k8s, plus moatd in enforce mode
 #   burst        the BE work in a burstable batch pod requesting 1 CPU,
 #                where weights alone do not protect
-#   burst-moatd  burst, plus moatd, the batch pod classed be by override
+#   burst-moatd  burst, plus moatd, the batch pod classed be by override:
+#                its pod-level weight is moat's first lever
+#   burst2       two burstable batch pods requesting 1 and 0.5 CPU, each
+#                with the BE work: their CPU split is reported
+#   burst2-moatd burst2, plus moatd, both batch pods classed be
 #   burst-quota  burst, the batch pod held to QUOTA (CPUs/period in us,
 #                0.5/100000) from the start: the quota lever, by hand
 #   burst-slices burst, the slices set by hand from the start: nginx's
@@ -68,7 +71,7 @@ SIGNAL=${SIGNAL:-}
 case $TREE in
 kubelet)
 	PERIOD_MS=${PERIOD_MS:-1000}
-	SCENARIOS=${SCENARIOS:-alone none k8s moatd-pod burst burst-moatd} ;;
+	SCENARIOS=${SCENARIOS:-alone none k8s moatd-pod burst burst-moatd burst2 burst2-moatd} ;;
 flat)
 	PERIOD_MS=${PERIOD_MS:-500}
 	SCENARIOS=${SCENARIOS:-alone none k8s static moatd moatd-pod moatd-only} ;;
@@ -192,6 +195,7 @@ ctr() { printf '%064x' "$1"; }
 LC_UID=0a1b2c3d-4e5f-6789-abcd-ef0123456789
 BE_UID=aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee
 BATCH_UID=bbbbbbbb-cccc-dddd-eeee-ffffffffffff
+BATCH2_UID=cccccccc-dddd-eeee-ffff-000000000000
 if [ "$TREE" = kubelet ]; then
 	LC_POD=kubepods/burstable/pod$LC_UID
 	LC=$LC_POD/$(ctr 1)
@@ -319,13 +323,32 @@ now() { printf '%s\n' "$EPOCHREALTIME"; }
 exec {napfd}<> <(:)
 nap() { read -r -t "$1" -u "$napfd" _ || true; }
 
-# One run: "p50 p99 p999 cpu_ops cache_ops first_action_s recovery_s";
-# on the kubelet tree, the run's windows go to $work/$sc.sig as
+# A cgroup's CPU time, in us: v2 cpu.stat's usage_usec, v1 cpuacct.usage.
+# Read with builtins: no fork while the load runs.
+cg_usage_us() {
+	local k v
+	if [ "$v2" = 1 ]; then
+		while read -r k v; do
+			[ "$k" = usage_usec ] && { echo "$v"; return; }
+		done <"$prefix/$1/cpu.stat"
+	elif [ -n "$acct_mnt" ]; then
+		read -r v <"$acct_mnt/$name/$1/cpuacct.usage"
+		echo $((v / 1000))
+	else
+		echo 0
+	fi
+}
+
+# One run: "p50 p99 p999 cpu_ops cache_ops first_action_s recovery_s
+# be_split"; be_split is the first batch pod's CPU over the second's
+# from the latency window's start to the end (burst2*; "-" elsewhere).
+# On the kubelet tree, the run's windows go to $work/$sc.sig as
 # "run window_s client_p99_us wp99_us ap99_us".
 run_one() {
-	local sc=$1 run=$2 lg=$work/lg.out be_pid= helper= t0= first=- ops mode=
+	local sc=$1 run=$2 lg=$work/lg.out be_pid= be2_pid= helper= t0= first=- ops mode=
+	local split=- u0= u1=
 	moatd_pid=
-	BE=
+	BE= BE2=
 	if [ "$TREE" = kubelet ]; then
 		case $sc in
 		none | k8s | moatd-pod)
@@ -337,6 +360,16 @@ run_one() {
 			set_shares kubepods/besteffort "$w"
 			set_shares "$(dirname "$BE")" "$w"
 			set_shares "$BE" "$w" ;;
+		burst2*)
+			BE=kubepods/burstable/pod$BATCH_UID/$(ctr 3)
+			BE2=kubepods/burstable/pod$BATCH2_UID/$(ctr 4)
+			mk_group "$BE"
+			mk_group "$BE2"
+			set_shares kubepods/burstable $((512 + 1024 + 512))
+			set_shares "$(dirname "$BE")" 1024
+			set_shares "$BE" 1024
+			set_shares "$(dirname "$BE2")" 512
+			set_shares "$BE2" 512 ;;
 		burst*)
 			BE=kubepods/burstable/pod$BATCH_UID/$(ctr 3)
 			mk_group "$BE"
@@ -345,9 +378,11 @@ run_one() {
 			set_shares "$BE" 1024 ;;
 		esac
 		mode=observe
-		case $sc in moatd-pod | burst-moatd) mode=enforce ;; esac
+		case $sc in moatd-pod | burst-moatd | burst2-moatd) mode=enforce ;; esac
 		start_moatd "$mode"
-		[ "$sc" = burst-moatd ] && ctl set --runtime "groups/$BATCH_UID/class" be >/dev/null
+		case $sc in burst-moatd | burst2-moatd)
+			ctl set --runtime "groups/$BATCH_UID/class" be >/dev/null ;; esac
+		[ "$sc" = burst2-moatd ] && ctl set --runtime "groups/$BATCH2_UID/class" be >/dev/null
 	else
 		BE=be
 		mk_group be
@@ -371,6 +406,13 @@ run_one() {
 			--timeout "$((SECS - BE_AT))s" --metrics-brief \
 			--yaml "$work/be.yaml" >/dev/null 2>&1) &
 		be_pid=$!
+		if [ -n "$BE2" ]; then
+			(join_group "$BE2" "$BASHPID"
+			 exec taskset -c "$SHARED_CPU" stress-ng --cpu 1 --cache 1 \
+				--timeout "$((SECS - BE_AT))s" --metrics-brief \
+				--yaml "$work/be2.yaml" >/dev/null 2>&1) &
+			be2_pid=$!
+		fi
 		[ "$sc" = static ] && { static_suppress & helper=$!; pids+=("$helper"); }
 		[ "$sc" = burst-quota ] && pod_quota "$(dirname "$BE")"
 		if [ "$sc" = burst-slices ]; then
@@ -381,7 +423,17 @@ run_one() {
 				set_slices "${BE_SLICE_US:-100}" $(cat "$prefix/$BE/tasks")
 		fi
 	fi
+	if [ -n "$BE2" ]; then
+		nap "$((SKIP - BE_AT))"
+		u0="$(cg_usage_us "$(dirname "$BE")") $(cg_usage_us "$(dirname "$BE2")")"
+	fi
 	wait "$lg_pid"
+	if [ -n "$BE2" ]; then
+		u1="$(cg_usage_us "$(dirname "$BE")") $(cg_usage_us "$(dirname "$BE2")")"
+		split=$(awk -v a="$u0" -v b="$u1" 'BEGIN { split(a, x, " "); split(b, y, " ")
+			d1 = y[1] - x[1]; d2 = y[2] - x[2]
+			if (d2 > 0) printf "%.2f", d1 / d2; else print "-" }')
+	fi
 	# moatd's first step down, from its log's times.  Not by polling for
 	# it during the run: a watcher that woke every 100 ms on the client's
 	# CPU, in the scenarios that enforce only, was there for the whole
@@ -405,6 +457,7 @@ run_one() {
 				      (na + k >= 1 ? a[na + k] : "-") } }' "$lg" >>"$work/$sc.sig"
 	fi
 	[ -n "$be_pid" ] && wait "$be_pid"
+	[ -n "$be2_pid" ] && wait "$be2_pid"
 	[ -n "$helper" ] && { kill "$helper"; wait "$helper" 2>/dev/null || true; }
 	# nginx serves every run: its threads' default slice back (0: default)
 	[ "$sc" = burst-slices ] && set_slices 0 $(cat "$prefix/$LC/tasks")
@@ -417,20 +470,23 @@ run_one() {
 		moatd_pid=
 	fi
 	[ -z "$BE" ] || rm_group "$BE"
+	[ -z "$BE2" ] || rm_group "$BE2"
 	[ "$TREE" = kubelet ] && set_shares kubepods/burstable 512
 	ops="- -"
 	if [ -n "$be_pid" ]; then
+		# both batch pods' stressors, where there are two
 		ops=$(awk '/stressor: cpu/ { s = "cpu" } /stressor: cache/ { s = "cache" }
-			/bogo-ops-per-second-real-time/ { v[s] = $2 }
-			END { print v["cpu"], v["cache"] }' "$work/be.yaml")
+			/bogo-ops-per-second-real-time/ { v[s] += $2 }
+			END { print v["cpu"], v["cache"] }' "$work/be.yaml" ${be2_pid:+"$work/be2.yaml"})
 	fi
-	awk -v ops="$ops" -v first="$first" -v be="$BE_AT" -v alone="${ALONE_P99:-0}" '
+	awk -v ops="$ops" -v first="$first" -v be="$BE_AT" -v alone="${ALONE_P99:-0}" \
+		-v bsplit="$split" '
 		$1 == "p50_us" { p50 = $2 } $1 == "p99_us" { p99 = $2 }
 		$1 == "p999_us" { p999 = $2 } $1 == "errors" { errors = $2 }
 		$1 == "window" && $2 >= be && rec == "" && alone > 0 && $4 <= 1.5 * alone {
 			rec = sprintf("%.0f", $2 + 1 - be) }
 		END { if (errors > 0) print "errors", errors > "/dev/stderr"
-		      print p50, p99, p999, ops, first, (rec == "" ? "-" : rec) }' "$lg"
+		      print p50, p99, p999, ops, first, (rec == "" ? "-" : rec), bsplit }' "$lg"
 }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : "-" }'; }
@@ -451,28 +507,31 @@ for r in $(seq "$REPS"); do
 	for sc in $SCENARIOS; do
 		run_one "$sc" "$r" >"$work/line"	# not $(...): its pids stay ours
 		line=$(cat "$work/line")
-		echo "# $sc run $r: p50 p99 p999 (us), cpu cache (bogo-ops/s), first action (s), recovery (s): $line"
+		echo "# $sc run $r: p50 p99 p999 (us), cpu cache (bogo-ops/s), first action (s), recovery (s), BE split: $line"
 		echo "$line" >>"$work/$sc.runs"
 		[ "$sc" = alone ] && ALONE_P99=$(awk '{ print $2 }' "$work/alone.runs" | median)
 	done
 done
 for sc in $SCENARIOS; do
-	for f in 1 2 3 4 5 6 7; do
+	for f in 1 2 3 4 5 6 7 8; do
 		res[$sc,$f]=$(awk -v f=$f '$f != "-" { print $f }' "$work/$sc.runs" | median)
 	done
 done
 
-printf '\n%-10s %10s %10s %10s %12s %12s %8s %8s %9s %9s\n' scenario p50_us p99_us \
-	p999_us cpu_ops/s cache_ops/s p99/alone BE/none first_s recover_s
+# BE's throughput against the scenario without moat of its kind: burst's
+# and burst2's own, the others' against "none".
+printf '\n%-12s %10s %10s %10s %12s %12s %8s %8s %9s %9s %8s\n' scenario p50_us p99_us \
+	p999_us cpu_ops/s cache_ops/s p99/alone BE/ref first_s recover_s BE_split
 for sc in $SCENARIOS; do
+	case $sc in burst2*) ref=burst2 ;; burst*) ref=burst ;; *) ref=none ;; esac
 	awk -v sc="$sc" -v p50="${res[$sc,1]}" -v p99="${res[$sc,2]}" -v p999="${res[$sc,3]}" \
 		-v cpu="${res[$sc,4]}" -v cache="${res[$sc,5]}" -v first="${res[$sc,6]}" \
-		-v rec="${res[$sc,7]}" -v a99="${res[alone,2]:-}" \
-		-v ncpu="${res[none,4]:-}" -v ncache="${res[none,5]:-}" 'BEGIN {
+		-v rec="${res[$sc,7]}" -v bsplit="${res[$sc,8]}" -v a99="${res[alone,2]:-}" \
+		-v ncpu="${res[$ref,4]:-}" -v ncache="${res[$ref,5]:-}" 'BEGIN {
 		r = (a99 > 0) ? sprintf("%.2f", p99 / a99) : "-"
 		be = (ncpu > 0 && cpu != "-") ? sprintf("%.2f", (cpu / ncpu + cache / ncache) / 2) : "-"
-		printf "%-10s %10s %10s %10s %12s %12s %8s %8s %9s %9s\n", sc, p50, p99, p999,
-			cpu, cache, r, be, first, rec }'
+		printf "%-12s %10s %10s %10s %12s %12s %8s %8s %9s %9s %8s\n", sc, p50, p99, p999,
+			cpu, cache, r, be, first, rec, bsplit }'
 done
 
 [ "$TREE" = kubelet ] || exit 0

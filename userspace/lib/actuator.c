@@ -131,17 +131,21 @@ static int cpu_weight_read(const char *dir, bool v2, double *val)
 	return err;
 }
 
+/*
+ * The kernel's least is a weight of 1 on v2 and 2 shares (weight 0.2) on
+ * v1: a weight over 0 and under that is the least.
+ */
 static int cpu_weight_apply(struct moat_journal *j, const char *dir, bool v2,
 			    double weight)
 {
 	char buf[32];
 	long long v;
 
-	if (isnan(weight) || weight < 1 || weight > 10000)
+	if (isnan(weight) || weight <= 0 || weight > 10000)
 		return -EINVAL;
 	v = v2 ? llround(weight) : llround(weight * 1024 / 100);
-	if (!v2 && v < 2)
-		v = 2;
+	if (v < (v2 ? 1 : 2))
+		v = v2 ? 1 : 2;
 	snprintf(buf, sizeof(buf), "%lld", v);
 	return write_file(j, dir, v2 ? "cpu.weight" : "cpu.shares", buf);
 }

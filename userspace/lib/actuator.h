@@ -15,7 +15,9 @@
  *                or "max <period>"; v1 cpu.cfs_quota_us (-1: none) over
  *                cpu.cfs_period_us, which moat never changes.
  *   cpu_weight   cgroup v2 weight, 1..10000.  v1 cpu.shares, converted
- *                as kubelet does: shares = weight * 1024 / 100.
+ *                as kubelet does: shares = weight * 1024 / 100.  A
+ *                weight under the kernel's least (v2 1, v1 2 shares) and
+ *                over 0 is the least.
  *   cpu_idle     0 or 1: SCHED_IDLE for the whole group (v5.15+, v1 and
  *                v2 "cpu.idle").  The kernel resets the weight on each
  *                write, so the weight is journaled and restored with it.

@@ -69,10 +69,18 @@ static bool is_head(enum moat_resource r)
 	return false;
 }
 
-double moat_ctl_floor(const struct moat_ctl_params *p, enum moat_resource r,
-		      const struct moat_ctl_limit *l)
+double moat_ctl_floor(const struct moat_ctl_params *p, const struct moat_ctl_be *b,
+		      enum moat_resource r, const struct moat_ctl_limit *l)
 {
-	return fmax(p->floor_min[r], l->ref * p->step[r].min_pct / 100);
+	return fmax(b->own[r] ? b->least[r] : p->floor_min[r],
+		    l->ref * p->step[r].min_pct / 100);
+}
+
+/* Under this a step goes to the floor: the least the actuator sets above it. */
+static double snap_below(const struct moat_ctl_params *p, const struct moat_ctl_be *b,
+			 enum moat_resource r)
+{
+	return b->own[r] ? b->snap[r] : p->snap_below[r];
 }
 
 /*
@@ -119,9 +127,9 @@ static double step_down_to(const struct moat_ctl_params *p,
 	} else {
 		base = usage > 0 ? fmin(l.limit, usage) : l.limit;
 	}
-	floor = moat_ctl_floor(p, r, &l);
+	floor = moat_ctl_floor(p, b, r, &l);
 	to = fmax(floor, base * (100 - s->decrease_pct) / 100);
-	if (to < p->snap_below[r])
+	if (to < snap_below(p, b, r))
 		to = floor;
 	if (to >= l.limit || to >= b->orig[r])
 		return INFINITY;	/* at the floor, or no lower than set */
@@ -187,9 +195,10 @@ static void step_up(const struct moat_ctl_params *p, struct moat_ctl_be *b,
 		    enum moat_resource r)
 {
 	struct moat_ctl_limit *l = &b->lim[r];
+	double snap = snap_below(p, b, r);
 
-	if (l->limit < p->snap_below[r])	/* the least it can set */
-		l->limit = p->snap_below[r];
+	if (l->limit < snap)	/* the least it can set */
+		l->limit = snap;
 	else
 		l->limit += l->ref * p->step[r].increase_pct / 100;
 	l->judge = 0;

@@ -134,6 +134,13 @@ enum moat_ctl_action {
 struct moat_ctl_be {
 	double usage[MOAT_RES_NR];	/* CPUs, bytes; NAN: unknown */
 	double orig[MOAT_RES_NR];	/* the original limit; INFINITY: none */
+	/*
+	 * Where own[r]: the group's own least limit and snap_below of @r,
+	 * in place of the params' floor_min and snap_below (a pod's weight,
+	 * a factor of its own, whose floor depends on the other BE pods').
+	 */
+	bool own[MOAT_RES_NR];
+	double least[MOAT_RES_NR], snap[MOAT_RES_NR];
 	struct moat_ctl_limit lim[MOAT_RES_NR];
 	enum moat_ctl_action action[MOAT_RES_NR];
 	int cause[MOAT_RES_NR];		/* the LC group (index) it was for */
@@ -185,9 +192,9 @@ void moat_control_step(const struct moat_ctl_params *p,
 		       const double *blame, const double *suspect,
 		       struct moat_ctl_be *be, size_t nbe);
 
-/** moat_ctl_floor() - the least limit @l may be stepped down to. */
-double moat_ctl_floor(const struct moat_ctl_params *p, enum moat_resource r,
-		      const struct moat_ctl_limit *l);
+/** moat_ctl_floor() - the least limit @b's @l of @r may be stepped down to. */
+double moat_ctl_floor(const struct moat_ctl_params *p, const struct moat_ctl_be *b,
+		      enum moat_resource r, const struct moat_ctl_limit *l);
 
 /** moat_chain_has() - whether the chain @head has the resource @r. */
 bool moat_chain_has(enum moat_resource head, enum moat_resource r);

@@ -1290,6 +1290,39 @@ int moat_journal_restore(struct moat_journal *j, const char *prefix)
 	return moat_journal_restore_some(j, prefix, ~0u);
 }
 
+int moat_journal_check(struct moat_journal *j, const char *prefix,
+		       moat_journal_outside_fn fn, void *ctx)
+{
+	char cur[MOAT_JOURNAL_VALUE_MAX];
+	size_t i, before = j->n;
+	int n = 0, err;
+
+	for (i = j->n; i-- > 0;) {
+		struct moat_journal_entry *e = &j->e[i];
+
+		if ((e->kind != MOAT_J_FILE && e->kind != MOAT_J_SIDE) ||
+		    !under(e->path, prefix) || !e->last[0])
+			continue;	/* version 1's entries have no <last> */
+		err = moat_kfile_read(e->path, cur, sizeof(cur));
+		if (vanished(err)) {
+			drop_entry(j, i);
+			continue;
+		}
+		if (err || !strcmp(cur, e->last) || !strcmp(cur, e->pending))
+			continue;
+		n++;
+		if (fn)
+			fn(ctx, e, cur);
+		drop_entry(j, i);
+	}
+	if (j->n != before) {
+		err = save(j);
+		if (err)
+			return err;
+	}
+	return n;
+}
+
 int moat_journal_forget(struct moat_journal *j, const char *prefix)
 {
 	size_t i, before = j->n;

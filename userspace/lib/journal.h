@@ -191,6 +191,28 @@ int moat_kfile_read(const char *path, char *buf, size_t len);
  */
 int moat_journal_restore(struct moat_journal *j, const char *prefix);
 
+/*
+ * Told of a file moat holds that someone else changed: its entry, and
+ * what the file holds now.
+ */
+typedef void (*moat_journal_outside_fn)(void *ctx,
+					const struct moat_journal_entry *e,
+					const char *now);
+
+/**
+ * moat_journal_check() - compare each value moat holds under @prefix (its
+ * file and side entries) with its file.  A file that holds neither what
+ * moat last wrote there nor what it is writing was changed by someone
+ * else (kubelet resizing a pod, systemd's daemon-reload, an admin): its
+ * content is its original now, and nothing of moat's is left in it to
+ * put back, so its entry is dropped, after @fn (may be NULL) is told.  A
+ * file gone with its cgroup is dropped quietly.
+ *
+ * Return: how many files someone else changed, or the save's -errno.
+ */
+int moat_journal_check(struct moat_journal *j, const char *prefix,
+		       moat_journal_outside_fn fn, void *ctx);
+
 /**
  * moat_journal_forget() - drop the entries under @prefix without writing:
  * for a cgroup that is gone.

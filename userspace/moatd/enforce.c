@@ -13,18 +13,25 @@
  * for a pod means, and kubelet leaves a pod's cpu.max at "max" unless the
  * pod has CPU limits, which no besteffort pod has; a container's cpu.max
  * is runc's, rewritten on every update.  On kubelet's cgroups moat writes
- * cpu.max (v1 cpu.cfs_quota_us) and memory.high, nothing else: kubelet
- * rewrites the cpu.weight (shares) of pods and QoS cgroups, and once
- * cpu.idle is set the kernel rejects those writes, which is how cpu.idle
- * on the besteffort cgroup stopped kubelet under Koordinator (its issue
- * 2732).  A besteffort pod has the least weight from kubelet already.  On
- * a rule's cgroup, which no kubelet rewrites, moat first lowers the CPU
- * priority (cpu.weight, then cpu.idle: what an LC wake-up needs), and
- * only then the quota (enforce/cpu_priority = 0 turns that off).  On a
- * pod the CPU priority step is a per-task lever instead (levers.h): a
- * long slice or SCHED_IDLE on the BE pod's threads, and a short slice on
- * the threads of the LC pod it was for, attributes the kernel keeps per
- * thread (enforce/task_levers = 0 turns that off).
+ * a BE pod's own weight (weights.h), cpu.max (v1 cpu.cfs_quota_us) and
+ * memory.high, nothing else: kubelet rewrites its QoS tiers' weights
+ * every minute and the runtime a container's on every update, and once
+ * cpu.idle is set the kernel rejects the weight writes kubelet makes,
+ * which is how cpu.idle on the besteffort cgroup stopped kubelet under
+ * Koordinator (its issue 2732).  On a rule's cgroup, which no kubelet
+ * rewrites, moat first lowers the CPU priority (cpu.weight, then
+ * cpu.idle: what an LC wake-up needs), and only then the quota
+ * (enforce/cpu_priority = 0 turns that off).  On a pod the CPU priority
+ * is a factor of its own weight, one factor for every BE pod so that
+ * their ratios hold (enforce/pod_weight = 0 turns that off), then a
+ * per-task lever (levers.h): a long slice or SCHED_IDLE on the BE pod's
+ * threads, and a short slice on the threads of the LC pod it was for,
+ * attributes the kernel keeps per thread (enforce/task_levers = 0 turns
+ * that off).
+ *
+ * Someone else's write to a file moat holds (kubelet's resize, systemd's
+ * daemon-reload, an admin) is taken as its new original each period,
+ * before the policy decides, and never fought: outside().
  *
  * What it writes is put back: when the controller releases a group all
  * the way, when a group stops being BE or stops being a group, on a switch
@@ -42,6 +49,7 @@
 #include "levers.h"
 #include "log.h"
 #include "units.h"
+#include "weights.h"
 
 /* The controller's knobs (Documentation/enforce.rst). */
 struct enforce_knobs {
@@ -49,10 +57,22 @@ struct enforce_knobs {
 	unsigned int cpu_priority;	/* 0: never cpu.weight or cpu.idle */
 	unsigned int cpu_idle;		/* 0: the least weight is the floor */
 	unsigned int cpi2_act;		/* 1: throttle CPI² victims' suspects */
-	unsigned int task_levers;	/* 0: on pods, the quota only */
+	unsigned int task_levers;	/* 0: on pods, no per-task lever */
+	unsigned int pod_weight;	/* 0: never a BE pod's weight */
 	unsigned int lc_slice_us, be_slice_us;	/* the slice lever's */
+	/* a file someone else rewrites more than this a minute is let be */
+	unsigned int outside_writes_max, outside_quiet_s;
 	struct moat_ctl_step step[MOAT_RES_NR];
 };
+
+/* The files moat holds, by name, for the count of outside writes. */
+static const char *const outside_files[] = {
+	"cpu.max", "cpu.cfs_quota_us", "cpu.weight", "cpu.shares", "cpu.idle",
+	"memory.high", "other",
+};
+#define OUTSIDE_FILES	(sizeof(outside_files) / sizeof(outside_files[0]))
+/* The outside writes of a group's file that are remembered. */
+#define OUTSIDE_KEEP	64
 
 struct enforce {
 	struct moatd *d;
@@ -60,6 +80,13 @@ struct enforce {
 	struct moat_ctl_state ctl;
 	struct levers lv;
 	unsigned long long throttles, releases, restores, undos, write_errors;
+	unsigned long long outside[OUTSIDE_FILES], outside_total;
+	/*
+	 * The weight lever's: the least factor that keeps the BE pods'
+	 * ratios (the least-weighted one at the kernel's minimum), and the
+	 * factor in force.
+	 */
+	double weight_floor, weight_factor;
 	/* by the chain that decided (its first resource), resource, action */
 	unsigned long long actions[MOAT_RES_NR][MOAT_RES_NR][MOAT_CTL_UNDO + 1];
 };
@@ -71,6 +98,18 @@ struct enforce_group {
 	unsigned long long throttles;	/* steps down taken */
 	bool refused[MOAT_RES_NR];	/* a write of it failed: said */
 	const struct enforce *e;
+	struct pod_weight w;		/* of a BE pod: its weight */
+	/*
+	 * Its files someone else wrote: this period (moat writes none of
+	 * them until the next), the last writes' times (monotonic s), and
+	 * until when a file rewritten too often is left alone.
+	 */
+	bool adopted[MOAT_RES_NR];
+	double outside_at[MOAT_RES_NR][OUTSIDE_KEEP];
+	unsigned int outside_n[MOAT_RES_NR];
+	double alone_until[MOAT_RES_NR];
+	char alone_file[MOAT_RES_NR][32];
+	bool outside_said;
 	/* The per-task lever: of a BE pod, the LC unit its step was for. */
 	__u64 lever_lc;
 	bool lc_slice;			/* an LC unit's threads: short slices */
@@ -123,8 +162,11 @@ static void forget_limits(struct moatd_group *g)
 	eg->nseen = 0;
 }
 
-/* Whether @g's CPU priority is a per-task lever: a kubelet pod's. */
-static bool task_lever(const struct moatd_group *g)
+/*
+ * Whether @g is a kubelet pod, whose CPU priority is its weight scaled
+ * (weights.h) then the per-task lever (levers.h), not a rule's cgroup.
+ */
+static bool kube_pod(const struct moatd_group *g)
 {
 	return g->gid.kind != MOAT_GROUP_RULE;
 }
@@ -149,6 +191,7 @@ static int enforce_restore(struct moatd *d, const char *why)
 
 	for (i = 0; i < d->nr_groups; i++)
 		forget_limits(d->groups[i]);
+	e->weight_factor = INFINITY;
 	n = enforce_journal_entries(d);
 	if (!n)
 		return 0;
@@ -184,7 +227,97 @@ static void enforce_group_reset(struct moatd *d, struct moatd_group *g)
 		moat_journal_forget(d->journal, g->dir);
 }
 
-/* ---- the source: originals ---- */
+/* ---- the source: files someone else wrote, originals ---- */
+
+static double mono_s(const struct period *p)
+{
+	return p->at.tv_sec + p->at.tv_nsec / 1e9;
+}
+
+/* Whether @g's @r is left alone now: someone else rewrites it. */
+static bool alone(const struct moatd_group *g, enum moat_resource r,
+		  const struct period *p)
+{
+	return EG(g)->alone_until[r] > mono_s(p);
+}
+
+/* The resource a file moat writes holds. */
+static enum moat_resource file_resource(const char *name)
+{
+	if (!strcmp(name, "cpu.max") || !strcmp(name, "cpu.cfs_quota_us"))
+		return MOAT_RES_CPU;
+	if (!strcmp(name, "memory.high"))
+		return MOAT_RES_MEMORY;
+	return MOAT_RES_CPU_PRIO;	/* cpu.weight, cpu.shares, cpu.idle */
+}
+
+/* The group whose directory the file @path is in, or NULL. */
+static struct moatd_group *group_of_file(const struct moatd *d, const char *path)
+{
+	size_t i, len = strrchr(path, '/') - path;
+
+	for (i = 0; i < d->nr_groups; i++)
+		if (strlen(d->groups[i]->dir) == len &&
+		    !strncmp(d->groups[i]->dir, path, len))
+			return d->groups[i];
+	return NULL;
+}
+
+/*
+ * A file moat holds that someone else wrote (moat_journal_check()):
+ * kubelet resizing a pod, systemd's daemon-reload resetting a slice, an
+ * admin.  Their value is the original now; moat writes none of the
+ * group's files of that resource this period and decides afresh from
+ * the new original the next.  Said once a group; counted by file.  A
+ * file rewritten more than enforce/outside_writes_max times in a minute
+ * is left alone for enforce/outside_quiet_s: moat never writes in a loop
+ * against another owner.
+ */
+static void outside(void *ctx, const struct moat_journal_entry *je, const char *now)
+{
+	struct moatd *d = ctx;
+	struct enforce *e = E(d);
+	const char *name = strrchr(je->path, '/') + 1;
+	struct moatd_group *g = group_of_file(d, je->path);
+	enum moat_resource r = file_resource(name);
+	double t = mono_s(&d->period);
+	struct enforce_group *eg;
+	unsigned int f, n, keep;
+
+	for (f = 0; f + 1 < OUTSIDE_FILES && strcmp(outside_files[f], name); f++)
+		;
+	e->outside[f]++;
+	e->outside_total++;
+	if (!g)
+		return;		/* not a group's now: the journal dropped it */
+	eg = EG(g);
+	eg->adopted[r] = true;
+	if (!eg->outside_said)
+		pr_info("group %s: %s changed by someone else, '%s' -> '%s' (kubelet, systemd or an admin): its original now; moat decides afresh from it",
+			g->gid.id, je->path, je->last, now);
+	eg->outside_said = true;
+	/* the limit held was a step from the old original: decided afresh */
+	if (!(r == MOAT_RES_CPU_PRIO && kube_pod(g)))
+		eg->lim[r] = (struct moat_ctl_limit){ .limit = INFINITY };
+	keep = e->ek.outside_writes_max + 1 < OUTSIDE_KEEP ?
+	       e->ek.outside_writes_max + 1 : OUTSIDE_KEEP;
+	n = eg->outside_n[r]++;
+	eg->outside_at[r][n % OUTSIDE_KEEP] = t;
+	/* the oldest of the last outside_writes_max + 1 within a minute */
+	if (n + 1 >= keep && t - eg->outside_at[r][(n + 1 - keep) % OUTSIDE_KEEP] < 60 &&
+	    !alone(g, r, &d->period) && e->ek.outside_quiet_s) {
+		eg->alone_until[r] = t + e->ek.outside_quiet_s;
+		snprintf(eg->alone_file[r], sizeof(eg->alone_file[r]), "%s", name);
+		pr_warn("group %s: %s rewritten %u times in a minute by someone else: moat leaves it alone for %u s",
+			g->gid.id, name, keep, e->ek.outside_quiet_s);
+	}
+}
+
+/* Whether a BE pod's threads may get the per-task lever, the least step. */
+static bool pod_lever(const struct enforce *e)
+{
+	return e->lv.kind != LEVER_NONE && e->ek.task_levers && e->ek.cpu_idle;
+}
 
 /* Where moatd has it, the original limit of @r, for a first step down. */
 static double original(struct moatd *d, const struct period *p,
@@ -192,17 +325,18 @@ static double original(struct moatd *d, const struct period *p,
 {
 	double v;
 
+	if (alone(u, r, p))
+		return NAN;
 	if (!actuator[r])	/* resctrl: what the BE class has */
 		return u->class == MOAT_CLASS_BE ? p->rdt_be_orig[r] : NAN;
-	/*
-	 * On a pod, the per-task lever: one step from the least weight to
-	 * "idle" turns it on (the comment at the top).
-	 */
-	if (r == MOAT_RES_CPU_PRIO && task_lever(u))
-		return E(d)->lv.kind != LEVER_NONE && E(d)->ek.task_levers &&
-		       E(d)->ek.cpu_priority ? least_weight(d) : NAN;
 	if (r == MOAT_RES_CPU_PRIO && !E(d)->ek.cpu_priority)
 		return NAN;
+	/*
+	 * On a pod, a factor of its weight (weights.h), 1 its own, down to
+	 * the per-task lever (0) where there is one: the comment at the top.
+	 */
+	if (r == MOAT_RES_CPU_PRIO && kube_pod(u))
+		return EG(u)->w.ok || pod_lever(E(d)) ? 1 : NAN;
 	if (!moat_act_supported(actuator[r], u->dir, d->cpu->v2) ||
 	    actuator[r]->read(u->dir, d->cpu->v2, &v))
 		return NAN;
@@ -211,11 +345,34 @@ static double original(struct moatd *d, const struct period *p,
 
 void enforce_sample(struct moatd *d, struct period *p)
 {
+	struct enforce *e = E(d);
+	double floor = 0;
 	size_t i;
 	unsigned int r;
+	int n;
 
 	if (d->mode != MOATD_ENFORCE)
 		return;
+	for (i = 0; i < d->nr_groups; i++)
+		memset(EG(d->groups[i])->adopted, 0, sizeof(EG(d->groups[i])->adopted));
+	n = moat_journal_check(d->journal, cgroup_prefix(d), outside, d);
+	if (n < 0)
+		pr_debug("enforce: the journal after outside writes: %s", strerror(-n));
+	/* the BE pods' weights, and the least factor that keeps their ratios */
+	for (i = 0; i < p->nr_units; i++) {
+		struct moatd_group *u = p->units[i].g;
+		struct enforce_group *eg = EG(u);
+
+		eg->w.orig = NAN;
+		eg->w.ok = false;
+		if (!kube_pod(u) || u->class != MOAT_CLASS_BE || !e->ek.pod_weight ||
+		    !e->ek.cpu_priority || alone(u, MOAT_RES_CPU_PRIO, p))
+			continue;
+		weights_read(d, u, &eg->w);
+		if (eg->w.ok && weights_floor(d, eg->w.orig) < 1)
+			floor = fmax(floor, weights_floor(d, eg->w.orig));
+	}
+	e->weight_floor = floor > 0 ? floor : 1;
 	for (i = 0; i < p->nr_units; i++) {
 		struct moatd_group *u = p->units[i].g;
 		struct enforce_group *eg = EG(u);
@@ -270,22 +427,42 @@ static void format_limit(char *buf, size_t len, enum moat_resource r, double v)
 		snprintf(buf, len, "%.0f", v);
 }
 
-/* A limit of @g as its knob and the log show it: on a pod, the lever. */
+/* The per-task lever on a pod's threads, as the knob and the log say it. */
+static void format_lever(const struct enforce *e, char *buf, size_t len, bool be)
+{
+	if (!be)
+		snprintf(buf, len, "threads-slice-%uus", e->ek.lc_slice_us);
+	else if (e->lv.kind == LEVER_IDLE)
+		snprintf(buf, len, "threads-idle");
+	else
+		snprintf(buf, len, "threads-slice-%uus", e->ek.be_slice_us);
+}
+
+/*
+ * A limit of @g as its knob and the log show it.  On a pod, its CPU
+ * priority is a factor of its weight ("0.1x"), and at 0 the least factor
+ * and the lever on its threads ("0.0039x,threads-slice-4000us"); an LC
+ * pod's threads' short slice.
+ */
 static void format_group_limit(const struct moatd_group *g, char *buf,
 			       size_t len, enum moat_resource r, double v)
 {
 	const struct enforce *e = EG(g)->e;
+	size_t n;
 
-	if (r == MOAT_RES_CPU_PRIO && task_lever(g) && (!isinf(v) || EG(g)->lc_slice)) {
-		if (isinf(v))
-			snprintf(buf, len, "threads-slice-%uus", e->ek.lc_slice_us);
-		else if (e->lv.kind == LEVER_IDLE)
-			snprintf(buf, len, "threads-idle");
-		else
-			snprintf(buf, len, "threads-slice-%uus", e->ek.be_slice_us);
+	if (r != MOAT_RES_CPU_PRIO || !kube_pod(g) || (isinf(v) && !EG(g)->lc_slice)) {
+		format_limit(buf, len, r, v);
 		return;
 	}
-	format_limit(buf, len, r, v);
+	if (isinf(v)) {
+		format_lever(e, buf, len, false);
+		return;
+	}
+	n = snprintf(buf, len, "%.2gx", v > 0 ? v : e->weight_floor);
+	if (v == 0 && n < len) {
+		buf[n++] = ',';
+		format_lever(e, buf + n, len - n, true);
+	}
 }
 
 /* What one LC unit (or the node, @lc NULL) saw that made it a cause. */
@@ -327,8 +504,8 @@ static int plan_add(struct plan *plan, const struct plan_step *s)
 	return 0;
 }
 
-static void fill_be(const struct period *p, const struct unit *u,
-		    struct moat_ctl_be *b)
+static void fill_be(const struct enforce *e, const struct period *p,
+		    const struct unit *u, struct moat_ctl_be *b)
 {
 	const struct enforce_group *eg = EG(u->g);
 	unsigned int r;
@@ -358,6 +535,17 @@ static void fill_be(const struct period *p, const struct unit *u,
 				b->usage[r] = NAN;
 			}
 		}
+	}
+	/*
+	 * A pod's weight, a factor of its own: down to the one that keeps
+	 * the BE pods' ratios (without its weight, none: 1), then the
+	 * per-task lever where there is one.
+	 */
+	if (kube_pod(u->g)) {
+		r = MOAT_RES_CPU_PRIO;
+		b->own[r] = true;
+		b->snap[r] = eg->w.ok ? e->weight_floor : 1;
+		b->least[r] = pod_lever(e) ? 0 : b->snap[r];
 	}
 }
 
@@ -402,7 +590,7 @@ void enforce_decide(struct moatd *d, const struct period *p, struct plan *plan)
 	int *idx = NULL;
 	unsigned int r;
 
-	plan->be_ways = plan->be_mb_pct = INFINITY;
+	plan->be_ways = plan->be_mb_pct = plan->be_weight = INFINITY;
 	if (d->mode != MOATD_ENFORCE)
 		return;
 	plan_unthrottles(d, p, plan);
@@ -430,7 +618,7 @@ void enforce_decide(struct moatd *d, const struct period *p, struct plan *plan)
 			lcu[nlc++] = u;
 		} else if (u->class == MOAT_CLASS_BE) {
 			idx[i] = nbe;
-			fill_be(p, u, &be[nbe]);
+			fill_be(e, p, u, &be[nbe]);
 			beu[nbe++] = u;
 		}
 	}
@@ -495,6 +683,15 @@ void enforce_decide(struct moatd *d, const struct period *p, struct plan *plan)
 				plan->be_ways = fmin(plan->be_ways, s.lim.limit);
 			else if (r == MOAT_RES_MB)
 				plan->be_mb_pct = fmin(plan->be_mb_pct, s.lim.limit);
+			/*
+			 * Every BE pod at the least factor of those held: at 0
+			 * (the lever) the floor; never under it, which would
+			 * flatten the pods' ratios.
+			 */
+			else if (r == MOAT_RES_CPU_PRIO && kube_pod(s.unit) &&
+				 !isinf(s.lim.limit))
+				plan->be_weight = fmin(plan->be_weight,
+						       fmax(s.lim.limit, e->weight_floor));
 		}
 	}
 out:
@@ -516,18 +713,24 @@ static struct lever_want lever_want(const struct enforce *e, bool be)
 				    .be_slice_us = e->ek.be_slice_us };
 }
 
-/* Step @s on a pod's CPU priority: its threads' lever on, or back. */
+/*
+ * Step @s on a pod's CPU priority: its threads' lever on where the step
+ * goes to 0, back where it leaves 0; the weight is weight_pass()'s.
+ */
 static int lever_step(struct moatd *d, const struct plan_step *s)
 {
 	struct enforce *e = E(d);
 	struct enforce_group *eg = EG(s->unit);
 	struct lever_want w = lever_want(e, true);
+	bool on = s->lim.limit == 0;
 	int n;
 
+	if (on == (eg->lim[MOAT_RES_CPU_PRIO].limit == 0))
+		return 0;
 	free(eg->seen);
 	eg->seen = NULL;
 	eg->nseen = 0;
-	if (isinf(s->lim.limit)) {
+	if (!on) {
 		/* the LC unit's slices go back at the pass, when no lever names it */
 		eg->lever_lc = 0;
 		return levers_restore(d, s->unit);
@@ -563,16 +766,16 @@ static void lever_pass(struct moatd *d)
 		struct lever_want w = lever_want(e, true);
 		bool named = false;
 
-		if (g->unit != g || !task_lever(g))
+		if (g->unit != g || !kube_pod(g))
 			continue;
-		if (!isinf(eg->lim[MOAT_RES_CPU_PRIO].limit)) {
+		if (eg->lim[MOAT_RES_CPU_PRIO].limit == 0) {
 			levers_apply(d, &e->lv, g, &w, &eg->seen, &eg->nseen);
 			continue;
 		}
 		for (j = 0; e->lv.kind == LEVER_SLICE && e->ek.lc_slice_us &&
 			    g->class == MOAT_CLASS_LC && j < d->nr_groups && !named; j++)
 			named = EG(d->groups[j])->lever_lc == g->cgid &&
-				!isinf(EG(d->groups[j])->lim[MOAT_RES_CPU_PRIO].limit);
+				EG(d->groups[j])->lim[MOAT_RES_CPU_PRIO].limit == 0;
 		if (named) {
 			w.be = false;
 			n = levers_apply(d, &e->lv, g, &w, &eg->seen, &eg->nseen);
@@ -604,10 +807,10 @@ static void commit(struct moatd *d, const struct plan_step *s)
 	const struct moat_actuator *a = actuator[s->r];
 	const char *name = res_name(s->r), *unit = a ? a->unit : s->r == MOAT_RES_L3 ?
 								  "ways" : "%";
-	char from[32], to[32];
+	char from[64], to[64];
 
-	if (s->r == MOAT_RES_CPU_PRIO && task_lever(u))
-		unit = "";	/* the lever names itself */
+	if (s->r == MOAT_RES_CPU_PRIO && kube_pod(u))
+		unit = "";	/* the factor and the lever name themselves */
 	format_group_limit(u, from, sizeof(from), s->r, eg->lim[s->r].limit);
 	format_group_limit(u, to, sizeof(to), s->r, s->lim.limit);
 	eg->lim[s->r] = s->lim;
@@ -618,18 +821,19 @@ static void commit(struct moatd *d, const struct plan_step *s)
 	case MOAT_CTL_THROTTLE:
 		eg->throttles++;
 		e->throttles++;
-		pr_info("throttle be group %s: %s %s -> %s %s for %s", u->gid.id,
-			name, from, to, unit, s->cause);
+		pr_info("throttle be group %s: %s %s -> %s%s%s for %s", u->gid.id,
+			name, from, to, *unit ? " " : "", unit, s->cause);
 		break;
 	case MOAT_CTL_UNDO:
 		e->undos++;
-		pr_info("undo be group %s: %s %s -> %s %s: the step did not help %s; left alone for %u periods",
-			u->gid.id, name, from, to, unit, s->cause, s->lim.backoff);
+		pr_info("undo be group %s: %s %s -> %s%s%s: the step did not help %s; left alone for %u periods",
+			u->gid.id, name, from, to, *unit ? " " : "", unit, s->cause,
+			s->lim.backoff);
 		break;
 	case MOAT_CTL_RELEASE:
 		e->releases++;
-		pr_info("release be group %s: %s %s -> %s %s: lc groups have slack",
-			u->gid.id, name, from, to, unit);
+		pr_info("release be group %s: %s %s -> %s%s%s: lc groups have slack",
+			u->gid.id, name, from, to, *unit ? " " : "", unit);
 		break;
 	default:
 		e->restores++;
@@ -679,6 +883,30 @@ static bool shared(const struct plan_step *s)
 	return !actuator[s->r];
 }
 
+/*
+ * The weight lever: every BE pod's weight at the plan's one factor, its
+ * own put back where there is none or it is no BE pod now; none written
+ * where someone else wrote it this period, or rewrites it too often.
+ */
+static void weight_pass(struct moatd *d, const struct plan *plan)
+{
+	size_t i;
+
+	if (d->mode != MOATD_ENFORCE)
+		return;
+	E(d)->weight_factor = plan->be_weight;
+	for (i = 0; i < d->nr_groups; i++) {
+		struct moatd_group *g = d->groups[i];
+		struct enforce_group *eg = EG(g);
+
+		if (g->unit != g || !kube_pod(g) || eg->adopted[MOAT_RES_CPU_PRIO] ||
+		    alone(g, MOAT_RES_CPU_PRIO, &d->period))
+			continue;
+		weights_apply(d, g, &eg->w, g->class == MOAT_CLASS_BE && eg->w.ok ?
+					    plan->be_weight : INFINITY);
+	}
+}
+
 /* Carry out step @s on its unit. */
 static void act(struct moatd *d, const struct plan_step *s)
 {
@@ -690,11 +918,17 @@ static void act(struct moatd *d, const struct plan_step *s)
 		EG(u)->lim[s->r] = s->lim;
 		return;
 	}
+	/* someone else's this period, or let be: decided afresh after */
+	if (EG(u)->adopted[s->r] || alone(u, s->r, &d->period))
+		return;
 	if (shared(s))
 		return;		/* enforce_commit_rdt(), once rdt.c wrote */
-	if (s->r == MOAT_RES_CPU_PRIO && task_lever(u))
+	if (s->r == MOAT_RES_CPU_PRIO && kube_pod(u)) {
 		err = lever_step(d, s);
-	else if (isinf(s->lim.limit))
+		/* and its weight at the plan's factor, as weight_pass() wrote */
+		if (!err && EG(u)->w.ok && EG(u)->w.err)
+			err = EG(u)->w.err;
+	} else if (isinf(s->lim.limit))
 		err = moat_act_restore(a, d->journal, u->dir, d->cpu->v2);
 	else
 		err = a->apply(d->journal, u->dir, d->cpu->v2, s->lim.limit);
@@ -708,6 +942,7 @@ void enforce_act(struct moatd *d, const struct plan *plan)
 {
 	size_t i;
 
+	weight_pass(d, plan);
 	for (i = 0; i < plan->nr; i++)
 		act(d, &plan->steps[i]);
 	lever_pass(d);
@@ -733,7 +968,49 @@ void enforce_commit_rdt(struct moatd *d, const struct plan *plan, int err)
 
 double enforce_limit(const struct moatd_group *g, enum moat_resource r)
 {
-	return EG(g)->lim[r].limit;
+	const struct enforce_group *eg = EG(g);
+	const struct enforce *e = eg->e;
+
+	/* a pod's: the weight it has at the factor in force, BE or not held */
+	if (r == MOAT_RES_CPU_PRIO && kube_pod(g) && g->class == MOAT_CLASS_BE &&
+	    e->d->mode == MOATD_ENFORCE && e->weight_factor < 1 && eg->w.ok && !eg->w.err)
+		return weights_at(e->d, &eg->w, e->weight_factor);
+	if (r == MOAT_RES_CPU_PRIO && kube_pod(g))
+		return eg->lim[r].limit == 0 ? 0 : INFINITY;	/* the lever alone */
+	return eg->lim[r].limit;
+}
+
+const char *enforce_outside_file(const struct moatd *d, unsigned int i,
+				 unsigned long long *writes)
+{
+	if (i >= OUTSIDE_FILES)
+		return NULL;
+	*writes = E(d)->outside[i];
+	return outside_files[i];
+}
+
+int enforce_left_alone(const struct moatd *d, FILE *f)
+{
+	const struct period *p = &d->period;
+	size_t i;
+	unsigned int r;
+	int n = 0;
+
+	for (i = 0; i < d->nr_groups; i++) {
+		const struct moatd_group *g = d->groups[i];
+		const struct enforce_group *eg = EG(g);
+
+		for (r = 0; r < MOAT_RES_NR; r++) {
+			if (!alone(g, r, p))
+				continue;
+			n++;
+			if (f)
+				fprintf(f, "left alone: group %s: %s is rewritten by someone else (more than %u times a minute): moat writes it again in %.0f s\n",
+					g->gid.id, eg->alone_file[r], E(d)->ek.outside_writes_max,
+					eg->alone_until[r] - mono_s(p));
+		}
+	}
+	return n;
 }
 
 unsigned long long enforce_throttles(const struct moatd_group *g)
@@ -805,6 +1082,15 @@ static int show_journal_errors(const struct moat_knob *k, char *buf, size_t len)
 	       (int)len ? -EOVERFLOW : 0;
 }
 
+/* The factor of their weights the BE pods are held to; 1: none. */
+static int show_factor(const struct moat_knob *k, char *buf, size_t len)
+{
+	const struct moatd *d = k->owner;
+	double f = E(d)->weight_factor;
+
+	return snprintf(buf, len, "%.4g", f < 1 ? f : 1) >= (int)len ? -EOVERFLOW : 0;
+}
+
 static int enforce_init(struct moatd *d)
 {
 	struct enforce *e = E(d);
@@ -827,6 +1113,10 @@ static int enforce_init(struct moatd *d)
 		U32("enforce/cpu_idle", 0, 1, &ek->cpu_idle),
 		U32("enforce/cpi", 0, 1, &ek->cpi2_act),
 		U32("enforce/task_levers", 0, 1, &ek->task_levers),
+		U32("enforce/pod_weight", 0, 1, &ek->pod_weight),
+		U32("enforce/outside_writes_max", 1, OUTSIDE_KEEP - 1,
+		    &ek->outside_writes_max),
+		U32("enforce/outside_quiet_s", 0, 86400, &ek->outside_quiet_s),
 		U32("enforce/lc_slice_us", 0, 100000, &ek->lc_slice_us),
 		U32("enforce/be_slice_us", 0, 100000, &ek->be_slice_us),
 		U32("enforce/cpu_prio_decrease_pct", 1, 99, &prio->decrease_pct),
@@ -857,6 +1147,8 @@ static int enforce_init(struct moatd *d)
 		  .show = show_journal },
 		{ .path = "enforce/journal_errors", .type = MOAT_KNOB_SHOW,
 		  .show = show_journal_errors },
+		{ .path = "enforce/pod_weight_factor", .type = MOAT_KNOB_SHOW,
+		  .show = show_factor },
 	};
 	const struct { const char *path; unsigned long long *v; } counters[] = {
 		{ "enforce/throttles", &e->throttles },
@@ -864,6 +1156,7 @@ static int enforce_init(struct moatd *d)
 		{ "enforce/restores", &e->restores },
 		{ "enforce/undos", &e->undos },
 		{ "enforce/write_errors", &e->write_errors },
+		{ "enforce/outside_writes", &e->outside_total },
 	};
 	size_t i;
 	int err;
@@ -872,7 +1165,8 @@ static int enforce_init(struct moatd *d)
 	*ek = (struct enforce_knobs){
 		.slack_pct = 50, .min_effect_pct = 10, .release_periods = 6,
 		.culprits = 2, .cpu_priority = 1, .cpu_idle = 1, .cpi2_act = 1,
-		.task_levers = 1, .lc_slice_us = 100, .be_slice_us = 4000,
+		.task_levers = 1, .pod_weight = 1, .lc_slice_us = 100,
+		.be_slice_us = 4000, .outside_writes_max = 3, .outside_quiet_s = 600,
 		.step = {
 			[MOAT_RES_CPU_PRIO] = { .decrease_pct = 90, .increase_pct = 10,
 						.min_pct = 0, .cooldown = 0,
@@ -913,11 +1207,19 @@ static int enforce_init(struct moatd *d)
 static int show_throttle(const struct moat_knob *k, char *buf, size_t len)
 {
 	const struct moatd_group *g = k->owner;
-	char v[MOAT_RES_NR][32];
+	const struct enforce_group *eg = EG(g);
+	char v[MOAT_RES_NR][64];
 	unsigned int r;
 
-	for (r = 0; r < MOAT_RES_NR; r++)
-		format_group_limit(g, v[r], sizeof(v[r]), r, EG(g)->lim[r].limit);
+	for (r = 0; r < MOAT_RES_NR; r++) {
+		double lim = eg->lim[r].limit;
+
+		/* a BE pod not stepped itself is held to the BE pods' factor */
+		if (r == MOAT_RES_CPU_PRIO && kube_pod(g) && lim > 0 &&
+		    !isnan(enforce_limit(g, r)) && !isinf(enforce_limit(g, r)))
+			lim = eg->e->weight_factor;
+		format_group_limit(g, v[r], sizeof(v[r]), r, lim);
+	}
 	return snprintf(buf, len, "cpu_prio=%s cpu=%s memory=%s l3=%s mb=%s",
 			v[MOAT_RES_CPU_PRIO], v[MOAT_RES_CPU],
 			v[MOAT_RES_MEMORY], v[MOAT_RES_L3],

@@ -30,13 +30,28 @@ void enforce_act(struct moatd *d, const struct plan *plan);
  */
 void enforce_commit_rdt(struct moatd *d, const struct plan *plan, int err);
 
-/* For reporters: a group's limit of @r (INFINITY: none), its steps down. */
+/*
+ * For reporters: a group's limit of @r (INFINITY: none), its steps down.
+ * A pod's CPU priority is the weight it has (v2's scale) at the factor in
+ * force, 0 where it has only the per-task lever.
+ */
 double enforce_limit(const struct moatd_group *g, enum moat_resource r);
 unsigned long long enforce_throttles(const struct moatd_group *g);
 /* For reporters: the counters by chain, resource and action, and errors. */
 unsigned long long enforce_actions(const struct moatd *d, enum moat_resource chain,
 				   enum moat_resource r, enum moat_ctl_action a);
 unsigned long long enforce_write_errors(const struct moatd *d);
+/*
+ * For reporters: the outside writes to the files moat holds, by file: the
+ * @i-th file's name, its count in *@writes; NULL past the last.
+ */
+const char *enforce_outside_file(const struct moatd *d, unsigned int i,
+				 unsigned long long *writes);
+/*
+ * For /healthz: a line for each group's file moat leaves alone now,
+ * someone else rewriting it too often, to @f (NULL: only count them).
+ */
+int enforce_left_alone(const struct moatd *d, FILE *f);
 
 /* Whether the journal's file lags what moatd holds; then why, in @why. */
 bool enforce_journal_stale(const struct moatd *d, char *why, size_t len);

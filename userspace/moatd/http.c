@@ -32,6 +32,7 @@
 #include <sys/socket.h>
 #include <microhttpd.h>
 #include "endpoint.h"
+#include "enforce.h"
 #include "health.h"
 #include "hints.h"
 #include "http.h"
@@ -232,10 +233,15 @@ static char *build(int (*fn)(struct moatd *, FILE *), struct moatd *d,
 	return buf;
 }
 
+/*
+ * Healthy, and what an operator should know that is not moat's failure:
+ * the files it leaves alone because someone else keeps rewriting them.
+ */
 static int healthz(struct moatd *d, FILE *f)
 {
 	fprintf(f, "ok: last cycle %.0f us ago, period %u ms\n",
 		moatd_since_cycle_us(d), d->period_ms);
+	enforce_left_alone(d, f);
 	return 0;
 }
 

@@ -396,6 +396,8 @@ static void daemon_metrics(FILE *f, struct moatd *d)
 	size_t counts[3] = { 0 }, i;
 	__u64 drops[MOAT_DROP_NR];
 	char why[PATH_MAX + 256];
+	unsigned long long outside;
+	const char *file;
 	unsigned int h, r, a;
 
 	prom_family(f, "moat_build_info", "gauge", "moatd's version, as a label; always 1.");
@@ -467,6 +469,14 @@ static void daemon_metrics(FILE *f, struct moatd *d)
 	prom_family(f, "moat_journal_entries", "gauge",
 	       "Kernel values moatd changed and will put back.");
 	fprintf(f, "moat_journal_entries %zu\n", d->journal ? d->journal->n : 0);
+	prom_family(f, "moat_outside_writes_total", "counter",
+	       "Files moatd held that someone else (kubelet, systemd, an admin) wrote, taken as their new originals, by file.");
+	for (i = 0; (file = enforce_outside_file(d, i, &outside)); i++)
+		fprintf(f, "moat_outside_writes_total{file=\"%s\"} %llu\n", file,
+			outside);
+	prom_family(f, "moat_left_alone_files", "gauge",
+	       "Files moatd leaves alone now: someone else rewrites them more than enforce/outside_writes_max times a minute.");
+	fprintf(f, "moat_left_alone_files %d\n", enforce_left_alone(d, NULL));
 }
 
 int metrics_write(struct moatd *d, FILE *f)
@@ -505,7 +515,7 @@ int metrics_write(struct moatd *d, FILE *f)
 	per_group(f, d, "moat_group_throttles_total", "counter",
 		  "Steps down the controller took on the group.", g_throttles);
 	per_group(f, d, "moat_group_cpu_weight_limit", "gauge",
-		  "The CPU weight moat holds the group to; 0: cpu.idle.  Absent: none.",
+		  "The CPU weight moat holds the group to (v2's scale; a pod's, at the factor its BE pods are held to); 0: cpu.idle, or a pod's per-task lever alone.  Absent: none.",
 		  g_prio);
 	per_group(f, d, "moat_group_cpu_limit_cpus", "gauge",
 		  "The CPU quota moat holds the group to, in CPUs.  Absent: none.",

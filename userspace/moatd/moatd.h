@@ -229,6 +229,11 @@ struct plan {
 	 * units' limits (INFINITY: none), for the resctrl actuator.
 	 */
 	double be_ways, be_mb_pct;
+	/*
+	 * The BE pods' weights: the one factor of its own weight every BE
+	 * pod is held to (INFINITY: none), for the weight lever (weights.h).
+	 */
+	double be_weight;
 };
 
 /* The stages of a cycle, in its order, each timed (moatd_stage_names). */
