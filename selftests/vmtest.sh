@@ -14,7 +14,10 @@
 #                                              CPUs can emulate at once)
 #   VMTEST_RUN='tools/bench/scale.sh 500 20'   a command instead of the
 #                                              suite, from moat's tree
-#                                              (tools/ is in the guest)
+#                                              (tools/ is in the guest,
+#                                              and what the benchmarks
+#                                              run: make bench's tools,
+#                                              nginx, stress-ng)
 #
 # A Debian kernel is named by its series: 6.1 is linux-image-amd64's
 # (bookworm's default), 6.12 linux-image-6.12-amd64's (bookworm's
@@ -51,11 +54,13 @@ SILENCE=${VMTEST_SILENCE:-240}		# no console output: hung
 BOOT_TIMEOUT=${VMTEST_BOOT_TIMEOUT:-180} # no "vmtest:" line from init yet
 PROBE_TIMEOUT=${VMTEST_PROBE_TIMEOUT:-60}
 BINS="moatd moatctl moat-rqlat selftests/moat-selftests selftests/moat-fake-resctrl selftests/libmoat-fault.so"
+# and for a benchmark (VMTEST_RUN), make bench's
+BENCH_BINS="moat-loadgen moat-siege"
 
 die() { echo "vmtest.sh: $*" >&2; exit 2; }
 
-for b in $BINS; do
-	[ -x "$O/$b" ] || die "$O/$b missing: run make first"
+for b in $BINS ${VMTEST_RUN:+$BENCH_BINS}; do
+	[ -x "$O/$b" ] || die "$O/$b missing: run make${VMTEST_RUN:+ bench} first"
 done
 for t in qemu-system-x86_64 cpio gzip xz; do
 	command -v "$t" >/dev/null || die "$t not found (tools/deps.sh installs it)"
@@ -132,8 +137,12 @@ base_initramfs() {
 	local root="$work/root" dlopened
 
 	rm -rf "$root"
-	mkdir -p "$root"/{bin,dev,proc,sys,tmp,run,moat/build/selftests,moat/selftests}
+	mkdir -p "$root"/{bin,dev,etc,proc,sys,tmp,run,moat/build/selftests,moat/selftests}
 	cp /bin/busybox "$root/bin/busybox"
+	# who nginx's workers and setpriv's tests run as, by name
+	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
+		>"$root/etc/passwd"
+	printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
 	# moat's binaries, the libraries they load, and those they dlopen():
 	# libpfm4 (the PMU tests), libcurl (the Node publisher, for the tests
 	# with the API server stub); the tools the tests run besides moat's,
@@ -147,12 +156,18 @@ base_initramfs() {
 	for t in /usr/bin/openssl /usr/bin/setpriv /usr/bin/unshare /bin/bash /usr/bin/curl; do
 		[ -x "$t" ] && tools="$tools $t"
 	done
+	# a benchmark's: its load (tools/bench/protect.sh), where installed
+	if [ -n "${VMTEST_RUN:-}" ]; then
+		for t in /usr/sbin/nginx /usr/bin/stress-ng; do
+			[ -x "$t" ] && tools="$tools $t"
+		done
+	fi
 	for t in $tools /usr/lib/ssl/openssl.cnf; do
 		[ -e "$t" ] || continue
 		mkdir -p "$root$(dirname "$t")"
 		cp -L "$t" "$root$t"
 	done
-	for b in $BINS; do
+	for b in $BINS ${VMTEST_RUN:+$BENCH_BINS}; do
 		cp "$O/$b" "$root/moat/build/$b"
 		ldd "$O/$b" | awk '/=> \// { print $3 } /^\t\// { print $1 }'
 	done | { cat; for l in $dlopened $tools; do echo "$l"; ldd "$l" |
@@ -174,6 +189,7 @@ export PATH=/bin:/usr/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
+ln -s /proc/self/fd /dev/fd	# bash's <(...), which the benchmarks use
 echo "vmtest: init on $(uname -r)"
 # The accelerator's probe: this far is far enough.
 if grep -q vmtest.probe /proc/cmdline; then
