@@ -238,7 +238,7 @@ completion() {
 	local s=$work/sock
 	expect "get " moatctl --socket "$s" ge
 	expect "restore " moatctl --socket "$s" res
-	expect "--help --json --socket " moatctl --
+	expect "--help --json --socket --timeout " moatctl --
 	expect "enforce/ " moatctl --socket "$s" get enf
 	expect "enforce/cpu_decrease_pct " moatctl --socket "$s" get enforce/cpu_dec
 	expect "groups/kit.kit-a/ " moatctl --socket "$s" get groups/

@@ -297,7 +297,7 @@ Test(moatd, a_config_that_is_a_directory_stops_the_start_and_a_reload_keeps_the_
 	snprintf(state, sizeof(state), "%s/d-state", dir);
 	cr_assert_eq(mkdir(dconf, 0700), 0);
 	cr_assert_eq(run("moatd", args, out, err), 1, "started: %s", err);
-	cr_expect(strstr(err, "d.conf: Is a directory"), "%s", err);
+	cr_expect(strstr(err, "d.conf: not a regular file (a directory)"), "%s", err);
 
 	/* the running moatd's config becomes a directory: reload changes nothing */
 	set_runtime("period_ms", "150");
@@ -306,7 +306,7 @@ Test(moatd, a_config_that_is_a_directory_stops_the_start_and_a_reload_keeps_the_
 	cr_assert_eq(mkdir(conf, 0700), 0);
 	cr_assert_eq(kill(daemon_pid, SIGHUP), 0);
 	cr_assert(wait_log("reload: ", 1, 5000), "no reload said");
-	cr_expect(wait_log("moat.conf: Is a directory", 1, 0));
+	cr_expect(wait_log("moat.conf: not a regular file (a directory)", 1, 0));
 	cr_expect(wait_log("not applied; the settings are as they were", 1, 0));
 	cr_assert_eq(ctl(out, err, "get", "period_ms", NULL), 0, "%s", err);
 	cr_expect_str_eq(out, "150\n", "the settings changed");

@@ -2,7 +2,7 @@
 /*
  * moatctl: read and set moatd's knobs over its control socket.
  *
- *   moatctl [--socket PATH] [--json] ls [PATH] | get PATH... |
+ *   moatctl [--socket PATH] [--timeout SEC] [--json] ls [PATH] | get PATH... |
  *           set [--runtime] PATH VALUE | tree [PATH] | config [PATH] |
  *           status
  */
@@ -17,9 +17,11 @@
 
 static const char *socket_path = MOAT_CTL_SOCKET;
 static bool json;
+/* how long moatd may stay silent before moatctl gives up, ms */
+static unsigned int timeout_ms = 10000;
 
 static const char usage[] =
-"usage: moatctl [--socket PATH] [--json] VERB\n"
+"usage: moatctl [--socket PATH] [--timeout SEC] [--json] VERB\n"
 "\n"
 "  ls [PATH]          the entries below PATH ('/' after directories)\n"
 "  get PATH...        each knob's value\n"
@@ -36,7 +38,29 @@ static const char usage[] =
 "                     (root); it throttles again if still enforcing\n"
 "\n"
 "  -s, --socket PATH  moatd's control socket (default " MOAT_CTL_SOCKET ")\n"
+"  -t, --timeout SEC  give up when moatd says nothing for SEC seconds\n"
+"                     (default 10; 0: wait however long)\n"
 "  -j, --json         JSON instead of text\n";
+
+/*
+ * Whether @s may be sent as a path: a request is one line, and a path has
+ * no control character (knobs.rst), so `get $'mode\nperiod_ms'` is
+ * refused here, whole, not sent as two requests.  Said when not.
+ */
+static bool path_ok(const char *s)
+{
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)s; *p; p++)
+		if (*p < 0x20 || *p == 0x7f) {
+			fprintf(stderr, "moatctl: '");
+			for (p = (const unsigned char *)s; *p; p++)
+				fprintf(stderr, *p < 0x20 || *p == 0x7f ? "\\x%02x" : "%c", *p);
+			fprintf(stderr, "': a path has no control characters\n");
+			return false;
+		}
+	return true;
+}
 
 /* One request; its body in *@body (caller frees).  Errors are printed. */
 static int request(const char *req, const char *what, char **body)
@@ -48,9 +72,12 @@ static int request(const char *req, const char *what, char **body)
 
 	if (!out)
 		return -ENOMEM;
-	err = moat_ctl_request(socket_path, req, out, msg, sizeof(msg));
+	err = moat_ctl_request(socket_path, req, out, msg, sizeof(msg), timeout_ms);
 	fclose(out);
-	if (err == -ENOENT && !msg[0]) {
+	if (err == -ETIMEDOUT) {
+		fprintf(stderr, "moatctl: moatd at %s did not answer within %g s (--timeout)\n",
+			socket_path, timeout_ms / 1000.0);
+	} else if (err == -ENOENT && !msg[0]) {
 		fprintf(stderr, "moatctl: cannot reach moatd: no socket at %s (is moatd running?)\n",
 			socket_path);
 	} else if (err && !msg[0]) {
@@ -111,6 +138,8 @@ static int cmd_simple(const char *verb, int argc, char **argv)
 			strcmp(verb, "restore") ? "at most one PATH" : "no arguments");
 		return 2;
 	}
+	if (!path_ok(path))
+		return 1;
 	snprintf(req, sizeof(req), "%s %s", verb, path);
 	err = request(req, path, &body);
 	if (err)
@@ -146,6 +175,10 @@ static int cmd_get(int argc, char **argv)
 		return 2;
 	}
 	for (i = 0; i < argc; i++) {
+		if (!path_ok(argv[i])) {
+			ret = 1;
+			continue;
+		}
 		if ((size_t)snprintf(req, sizeof(req), "get %s", argv[i]) >= sizeof(req)) {
 			fprintf(stderr, "moatctl: %.64s...: path too long\n", argv[i]);
 			ret = 1;
@@ -183,6 +216,8 @@ static int cmd_set(int argc, char **argv)
 		fprintf(stderr, "moatctl: set needs PATH and VALUE\n");
 		return 2;
 	}
+	if (!path_ok(argv[0]))
+		return 1;
 	if (strchr(argv[1], '\n')) {
 		fprintf(stderr, "moatctl: %s: a value is one line\n", argv[0]);
 		return 1;
@@ -292,6 +327,7 @@ int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, 's' },
+		{ "timeout", required_argument, NULL, 't' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -299,10 +335,25 @@ int main(int argc, char **argv)
 	const char *verb;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+s:jh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+s:t:jh", longopts, NULL)) != -1) {
+		char *end;
+		double sec;
+
 		switch (c) {
 		case 's':
 			socket_path = optarg;
+			break;
+		case 't':
+			errno = 0;
+			sec = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(sec >= 0) || sec > 86400) {
+				fprintf(stderr, "moatctl: --timeout '%s': seconds from 0 to 86400 expected\n",
+					optarg);
+				return 2;
+			}
+			timeout_ms = sec * 1000;
+			if (sec > 0 && !timeout_ms)
+				timeout_ms = 1;
 			break;
 		case 'j':
 			json = true;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "cgroup.h"
 #include "log.h"
 
@@ -65,6 +66,7 @@ int moat_cgroup_resolve(const struct moat_cg_hierarchy *h, const char *arg,
 	size_t mntlen = strlen(h->mnt);
 	char dir[PATH_MAX], tmp[PATH_MAX];
 	const char *rel = arg;
+	struct stat st;
 	int n, err;
 
 	/* A directory under the mount point: make it a hierarchy path. */
@@ -89,6 +91,11 @@ int moat_cgroup_resolve(const struct moat_cg_hierarchy *h, const char *arg,
 	err = moat_cgroup_dir(h, tmp, dir, sizeof(dir));
 	if (err)
 		return err;
+	/* a file in a cgroup has a kernfs id too, but is no cgroup */
+	if (stat(dir, &st))
+		return errno == ENOTDIR ? -ENOENT : -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOENT;
 	err = moat_cgroup_id(dir, id);
 	if (err)
 		return err == -ENOTDIR ? -ENOENT : err;

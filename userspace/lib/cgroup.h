@@ -36,7 +36,8 @@ int moat_cgroup_dir(const struct moat_cg_hierarchy *h, const char *path,
  * and id.  @arg is either a directory under @h's mount point
  * ("/sys/fs/cgroup/cpu/a") or a hierarchy path ("/a", "a").
  *
- * Return: 0, -ENOENT when no such cgroup exists, -ENAMETOOLONG.
+ * Return: 0, -ENOENT when no such cgroup exists (a file in one is none),
+ * -ENAMETOOLONG.
  */
 int moat_cgroup_resolve(const struct moat_cg_hierarchy *h, const char *arg,
 			char *path, size_t len, __u64 *id);

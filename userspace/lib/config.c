@@ -51,6 +51,11 @@ static int parse_line(char *text, const char *name, unsigned int line,
 	struct moat_config_entry *e;
 	char *s = trim(text), *eq, *path, *value;
 
+	if (line == 1 && !strncmp(text, "\xef\xbb\xbf", 3)) {
+		snprintf(err, errlen, "%s:1: starts with a UTF-8 byte order mark (EF BB BF): save it without one",
+			 name);
+		return -EINVAL;
+	}
 	if (!*s || *s == '#')
 		return 0;
 	eq = strchr(s, '=');
@@ -86,31 +91,63 @@ static int parse_line(char *text, const char *name, unsigned int line,
 	return 0;
 }
 
+/*
+ * The next line of @f into @buf (@len bytes), its newline cut; its length,
+ * or -1 at the end, -E2BIG for a line that does not fit, -EINVAL for a
+ * NUL byte, -errno for a read error.  Bounded: a config that is
+ * /dev/zero, or one huge line, is refused, never read into memory.
+ */
+static ssize_t next_line(FILE *f, char *buf, size_t len, size_t *total)
+{
+	size_t n = 0;
+	int c;
+
+	errno = 0;
+	while ((c = getc(f)) != EOF) {
+		if (++*total > MOAT_CONFIG_MAX_BYTES)
+			return -EFBIG;
+		if (c == '\n')
+			break;
+		if (!c)
+			return -EINVAL;
+		if (n + 1 >= len)
+			return -E2BIG;
+		buf[n++] = c;
+	}
+	if (c == EOF && ferror(f))
+		return errno ? -errno : -EIO;
+	buf[n] = '\0';
+	return c == EOF && !n ? -1 : (ssize_t)n;
+}
+
 int moat_config_parse(FILE *f, const char *name, struct moat_config *out,
 		      char *err, size_t errlen)
 {
-	char *text = NULL;
-	size_t cap = 0;
+	char text[MOAT_CONFIG_LINE_MAX + 2];
 	unsigned int line = 0;
+	size_t total = 0;
 	ssize_t n;
 	int ret = 0;
 
 	memset(out, 0, sizeof(*out));
-	while (!ret && (n = getline(&text, &cap, f)) >= 0) {
+	while (!ret && (n = next_line(f, text, sizeof(text), &total)) != -1) {
 		line++;
-		if (strlen(text) != (size_t)n) {
+		if (n == -EINVAL)
 			snprintf(err, errlen, "%s:%u: NUL byte in line", name, line);
-			ret = -EINVAL;
+		else if (n == -E2BIG)
+			snprintf(err, errlen, "%s:%u: line longer than %d bytes", name, line,
+				 MOAT_CONFIG_LINE_MAX);
+		else if (n == -EFBIG)
+			snprintf(err, errlen, "%s: larger than %d bytes: not a config file",
+				 name, MOAT_CONFIG_MAX_BYTES);
+		else if (n < 0)	/* a read error is not the end of the file */
+			snprintf(err, errlen, "%s: read: %s", name, strerror((int)-n));
+		if (n < 0) {
+			ret = n == -E2BIG || n == -EFBIG ? -EINVAL : (int)n;
 			break;
 		}
 		ret = parse_line(text, name, line, out, err, errlen);
 	}
-	/* an error is not the end of the file (a directory: EISDIR) */
-	if (!ret && ferror(f)) {
-		ret = errno ? -errno : -EIO;
-		snprintf(err, errlen, "%s: %s", name, strerror(-ret));
-	}
-	free(text);
 	if (ret)
 		moat_config_free(out);
 	return ret;

@@ -13,6 +13,14 @@
  * a value is part of the value.
  */
 
+/*
+ * The bounds of a config file: a line holds a path and a value with room
+ * for spaces around them; a file holds thousands of them.  Anything
+ * larger is refused, not read.
+ */
+#define MOAT_CONFIG_LINE_MAX	(MOAT_KNOB_PATH_MAX + MOAT_KNOB_VALUE_MAX + 256)
+#define MOAT_CONFIG_MAX_BYTES	(1 << 20)
+
 struct moat_config_entry {
 	unsigned int line;
 	char path[MOAT_KNOB_PATH_MAX];
@@ -26,9 +34,12 @@ struct moat_config {
 
 /**
  * moat_config_parse() - read @f, named @name in messages, into @out.
- * Syntax only: paths and values are checked by moat_config_apply().
+ * Syntax only: paths and values are checked by moat_config_apply().  At
+ * most MOAT_CONFIG_MAX_BYTES, lines of at most MOAT_CONFIG_LINE_MAX.
  *
- * Return: 0, or -EINVAL with "@name:LINE: reason" in @err.
+ * Return: 0, or -EINVAL with "@name:LINE: reason" in @err (a file or a
+ * line too long too); a read error's -errno ("@name: read: reason"),
+ * never taken for the end of the file.
  */
 int moat_config_parse(FILE *f, const char *name, struct moat_config *out,
 		      char *err, size_t errlen);

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The client side of moatd's control protocol (see ctl.h). */
 #include <errno.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include "ctl.h"
 
@@ -118,10 +120,26 @@ static int send_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
+/*
+ * Wait for @fd to be readable, at most @timeout_ms (0: however long):
+ * 0, or -ETIMEDOUT when moatd said nothing for that long.
+ */
+static int wait_readable(int fd, unsigned int timeout_ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int n;
+
+	do
+		n = poll(&p, 1, timeout_ms ? (int)timeout_ms : -1);
+	while (n < 0 && errno == EINTR);
+	return n > 0 ? 0 : n < 0 ? -errno : -ETIMEDOUT;
+}
+
 int moat_ctl_request(const char *socket_path, const char *request, FILE *out,
-		     char *msg, size_t msglen)
+		     char *msg, size_t msglen, unsigned int timeout_ms)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
 	char buf[8192], status[MOAT_CTL_REQUEST_MAX];
 	size_t slen = 0;
 	bool body = false;
@@ -135,20 +153,33 @@ int moat_ctl_request(const char *socket_path, const char *request, FILE *out,
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+	/* connect() and send() wait at most that long (socket(7)) */
+	if (timeout_ms && setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv))) {
 		err = -errno;
+		goto out;
+	}
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		err = errno == EAGAIN || errno == EINPROGRESS ? -ETIMEDOUT : -errno;
 		goto out;
 	}
 	err = send_all(fd, request, strlen(request));
 	if (!err)
 		err = send_all(fd, "\n", 1);
+	if (err == -EAGAIN)
+		err = -ETIMEDOUT;
 	if (err)
 		goto out;
 
 	/* The status line, then the body straight to @out. */
-	while ((n = recv(fd, buf, sizeof(buf), 0)) != 0) {
+	for (;;) {
 		char *p = buf;
 
+		err = wait_readable(fd, timeout_ms);
+		if (err)
+			goto out;
+		n = recv(fd, buf, sizeof(buf), 0);
+		if (!n)
+			break;
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;

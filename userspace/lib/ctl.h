@@ -56,13 +56,16 @@ int moat_ctl_parse(const char *line, struct moat_ctl_req *req,
 
 /**
  * moat_ctl_request() - send @request (without '\n') to the moatd at
- * @socket_path and copy the body of an "ok" response to @out.
+ * @socket_path and copy the body of an "ok" response to @out.  moatd
+ * may be silent for at most @timeout_ms at a time (0: however long): in
+ * connect(), in send() and between two reads of its answer.
  *
- * Return: 0; -errno of the connection (moatd not reachable); or, for an
- * "error" response, the error as -errno with moatd's message in @msg.
+ * Return: 0; -errno of the connection (moatd not reachable); -ETIMEDOUT
+ * where moatd said nothing for that long; or, for an "error" response,
+ * the error as -errno with moatd's message in @msg.
  */
 int moat_ctl_request(const char *socket_path, const char *request, FILE *out,
-		     char *msg, size_t msglen);
+		     char *msg, size_t msglen, unsigned int timeout_ms);
 
 /* "ENOENT" for ENOENT, and back; unknown names are EIO. */
 const char *moat_ctl_errname(int err);

@@ -81,6 +81,10 @@ struct enforce {
 	struct levers lv;
 	unsigned long long throttles, releases, restores, undos, write_errors;
 	unsigned long long outside[OUTSIDE_FILES], outside_total;
+	/* steps refused while the journal cannot be saved, and when said */
+	unsigned long long unsaved_steps;
+	double unsaved_said_at;
+	bool unsaved_said;
 	/*
 	 * The weight lever's: the least factor that keeps the BE pods'
 	 * ratios (the least-weighted one at the kernel's minimum), and the
@@ -458,11 +462,11 @@ static void format_group_limit(const struct moatd_group *g, char *buf,
 		format_lever(e, buf, len, false);
 		return;
 	}
-	n = snprintf(buf, len, "%.2gx", v > 0 ? v : e->weight_floor);
-	if (v == 0 && n < len) {
-		buf[n++] = ',';
+	/* at 0, the least factor, where the BE pods have one, and the lever */
+	n = v > 0 || e->weight_floor < 1 ?
+	    snprintf(buf, len, "%.2gx%s", v > 0 ? v : e->weight_floor, v > 0 ? "" : ",") : 0;
+	if (v == 0 && n < len)
 		format_lever(e, buf + n, len - n, true);
-	}
 }
 
 /* What one LC unit (or the node, @lc NULL) saw that made it a cause. */
@@ -856,14 +860,29 @@ static void refused(struct moatd *d, const struct plan_step *s, int err)
 {
 	struct enforce_group *eg = EG(s->unit);
 	const struct moatd_group *u = s->unit;
+	struct enforce *e = E(d);
+	double t = mono_s(&d->period);
 
+	/*
+	 * The journal cannot be saved: every step is refused until it can.
+	 * Said once, then once a minute with how many steps were not taken,
+	 * not once a step each period.
+	 */
 	if (d->journal->stale) {
-		pr_warn("be group %s: %s not %s: the journal cannot be saved (%s)",
+		e->unsaved_steps++;
+		if (e->unsaved_said && t - e->unsaved_said_at < 60)
+			return;
+		pr_warn("be group %s: %s not %s: the journal cannot be saved (%s); %llu steps not taken %s",
 			u->gid.id, res_name(s->r),
 			isinf(s->lim.limit) ? "put back" : "changed",
-			strerror(-d->journal->save_err));
+			strerror(-d->journal->save_err), e->unsaved_steps,
+			e->unsaved_said ? "in the last minute" : "so far");
+		e->unsaved_said = true;
+		e->unsaved_said_at = t;
+		e->unsaved_steps = 0;
 		return;
 	}
+	e->unsaved_said = false;
 	if (err == -ENOENT || err == -ENODEV) {
 		pr_debug("be group %s: gone, ignoring", u->gid.id);
 		return;

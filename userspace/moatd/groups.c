@@ -126,14 +126,30 @@ static struct rule_slot *rule_find(const struct groups *gs, const char *name)
 	return NULL;
 }
 
+/* What a rule's value is: one text, whether the rule is new or not. */
+static const char rule_expects[] =
+	"'<glob> <class>': a glob relative to the cgroup root, "
+	"without '..', and none, lc or be; '' removes the rule";
+
+int rules_check(const char *name, const char *val, char *why, size_t len)
+{
+	struct moat_rule r;
+
+	if (!moat_id_valid(name))
+		return -ENOENT;
+	if (*val && (!moat_value_valid(val) || moat_rule_parse(name, val, &r))) {
+		snprintf(why, len, "%s", rule_expects);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int rule_create(struct moatd *d, const char *name)
 {
 	struct moat_knob k = {
 		.type = MOAT_KNOB_STRING, .writable = true,
 		.str_max = MOAT_KNOB_VALUE_MAX, .check = rule_check,
-		.store = rule_store,
-		.expects = "'<glob> <class>': a glob relative to the cgroup root, "
-			   "without '..', and none, lc or be; '' removes the rule",
+		.store = rule_store, .expects = rule_expects,
 	};
 	struct groups *gs = G(d);
 	struct rule_slot *slot = NULL;

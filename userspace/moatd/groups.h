@@ -32,6 +32,12 @@ int groups_track_tasks(struct moatd *d, const __u64 *units, size_t n);
 
 /* rules/<name>: set (creating it) or, with "", remove. */
 int rules_set(struct moatd *d, const char *name, const char *val);
+/*
+ * rules/<name> = @val as rules_set() would take it, changing nothing:
+ * 0; -ENOENT for a name that is no id; -EINVAL, with what a rule's value
+ * is in @why, the same words for a new rule as for one there.
+ */
+int rules_check(const char *name, const char *val, char *why, size_t len);
 bool rules_exists(const struct moatd *d, const char *name);
 /* Call @fn with each rule's name. */
 void rules_for_each(const struct moatd *d,

@@ -741,6 +741,7 @@ int main(int argc, char **argv)
 	struct moatd *d;
 	unsigned int mode = 0;
 	int err = 0, lock, m, inited = 0;
+	bool started;
 
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);	/* see run(): until the start is done */
 
@@ -848,6 +849,7 @@ out:
 	moatd_restore(d, "moatd stops");
 	if (enforce_report_stale(d) && !err)
 		err = -EIO;
+	started = d->started;
 	close_modules(d, inited);
 	for (m = 0; m < MOD_NR; m++)
 		free(d->mod[m]);
@@ -859,7 +861,10 @@ out:
 	free(d->period.units);
 	free(d->plan.steps);
 	free(d);
-	if (err)
-		pr_err("not started or stopped on error: %s", strerror(-err));
+	/* what went wrong was said where it went wrong, with what and why */
+	if (err && started)
+		pr_err("stopped on error: %s", strerror(-err));
+	else if (err)
+		pr_err("not started: the reason is above");
 	return err ? 1 : 0;
 }

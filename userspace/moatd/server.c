@@ -19,6 +19,7 @@
 #include "config.h"
 #include "ctl.h"
 #include "enforce.h"
+#include "groups.h"
 #include "log.h"
 #include "server.h"
 #include "settings.h"
@@ -173,6 +174,22 @@ void server_poll_fds(struct server *s, struct pollfd *pfd, unsigned int *n,
 		};
 }
 
+/*
+ * The connection that has waited longest for its request, or -1 when
+ * every one has its request in and is being answered.
+ */
+static int oldest_waiting(const struct server *s)
+{
+	unsigned int i;
+	int old = -1;
+
+	for (i = 0; i < s->nr; i++)
+		if (!s->conns[i].out &&
+		    (old < 0 || s->conns[i].deadline_ms < s->conns[old].deadline_ms))
+			old = i;
+	return old;
+}
+
 static void accept_all(struct server *s)
 {
 	struct ucred cred;
@@ -183,11 +200,22 @@ static void accept_all(struct server *s)
 			     SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
 		struct conn *c;
 
+		/*
+		 * Full: as an HTTP server does, the connection idle longest
+		 * makes room, so that clients which connect and say nothing
+		 * never keep the operator out; a new one waits only where
+		 * every connection is being answered.
+		 */
 		if (s->nr == MAX_CONNS) {
-			pr_debug("control socket: %d connections open, refusing one",
+			int old = oldest_waiting(s);
+
+			if (old < 0) {
+				close(fd);
+				continue;
+			}
+			pr_debug("control socket: %d connections open: the one idle longest closed for a new one",
 				 MAX_CONNS);
-			close(fd);
-			continue;
+			conn_close(s, old);
 		}
 		c = &s->conns[s->nr++];
 		memset(c, 0, sizeof(*c));
@@ -272,9 +300,9 @@ static int set_and_keep(struct moatd *d, const char *path, const char *val,
 void server_handle(struct moatd *d, const char *line, bool may_write,
 		   FILE *out)
 {
-	char val[MOAT_KNOB_VALUE_MAX];
+	char val[MOAT_KNOB_VALUE_MAX], bad[256];
 	struct moat_ctl_req req;
-	const char *why, *path;
+	const char *why, *path, *rule;
 	struct ls_ctx ls;
 	char *body = NULL;
 	size_t bodylen = 0;
@@ -339,10 +367,18 @@ void server_handle(struct moatd *d, const char *line, bool may_write,
 	}
 	}
 	fclose(mem);
+	rule = !strncmp(path, "rules/", 6) && !strchr(path + 6, '/') ? path + 6 : NULL;
 	if (err == -EIO) {
 		respond_error(out, err, path, "cannot write the state file: not set");
+	} else if (err == -EINVAL && req.value && rule && !moat_knob_find(d->tree, path) &&
+		   rules_check(rule, req.value, bad, sizeof(bad)) == -EINVAL) {
+		/* a new rule: the words a rule there would have */
+		char msg[MOAT_KNOB_VALUE_MAX + 640];
+
+		snprintf(msg, sizeof(msg), "invalid value '%s': expected %s", req.value, bad);
+		respond_error(out, err, path, msg);
 	} else if (err == -EINVAL && req.value && moat_knob_find(d->tree, path)) {
-		char msg[MOAT_KNOB_VALUE_MAX + 640], expects[256], bad[256];
+		char msg[MOAT_KNOB_VALUE_MAX + 640], expects[256];
 
 		moat_knob_expects(moat_knob_find(d->tree, path), expects,
 				  sizeof(expects));
@@ -392,6 +428,11 @@ static bool conn_read(struct moatd *d, struct conn *c)
 		*nl = '\0';
 		if (strlen(c->in) != (size_t)(nl - c->in)) {
 			c->out = strdup("error EINVAL NUL byte in request\n");
+			c->outlen = c->out ? strlen(c->out) : 0;
+		} else if (c->inlen > (size_t)(nl - c->in) + 1) {
+			/* one request a connection: a second line is refused
+			   with the first, never dropped after it is answered */
+			c->out = strdup("error EINVAL a request is one line: more came after it\n");
 			c->outlen = c->out ? strlen(c->out) : 0;
 		} else {
 			conn_respond(d, c);

@@ -95,29 +95,50 @@ static int merge(struct merged *s, const struct moat_config *c,
 
 /*
  * Read @path as config text into @c.  A missing file is empty when
- * @optional; anything that cannot be read whole (a directory, an I/O
- * error) is an error, never taken for the end of the file.
+ * @optional.  Only a regular file is read, and no more of it than a
+ * config can be (lib/config.c): a FIFO would block moatd in open() until
+ * someone wrote to it, and the control socket, HTTP and the cycle with
+ * it; /dev/zero would be read until the OOM killer came.  Anything that
+ * cannot be read whole (an I/O error, ENOMEM) is an error, never taken
+ * for the end of the file.
  */
 static int read_file(const char *path, bool optional, struct moat_config *c)
 {
 	char msg[1024];
 	struct stat st;
 	FILE *f;
-	int err;
+	int fd, err;
 
 	memset(c, 0, sizeof(*c));
-	f = fopen(path, "re");
-	if (!f) {
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
 		if (errno == ENOENT && optional)
 			return 0;
 		err = -errno;
 		pr_err("%s: %s", path, strerror(errno));
 		return err;
 	}
-	if (!fstat(fileno(f), &st) && S_ISDIR(st.st_mode)) {
-		pr_err("%s: %s", path, strerror(EISDIR));
-		fclose(f);
-		return -EISDIR;
+	if (fstat(fd, &st)) {
+		err = -errno;
+		pr_err("%s: %s", path, strerror(errno));
+		close(fd);
+		return err;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		pr_err("%s: not a regular file (%s): a config is one",
+		       path, S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ?
+		       "a FIFO" : S_ISCHR(st.st_mode) ? "a character device" :
+		       S_ISBLK(st.st_mode) ? "a block device" :
+		       S_ISSOCK(st.st_mode) ? "a socket" : "not a file");
+		close(fd);
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		err = -errno;
+		pr_err("%s: %s", path, strerror(errno));
+		close(fd);
+		return err;
 	}
 	err = moat_config_parse(f, path, c, msg, sizeof(msg));
 	fclose(f);
@@ -152,19 +173,15 @@ static int check_all(struct moatd *d, const struct merged *s)
 	for (i = 0; i < s->n; i++) {
 		const struct moat_config_entry *e = &s->v[i].e;
 		const char *rule = rule_name(e->path);
-		struct moat_rule r;
 
 		why[0] = '\0';
 		if (rule && !moat_knob_find(d->tree, e->path)) {
 			/* a rule to create: as rules/ will check it */
 			if (!*e->value)
 				continue;
-			err = moat_id_valid(rule) ? moat_rule_parse(rule, e->value, &r) :
-						    -ENOENT;
+			err = rules_check(rule, e->value, why, sizeof(why));
 			if (!err && ++rules > MOATD_MAX_RULES)
 				err = -E2BIG;
-			if (err == -EINVAL)
-				snprintf(why, sizeof(why), "'<glob> <class>': a glob relative to the cgroup root, without '..', and none, lc or be");
 		} else {
 			rules += rule && *e->value;
 			err = moat_knob_check_why(d->tree, e->path, e->value, why,
@@ -255,22 +272,46 @@ static unsigned int apply_checked(struct moatd *d, const struct merged *s)
 	return changed;
 }
 
+/* Every line of one source, checked as the tree would take it. */
+static int check_source(struct moatd *d, const struct moat_config *c,
+			const char *src)
+{
+	struct merged s = {};
+	int err = merge(&s, c, src);
+
+	if (!err)
+		err = check_all(d, &s);
+	free(s.v);
+	return err;
+}
+
 /*
  * The settings from every source, checked and applied; with @state
- * false, without the state file.  Nothing is changed on an error.
+ * false, without the state file.  Nothing is changed on an error, and
+ * *@state_bad says whether the error was the state file's.  Each file is
+ * checked whole, then what they merge to: a bad line in the config is an
+ * error even where the command line or the state file sets its knob.
  */
-static int apply_all(struct moatd *d, bool state, unsigned int *changed)
+static int apply_all(struct moatd *d, bool state, unsigned int *changed,
+		     bool *state_bad)
 {
 	struct settings *st = ST(d);
 	struct moat_config c[3] = {};
 	struct merged s = {};
 	int err, i;
 
+	*state_bad = false;
 	err = read_text(st->defaults, "defaults", &c[0]);
 	if (!err)
 		err = read_file(st->config_path, !st->config_given, &c[1]);
-	if (!err && state && st->state_path[0])
+	if (!err)
+		err = check_source(d, &c[1], st->config_path);
+	if (!err && state && st->state_path[0]) {
 		err = read_file(st->state_path, true, &c[2]);
+		if (!err)
+			err = check_source(d, &c[2], st->state_path);
+		*state_bad = err != 0;
+	}
 	if (!err)
 		err = merge(&s, &c[0], "defaults");
 	if (!err)
@@ -345,6 +386,7 @@ int settings_load(struct moatd *d)
 {
 	struct settings *st = ST(d);
 	unsigned int changed;
+	bool state_bad;
 	int err;
 
 	st->defaults = snapshot(d);
@@ -363,11 +405,11 @@ int settings_load(struct moatd *d)
 			return err;
 		}
 	}
-	err = apply_all(d, true, &changed);
-	if (!err || !st->state_path[0])
+	err = apply_all(d, true, &changed, &state_bad);
+	if (!err || !state_bad)
 		return err;
 	/* A state file moatd cannot use must not keep it from starting. */
-	err = apply_all(d, false, &changed);
+	err = apply_all(d, false, &changed, &state_bad);
 	if (!err) {
 		char bad[PATH_MAX + 8];
 
@@ -383,9 +425,10 @@ int settings_reload(struct moatd *d)
 {
 	struct settings *st = ST(d);
 	unsigned int changed;
+	bool state_bad;
 	int err;
 
-	err = apply_all(d, true, &changed);
+	err = apply_all(d, true, &changed, &state_bad);
 	if (err)
 		pr_err("reload: %s not applied; the settings are as they were",
 		       st->config_path);
