@@ -32,7 +32,7 @@ static void expect_whole_lines(const char *file, const char *prefix)
 {
 	FILE *f = fopen(file, "r");
 	static char seen[2][LINES];
-	char line[1024], who, body[sizeof(BODY) + 8];
+	char line[1024], who, body[96];
 	size_t plen = strlen(prefix);
 	int n, bad = 0, total = 0;
 
