@@ -779,18 +779,24 @@ int numbers(const char *hist, double *v, int max)
 }
 
 /* Wait up to @ms for moatd's log to hold @needle at least @n times. */
-bool wait_log(const char *needle, int n, int ms)
+int log_count(const char *needle)
 {
-	char log[PATH_MAX];
-	int i, c = 0;
+	char log[PATH_MAX], *text;
+	int c;
 
 	snprintf(log, sizeof(log), "%s/moatd.log", dir);
-	for (i = 0; i <= ms / 50; i++) {
-		char *text = slurp(log);
+	text = slurp(log);
+	c = count_of(text, needle);
+	free(text);
+	return c;
+}
 
-		c = count_of(text, needle);
-		free(text);
-		if (c >= n)
+bool wait_log(const char *needle, int n, int ms)
+{
+	int i;
+
+	for (i = 0; i <= ms / 50; i++) {
+		if (log_count(needle) >= n)
 			return true;
 		sleep_ms(50);
 	}

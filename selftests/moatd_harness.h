@@ -87,6 +87,8 @@ int wait_get(const char *path, int want, int periods);
 bool wait_knob(const char *path, const char *want, int tries);
 /* Wait up to @ms for moatd's log to hold @needle at least @n times. */
 bool wait_log(const char *needle, int n, int ms);
+/* How many times moatd's log holds @needle now. */
+int log_count(const char *needle);
 /* `moatctl set --runtime @knob @val`, which must succeed. */
 void set_runtime(const char *knob, const char *val);
 /* A knob as a number; NAN where it cannot be read. */

@@ -1157,15 +1157,7 @@ Test(moatd, a_kubelet_resize_of_a_held_pod_is_its_new_original, .timeout = 90)
 	stop(&daemon_pid);
 	cr_expect_eq(kube_weight(&w.be[0].pod), resized,
 		     "stopped, moat put back the old original, not kubelet's new one");
-	{
-		char log[PATH_MAX], *text;
-
-		snprintf(log, sizeof(log), "%s/moatd.log", dir);
-		text = slurp(log);
-		cr_expect_eq(count_of(text, "changed by someone else"), 1,
-			     "said more than once:\n%s", text);
-		free(text);
-	}
+	cr_expect_eq(log_count("changed by someone else"), 1, "said more than once");
 	weight_node_stop(&w);
 }
 

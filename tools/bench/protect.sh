@@ -57,7 +57,8 @@
 # Environment: RATE (requests/s, 4000: nginx needs ~35% of a CPU, enough
 # to lose its wake-up preemption to a hog), PERIOD_MS (moatd; 1000 for
 # kubelet, 500 for flat), TARGET_US (lc/rqlat_p99_target_us, 500), SIGNAL
-# (lc/rqlat_signal), SCENARIOS, TREE.
+# (lc/rqlat_signal), SCENARIOS, TREE, KNOBS (more config lines for moatd,
+# e.g. KNOBS='enforce/cpu_prio_decrease_pct = 99').
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -287,6 +288,7 @@ start_moatd() {
 	{
 		printf 'period_ms = %s\nlc/rqlat_p99_target_us = %s\n' "$PERIOD_MS" "$TARGET_US"
 		[ -z "$SIGNAL" ] || printf 'lc/rqlat_signal = %s\n' "$SIGNAL"
+		[ -z "${KNOBS:-}" ] || printf '%s\n' "$KNOBS"
 		[ "$TREE" = kubelet ] ||
 			printf 'rules/lc = lc lc\nrules/be = be be\nenforce/cpu_priority = %s\n' "$2"
 	} >"$work/moat.conf"

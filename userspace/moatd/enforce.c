@@ -1187,7 +1187,7 @@ static int enforce_init(struct moatd *d)
 		.task_levers = 1, .pod_weight = 1, .lc_slice_us = 100,
 		.be_slice_us = 4000, .outside_writes_max = 3, .outside_quiet_s = 600,
 		.step = {
-			[MOAT_RES_CPU_PRIO] = { .decrease_pct = 90, .increase_pct = 10,
+			[MOAT_RES_CPU_PRIO] = { .decrease_pct = 99, .increase_pct = 10,
 						.min_pct = 0, .cooldown = 0,
 						.backoff = 20, .release = 30 },
 			[MOAT_RES_CPU] = { .decrease_pct = 40, .increase_pct = 10,
