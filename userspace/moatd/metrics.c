@@ -479,74 +479,99 @@ static void daemon_metrics(FILE *f, struct moatd *d)
 	fprintf(f, "moat_left_alone_files %d\n", enforce_left_alone(d, NULL));
 }
 
+/*
+ * The per-group families, in the order /metrics gives them (the run-queue
+ * histogram after the first): name, type, help, and the group's value
+ * (NAN: no sample).
+ */
+static const struct group_family {
+	const char *name, *type, *help;
+	double (*get)(const struct moatd_group *g);
+} group_families[] = {
+	{ "moat_group_info", "gauge",
+	  "A group moatd tracks, with its labels; always 1.",
+	  g_info },
+	{ "moat_group_rqlat_wp99_seconds", "gauge",
+	  "Time-weighted p99 run-queue wait over the last period (lc/rqlat_signal wp99).",
+	  g_wp99 },
+	{ "moat_group_rqlat_ap99_seconds", "gauge",
+	  "p99 of the run-queue wait a request arriving at a random moment of the last period meets (lc/rqlat_signal ap99).",
+	  g_ap99 },
+	{ "moat_group_cpu_usage_seconds_total", "counter",
+	  "CPU time the group used since moatd found it.",
+	  g_usage },
+	{ "moat_group_cpu_throttled_periods_total", "counter",
+	  "CFS bandwidth periods the group was throttled in (cpu.stat nr_throttled).",
+	  g_nr_throttled },
+	{ "moat_group_cpu_throttled_seconds_total", "counter",
+	  "Time the group was throttled (cpu.stat throttled_usec or throttled_time).",
+	  g_throttled },
+	{ "moat_group_cpu_pressure_stalled_seconds_total", "counter",
+	  "Time some task of the group waited for a CPU (cpu.pressure some total; cgroup v2).",
+	  g_cpu_stall },
+	{ "moat_group_memory_pressure_stalled_seconds_total", "counter",
+	  "Time some task of the group stalled on memory (memory.pressure some total; cgroup v2).",
+	  g_mem_stall },
+	{ "moat_group_memory_bytes", "gauge",
+	  "Memory the group uses (memory.current, v1 memory.usage_in_bytes).",
+	  g_memory },
+	{ "moat_group_throttles_total", "counter",
+	  "Steps down the controller took on the group.",
+	  g_throttles },
+	{ "moat_group_cpu_weight_limit", "gauge",
+	  "The CPU weight moat holds the group to (v2's scale; a pod's, at the factor its BE pods are held to); 0: cpu.idle, or a pod's per-task lever alone.  Absent: none.",
+	  g_prio },
+	{ "moat_group_cpu_limit_cpus", "gauge",
+	  "The CPU quota moat holds the group to, in CPUs.  Absent: none.",
+	  g_cpus },
+	{ "moat_group_memory_high_bytes", "gauge",
+	  "The memory.high moat holds the group to.  Absent: none.",
+	  g_mem_high },
+	{ "moat_group_cycles_total", "counter",
+	  "Cycles the group's tasks ran (pmu/cycles), since moatd counted them.",
+	  g_cycles },
+	{ "moat_group_instructions_total", "counter",
+	  "Instructions the group's tasks retired (pmu/instructions).",
+	  g_instructions },
+	{ "moat_group_llc_misses_total", "counter",
+	  "Last-level cache misses of the group's tasks (pmu/llc_misses).",
+	  g_llc },
+	{ "moat_group_cpi", "gauge",
+	  "Cycles per instruction over the last period.",
+	  g_cpi },
+	{ "moat_group_cpi2_victim", "gauge",
+	  "1 while CPI² finds the LC group a victim of interference.",
+	  g_victim },
+	{ "moat_group_l3_ways_limit", "gauge",
+	  "The L3 ways moat holds the BE group to (its resctrl group gets the least of them).  Absent: none.",
+	  g_l3_ways },
+	{ "moat_group_llc_occupancy_bytes", "gauge",
+	  "L3 occupancy of the group's resctrl monitoring group.",
+	  g_llc_bytes },
+	{ "moat_group_mbm_total_bytes_per_second", "gauge",
+	  "Memory bandwidth of the group's resctrl monitoring group over the last resctrl/monitor_ms window.",
+	  g_mbm_total },
+	{ "moat_group_mbm_local_bytes_per_second", "gauge",
+	  "Its local-NUMA-node part.",
+	  g_mbm_local },
+};
+
 int metrics_write(struct moatd *d, FILE *f)
 {
+	size_t i;
+
 	if (make_labels(d)) {
 		free_labels(d);
 		return -ENOMEM;
 	}
 	daemon_metrics(f, d);
-	per_group(f, d, "moat_group_info", "gauge",
-		  "A group moatd tracks, with its labels; always 1.", g_info);
-	rqlat_histogram(f, d);
-	per_group(f, d, "moat_group_rqlat_wp99_seconds", "gauge",
-		  "Time-weighted p99 run-queue wait over the last period (lc/rqlat_signal wp99).",
-		  g_wp99);
-	per_group(f, d, "moat_group_rqlat_ap99_seconds", "gauge",
-		  "p99 of the run-queue wait a request arriving at a random moment of the last period meets (lc/rqlat_signal ap99).",
-		  g_ap99);
-	per_group(f, d, "moat_group_cpu_usage_seconds_total", "counter",
-		  "CPU time the group used since moatd found it.", g_usage);
-	per_group(f, d, "moat_group_cpu_throttled_periods_total", "counter",
-		  "CFS bandwidth periods the group was throttled in (cpu.stat nr_throttled).",
-		  g_nr_throttled);
-	per_group(f, d, "moat_group_cpu_throttled_seconds_total", "counter",
-		  "Time the group was throttled (cpu.stat throttled_usec or throttled_time).",
-		  g_throttled);
-	per_group(f, d, "moat_group_cpu_pressure_stalled_seconds_total", "counter",
-		  "Time some task of the group waited for a CPU (cpu.pressure some total; cgroup v2).",
-		  g_cpu_stall);
-	per_group(f, d, "moat_group_memory_pressure_stalled_seconds_total", "counter",
-		  "Time some task of the group stalled on memory (memory.pressure some total; cgroup v2).",
-		  g_mem_stall);
-	per_group(f, d, "moat_group_memory_bytes", "gauge",
-		  "Memory the group uses (memory.current, v1 memory.usage_in_bytes).",
-		  g_memory);
-	per_group(f, d, "moat_group_throttles_total", "counter",
-		  "Steps down the controller took on the group.", g_throttles);
-	per_group(f, d, "moat_group_cpu_weight_limit", "gauge",
-		  "The CPU weight moat holds the group to (v2's scale; a pod's, at the factor its BE pods are held to); 0: cpu.idle, or a pod's per-task lever alone.  Absent: none.",
-		  g_prio);
-	per_group(f, d, "moat_group_cpu_limit_cpus", "gauge",
-		  "The CPU quota moat holds the group to, in CPUs.  Absent: none.",
-		  g_cpus);
-	per_group(f, d, "moat_group_memory_high_bytes", "gauge",
-		  "The memory.high moat holds the group to.  Absent: none.",
-		  g_mem_high);
-	per_group(f, d, "moat_group_cycles_total", "counter",
-		  "Cycles the group's tasks ran (pmu/cycles), since moatd counted them.",
-		  g_cycles);
-	per_group(f, d, "moat_group_instructions_total", "counter",
-		  "Instructions the group's tasks retired (pmu/instructions).",
-		  g_instructions);
-	per_group(f, d, "moat_group_llc_misses_total", "counter",
-		  "Last-level cache misses of the group's tasks (pmu/llc_misses).",
-		  g_llc);
-	per_group(f, d, "moat_group_cpi", "gauge",
-		  "Cycles per instruction over the last period.", g_cpi);
-	per_group(f, d, "moat_group_cpi2_victim", "gauge",
-		  "1 while CPI² finds the LC group a victim of interference.",
-		  g_victim);
-	per_group(f, d, "moat_group_l3_ways_limit", "gauge",
-		  "The L3 ways moat holds the BE group to (its resctrl group gets the least of them).  Absent: none.",
-		  g_l3_ways);
-	per_group(f, d, "moat_group_llc_occupancy_bytes", "gauge",
-		  "L3 occupancy of the group's resctrl monitoring group.", g_llc_bytes);
-	per_group(f, d, "moat_group_mbm_total_bytes_per_second", "gauge",
-		  "Memory bandwidth of the group's resctrl monitoring group over the last resctrl/monitor_ms window.",
-		  g_mbm_total);
-	per_group(f, d, "moat_group_mbm_local_bytes_per_second", "gauge",
-		  "Its local-NUMA-node part.", g_mbm_local);
+	for (i = 0; i < sizeof(group_families) / sizeof(group_families[0]); i++) {
+		const struct group_family *fam = &group_families[i];
+
+		per_group(f, d, fam->name, fam->type, fam->help, fam->get);
+		if (!i)
+			rqlat_histogram(f, d);
+	}
 	rdt_classes(f, d);
 	prom_family(f, "moat_cpi2_victims_total", "counter",
 	       "Times an LC group became a CPI² victim.");
