@@ -5,7 +5,7 @@
 #include "enforce.h"
 #include "health.h"
 
-bool moatd_health(struct moatd *d, char *why, size_t len)
+bool moatd_health(const struct moatd *d, char *why, size_t len)
 {
 	char stale[PATH_MAX + 128];
 	/*

@@ -13,6 +13,6 @@
  * moatd_health() - true while control cycles run and the journal can be
  * saved; else false, with why in @why ("stalled: ...", "degraded: ...").
  */
-bool moatd_health(struct moatd *d, char *why, size_t len);
+bool moatd_health(const struct moatd *d, char *why, size_t len);
 
 #endif /* MOATD_HEALTH_H */

@@ -64,7 +64,7 @@ static double worst_ratio(const struct unit *u)
 	return isnan(r) || (!isnan(m) && m > r) ? m : r;
 }
 
-static void compute(struct moatd *d, struct hints *h)
+static void compute(const struct moatd *d, struct hints *h)
 {
 	const struct period *p = &d->period;
 	const struct hints_knobs *k = H(d);
@@ -122,7 +122,7 @@ static void gauge(FILE *f, const char *name, const char *help, double v)
 	prom_value(f, v);
 }
 
-int hints_write_metrics(struct moatd *d, FILE *f)
+int hints_write_metrics(const struct moatd *d, FILE *f)
 {
 	char buf[32];
 	struct hints h;
@@ -198,7 +198,7 @@ static bool throttled(const struct moatd_group *g)
 }
 
 /* The /hints document, version 2 (Documentation/hints.rst). */
-static json_object *hints_json(struct moatd *d, bool with_time)
+static json_object *hints_json(const struct moatd *d, bool with_time)
 {
 	json_object *o = json_object_new_object(), *cap, *itf, *lc, *cul, *f;
 	const struct hints_knobs *k = H(d);
@@ -286,7 +286,7 @@ static json_object *hints_json(struct moatd *d, bool with_time)
 	return o;
 }
 
-int hints_write_json(struct moatd *d, FILE *f)
+int hints_write_json(const struct moatd *d, FILE *f)
 {
 	json_object *o = hints_json(d, true);
 	int err;
@@ -301,7 +301,7 @@ int hints_write_json(struct moatd *d, FILE *f)
 	return err;
 }
 
-int hints_for_kube(struct moatd *d, struct kube_hints *out)
+int hints_for_kube(const struct moatd *d, struct kube_hints *out)
 {
 	json_object *o;
 	struct hints h;

@@ -13,14 +13,14 @@
 
 extern const struct moatd_module hints_module;
 
-int hints_write_metrics(struct moatd *d, FILE *f);
-int hints_write_json(struct moatd *d, FILE *f);
+int hints_write_metrics(const struct moatd *d, FILE *f);
+int hints_write_json(const struct moatd *d, FILE *f);
 
 struct kube_hints {
 	double be_cpus, be_memory;	/* NAN: not known yet */
 	double cpu_interference, memory_interference, cache_interference;
 	char *json;			/* /hints without its time: to free */
 };
-int hints_for_kube(struct moatd *d, struct kube_hints *out);
+int hints_for_kube(const struct moatd *d, struct kube_hints *out);
 
 #endif /* MOATD_HINTS_H */

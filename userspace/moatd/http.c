@@ -198,7 +198,7 @@ static void keep_done(void *cls)
  * Build a body with @fn into the kept buffer of @h; false where it is
  * busy or the build failed (the caller builds on the heap then).
  */
-static bool build_kept(struct http *h, int (*fn)(struct moatd *, FILE *),
+static bool build_kept(struct http *h, int (*fn)(const struct moatd *, FILE *),
 		       struct moatd *d)
 {
 	cookie_io_functions_t io = { .write = body_write };
@@ -216,7 +216,7 @@ static bool build_kept(struct http *h, int (*fn)(struct moatd *, FILE *),
 }
 
 /* Build a body with @fn into memory; NULL on failure. */
-static char *build(int (*fn)(struct moatd *, FILE *), struct moatd *d,
+static char *build(int (*fn)(const struct moatd *, FILE *), struct moatd *d,
 		   size_t *len)
 {
 	char *buf = NULL;
@@ -237,7 +237,7 @@ static char *build(int (*fn)(struct moatd *, FILE *), struct moatd *d,
  * Healthy, and what an operator should know that is not moat's failure:
  * the files it leaves alone because someone else keeps rewriting them.
  */
-static int healthz(struct moatd *d, FILE *f)
+static int healthz(const struct moatd *d, FILE *f)
 {
 	fprintf(f, "ok: last cycle %.0f us ago, period %u ms\n",
 		moatd_since_cycle_us(d), d->period_ms);
@@ -254,7 +254,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 	struct moatd *d = cls;
 	struct http *h = HM(d)->h;
 	const char *type = "text/plain; charset=utf-8";
-	int (*fn)(struct moatd *, FILE *);
+	int (*fn)(const struct moatd *, FILE *);
 	unsigned int status = MHD_HTTP_OK;
 	enum moat_endpoint route;
 	size_t len;

@@ -65,7 +65,7 @@ static void group_sample(FILE *f, const char *name, size_t i,
 	prom_value(f, v);
 }
 
-static int make_labels(struct moatd *d)
+static int make_labels(const struct moatd *d)
 {
 	size_t i, len;
 
@@ -84,7 +84,7 @@ static int make_labels(struct moatd *d)
 	return 0;
 }
 
-static void free_labels(struct moatd *d)
+static void free_labels(const struct moatd *d)
 {
 	size_t i;
 
@@ -104,7 +104,7 @@ static void free_labels(struct moatd *d)
 #define LE_FIRST_NS	1e3
 #define LE_LAST_NS	1.1e9
 
-static void rqlat_histogram(FILE *f, struct moatd *d)
+static void rqlat_histogram(FILE *f, const struct moatd *d)
 {
 	const char *name = "moat_group_rqlat_seconds";
 	char le[MOAT_HIST_SLOTS][40];
@@ -129,7 +129,7 @@ static void rqlat_histogram(FILE *f, struct moatd *d)
 }
 
 /* One per-group family whose value @get gives; NAN: no sample. */
-static void per_group(FILE *f, struct moatd *d, const char *name,
+static void per_group(FILE *f, const struct moatd *d, const char *name,
 		      const char *type, const char *help,
 		      double (*get)(const struct moatd_group *g))
 {
@@ -271,7 +271,7 @@ static double g_l3_ways(const struct moatd_group *g)
 }
 
 /* moat_lc's and moat_be's monitoring, by class. */
-static void rdt_classes(FILE *f, struct moatd *d)
+static void rdt_classes(FILE *f, const struct moatd *d)
 {
 	static const struct {
 		const char *name, *help;
@@ -311,7 +311,7 @@ static double g_victim(const struct moatd_group *g)
 }
 
 /* The period's blame, of group pairs, as cumulative counters. */
-static void blame(FILE *f, struct moatd *d)
+static void blame(FILE *f, const struct moatd *d)
 {
 	const struct period *p = &d->period;
 	size_t i;
@@ -345,7 +345,7 @@ static int prog_sample(const char *name, __u64 run_ns, __u64 runs, void *ctx)
 }
 
 /* Run time and count of moat's BPF programs, when the kernel keeps them. */
-static void bpf_stats(FILE *f, struct moatd *d)
+static void bpf_stats(FILE *f, const struct moatd *d)
 {
 	char *buf[2] = { NULL, NULL };
 	size_t len[2];
@@ -390,7 +390,7 @@ static const char *const action_names[] = {
 	[MOAT_CTL_UNDO] = "undo",
 };
 
-static void daemon_metrics(FILE *f, struct moatd *d)
+static void daemon_metrics(FILE *f, const struct moatd *d)
 {
 	static const char *const classes[] = { "none", "lc", "be" };
 	size_t counts[3] = { 0 }, i;
@@ -556,7 +556,7 @@ static const struct group_family {
 	  g_mbm_local },
 };
 
-int metrics_write(struct moatd *d, FILE *f)
+int metrics_write(const struct moatd *d, FILE *f)
 {
 	size_t i;
 

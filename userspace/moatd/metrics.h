@@ -6,6 +6,6 @@
 #include <stdio.h>
 #include "moatd.h"
 
-int metrics_write(struct moatd *d, FILE *f);
+int metrics_write(const struct moatd *d, FILE *f);
 
 #endif /* MOATD_METRICS_H */
