@@ -4,8 +4,9 @@
 # The daemon's modules depend on each other without a cycle: X.c that
 # includes Y.h depends on Y (moatd.h is core.c's), and the graph of
 # userspace/moatd/ must sort (tsort), while a module's header includes
-# only moatd.h, lib headers and system ones.  Prints the cycle or the
-# header that breaks the rule.
+# only moatd.h, lib headers and system ones; and lib/peek.h, the
+# selftests' reads of libmoat's state, is included by libmoat and the
+# selftests only.  Prints the cycle or the header that breaks the rule.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,6 +21,13 @@ for h in *.h; do
 			bad=1
 		fi
 	done
+done
+
+# peek.h: not for the daemon, its tools or the benchmarks.
+for f in $(grep -l '^#include "peek.h"' *.c *.h "$top"/tools/*/*.c "$top"/tools/*/*.h \
+	   2>/dev/null); do
+	echo "check_includes: $f includes peek.h: the selftests' reads of libmoat, not its API"
+	bad=1
 done
 
 # Modules: X -> Y for each X.c including Y.h (Y.c exists, Y is not X).

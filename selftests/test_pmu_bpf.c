@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 #include <criterion/criterion.h>
 #include "helpers.h"
+#include "peek.h"
 #include "pmu_bpf.h"
 
 static struct moat_pmu *pmu;

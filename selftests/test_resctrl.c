@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <criterion/criterion.h>
 #include "helpers.h"
+#include "peek.h"
 #include "resctrl.h"
 
 static char root[PATH_MAX];

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "cgroup_events.h"	/* MOAT_CGROUP_TRACK_DEPTH */
 #include "cgroup_events_bpf.h"
+#include "peek.h"
 #include "rqlat_bpf.h"
 
 /*

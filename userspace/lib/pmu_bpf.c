@@ -21,6 +21,7 @@
 #include <perfmon/pfmlib_perf_event.h>
 #include "bpf_probe.h"
 #include "log.h"
+#include "peek.h"
 #include "pmu_bpf.h"
 #include "pmu.skel.h"
 

@@ -31,16 +31,8 @@ struct moat_pmu_opts {
 int moat_pmu_open(const struct moat_pmu_opts *opts, struct moat_pmu **out);
 void moat_pmu_close(struct moat_pmu *p);
 
-/** The events that opened, in their slots: their names, and how many. */
-size_t moat_pmu_nr_events(const struct moat_pmu *p);
+/** The name of the event that opened in slot @i; NULL past the last. */
 const char *moat_pmu_event(const struct moat_pmu *p, size_t i);
-
-/**
- * moat_pmu_read() - what was charged to cgroup @cgid since load, summed
- * over CPUs.  Return: 0, -ENOENT when nothing was, -EAGAIN when a CPU
- * was charging it at every try (see moat_pmu_read_map()).
- */
-int moat_pmu_read(struct moat_pmu *p, __u64 cgid, struct moat_pmu_sum *out);
 
 /**
  * moat_pmu_read_map() - @cgid's value in the per-CPU sums map @fd, its

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include "cgroup.h"
 #include "hostroot.h"
+#include "peek.h"
 #include "resctrl.h"
 
 #define WHY(...)	snprintf(why, len, __VA_ARGS__)

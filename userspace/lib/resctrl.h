@@ -223,12 +223,6 @@ size_t moat_rdt_tids_to_move(const __u32 *want, size_t nwant,
 			     const __u32 *foreign, size_t nforeign, __u32 *out);
 
 /**
- * moat_rdt_read_tids() - @dir/tasks, sorted, into *@out (to free).
- * Return: how many, or -errno.
- */
-ssize_t moat_rdt_read_tids(const char *dir, __u32 **out);
-
-/**
  * moat_rdt_add_tasks() - write each of the @n @tids to @dir/tasks (a group
  * moat made, or the default group: through @j, NULL for tests), one
  * tid per write, as the kernel requires; a tid that exited since it was

@@ -11,6 +11,7 @@
 #include "bpf_probe.h"
 #include "hist.h"
 #include "log.h"
+#include "peek.h"
 #include "rqlat_bpf.h"
 #include "rqlat.skel.h"
 

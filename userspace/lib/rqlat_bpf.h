@@ -31,14 +31,6 @@ const char *moat_rqlat_attach_kind(const struct moat_rqlat *r);
 /** moat_rqlat_watch() - start (@on) or stop charging @cgid's waits. */
 int moat_rqlat_watch(struct moat_rqlat *r, __u64 cgid, bool on);
 
-/**
- * moat_rqlat_read_hist() - @cgid's histogram since load, summed over CPUs.
- *
- * Return: 0, -ENOENT when the cgroup has waited for nothing yet.
- */
-int moat_rqlat_read_hist(struct moat_rqlat *r, __u64 cgid,
-			 struct moat_rqlat_hist *out);
-
 typedef int (*moat_rqlat_hist_fn)(__u64 cgid, const struct moat_rqlat_hist *h,
 				  void *ctx);
 typedef int (*moat_rqlat_blame_fn)(const struct moat_blame_key *k,
@@ -81,9 +73,6 @@ int moat_rqlat_forget(struct moat_rqlat *r, const __u64 *ids, size_t n);
  * "Where the start is kept"); 0 on raw_tp, which always uses the hash.
  */
 __u64 moat_rqlat_hash_marks(const struct moat_rqlat *r);
-
-/** moat_rqlat_hash_has() - 1 if the pid hash has an entry for @tid, else 0. */
-int moat_rqlat_hash_has(const struct moat_rqlat *r, __u32 tid);
 
 /** moat_rqlat_drops() - events not recorded since load, by reason. */
 void moat_rqlat_drops(const struct moat_rqlat *r, __u64 drops[MOAT_DROP_NR]);
