@@ -312,7 +312,7 @@ static int by_value(const void *a, const void *b)
 
 Test(moatd, counters_give_each_group_its_cpi)
 {
-	char conf[PATH_MAX], log[PATH_MAX], *text;
+	char conf[PATH_MAX], log[PATH_MAX], *text, *body;
 	struct tcg web;
 	double cpi = NAN, w[64];
 	pid_t hog;
@@ -326,7 +326,7 @@ Test(moatd, counters_give_each_group_its_cpi)
 
 	stop(&daemon_pid);
 	snprintf(conf, sizeof(conf), "%s/pmu.conf", dir);
-	write_file(conf, "period_ms = 100\nrules/web = web-* lc\nhttp/listen = \n"
+	write_file(conf, "period_ms = 100\nrules/web = web-* lc\nhttp/listen = 127.0.0.1:0\n"
 			 "pmu/cycles = cpu-clock\npmu/instructions = cpu-clock\n"
 			 "pmu/llc_misses = \n");
 	unlink(sock);	/* or the wait sees the old moatd's */
@@ -364,6 +364,10 @@ Test(moatd, counters_give_each_group_its_cpi)
 	cr_assert_eq(ctl(out, err, "get", "groups/web.web-cpi/cpi2_victim", NULL), 0,
 		     "%s", err);
 	cr_expect_str_eq(out, "0\n", "a victim of a steady hog of its own");
+	/* the PMU's map has room for a group: /metrics says it lost nothing */
+	cr_assert_eq(http_get(http_port(), "/metrics", page, sizeof(page), &body), 200);
+	cr_expect(strstr(body, "\nmoat_bpf_drops_total{reason=\"pmu_map_full\"} 0\n"),
+		  "no count of the PMU's lost charges in /metrics");
 }
 
 /*

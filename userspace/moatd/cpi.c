@@ -314,6 +314,12 @@ unsigned long long cpi_victims(const struct moatd *d)
 	return C(d)->victims;
 }
 
+bool cpi_drops(const struct moatd *d, unsigned long long *drops)
+{
+	*drops = C(d)->pmu ? moat_pmu_drops(C(d)->pmu) : 0;
+	return C(d)->pmu;
+}
+
 double cpi_group_victim(const struct moatd_group *g)
 {
 	const struct cpi_group *cg = group_mod(g, MOD_CPI);

@@ -20,6 +20,8 @@ void cpi_detect(struct moatd *d, struct period *p);
    is counted; times an LC unit became a victim; a group's state. */
 bool cpi_counting(const struct moatd *d, unsigned int role);
 unsigned long long cpi_victims(const struct moatd *d);
+/* Whether the PMU's programs run; into *@drops, charges a full map lost. */
+bool cpi_drops(const struct moatd *d, unsigned long long *drops);
 /* 1 while @g's unit is a victim, 0 when not, NAN before it is judged. */
 double cpi_group_victim(const struct moatd_group *g);
 

@@ -395,6 +395,7 @@ static void daemon_metrics(FILE *f, const struct moatd *d)
 	static const char *const classes[] = { "none", "lc", "be" };
 	size_t counts[3] = { 0 }, i;
 	__u64 drops[MOAT_DROP_NR];
+	unsigned long long pmu_drops;
 	char why[PATH_MAX + 256];
 	unsigned long long outside;
 	const char *file;
@@ -437,6 +438,9 @@ static void daemon_metrics(FILE *f, const struct moatd *d)
 	for (i = 0; i < MOAT_DROP_NR; i++)
 		fprintf(f, "moat_bpf_drops_total{reason=\"%s\"} %llu\n",
 			moat_rqlat_drop_name(i), (unsigned long long)drops[i]);
+	if (cpi_drops(d, &pmu_drops))
+		fprintf(f, "moat_bpf_drops_total{reason=\"pmu_map_full\"} %llu\n",
+			pmu_drops);
 	bpf_stats(f, d);
 
 	prom_family(f, "moat_errors_total", "counter", "Failed operations, by operation.");
