@@ -1,0 +1,481 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The one set of functions that write to kernel files, cgroup and
+ * resctrl files and directories, mounts and threads' scheduling, each
+ * change recorded in the journal (journal.c) before it is made.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
+#include "hostroot.h"
+#include "journal.h"
+#include "log.h"
+#include "journal_priv.h"
+#include "tasksched.h"
+
+/*
+ * The sysctls moat may change (taskstats.c), by path on the host: a journal is a file
+ * in the state directory, and one that names another file must not make
+ * moatd write it.
+ */
+static const char *const sysctls[] = { "/proc/sys/kernel/task_delayacct" };
+
+/*
+ * Open @path for @flags, refusing anything not on a cgroup file system
+ * but the sysctls above.
+ */
+static int open_kfile(const char *path, int flags)
+{
+	struct statfs sf;
+	int fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW);
+	bool sysctl = false;
+	size_t i;
+
+	if (fd < 0)
+		return -errno;
+	for (i = 0; i < sizeof(sysctls) / sizeof(sysctls[0]); i++) {
+		const char *rest = moat_path_below(path, moat_host_root());
+
+		sysctl |= rest && !strcmp(rest, sysctls[i]);
+	}
+	if (fstatfs(fd, &sf) ||
+	    (sf.f_type != CGROUP_SUPER_MAGIC && sf.f_type != CGROUP2_SUPER_MAGIC &&
+	     !(sysctl && sf.f_type == PROC_SUPER_MAGIC))) {
+		close(fd);
+		return -EXDEV;
+	}
+	return fd;
+}
+
+int moat_kfile_read(const char *path, char *buf, size_t len)
+{
+	int fd = open_kfile(path, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return fd;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n == len - 1)
+		return -EOVERFLOW;
+	while (n > 0 && buf[n - 1] == '\n')
+		n--;
+	buf[n] = '\0';
+	return 0;
+}
+
+int jnl_put(const char *path, const char *value)
+{
+	int fd = open_kfile(path, O_WRONLY);
+	size_t len = strlen(value);
+	ssize_t n;
+
+	if (fd < 0)
+		return fd;
+	n = write(fd, value, len);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EIO;
+}
+
+/* resctrl's magic (include/uapi/linux/magic.h has it since v4.20) */
+#ifndef RDTGROUP_SUPER_MAGIC
+#define RDTGROUP_SUPER_MAGIC	0x7655821
+#endif
+
+int moat_journal_allow(struct moat_journal *j, const char *root)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(j->allow) / sizeof(j->allow[0]); i++) {
+		if (!j->allow[i][0] || !strcmp(j->allow[i], root)) {
+			snprintf(j->allow[i], sizeof(j->allow[i]), "%s", root);
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+static bool path_under(const char *path, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return n && !strncmp(path, prefix, n) && path[n] == '/';
+}
+
+/* Whether moat may make or remove the directory @path: in resctrl, or
+   under a tree allowed; never with ".." in it. */
+bool jnl_allowed_dir(const struct moat_journal *j, const char *path)
+{
+	char parent[PATH_MAX];
+	struct statfs sf;
+	size_t i;
+
+	if (!jnl_path_normal(path))
+		return false;
+	for (i = 0; i < sizeof(j->allow) / sizeof(j->allow[0]); i++)
+		if (path_under(path, j->allow[i]))
+			return true;
+	snprintf(parent, sizeof(parent), "%s", path);
+	return !statfs(dirname(parent), &sf) && sf.f_type == RDTGROUP_SUPER_MAGIC;
+}
+
+int moat_kdir_make(struct moat_journal *j, const char *path)
+{
+	int err;
+
+	if (!jnl_allowed_dir(j, path))
+		return -EXDEV;
+	if (!access(path, F_OK))
+		return -EEXIST;		/* someone else's: not recorded */
+	err = jnl_add_entry(j, MOAT_J_DIR, path, "", "", "");
+	if (!err)
+		err = jnl_save(j);
+	if (err) {
+		if (moat_journal_find(j, path))
+			jnl_drop_entry(j, j->n - 1);
+		return err;		/* no record, no mkdir */
+	}
+	if (!mkdir(path, 0755))
+		return 0;
+	err = -errno;
+	jnl_drop_entry(j, j->n - 1);	/* EEXIST too: not ours to remove */
+	jnl_save(j);
+	return err;
+}
+
+int moat_kdir_remove(struct moat_journal *j, const char *path)
+{
+	struct moat_journal_entry *e = moat_journal_find(j, path);
+
+	if (!e || e->kind != MOAT_J_DIR)
+		return -ENOENT;
+	if (rmdir(path) && errno != ENOENT)
+		return -errno;
+	jnl_drop_entry(j, e - j->e);
+	jnl_save(j);
+	return 0;
+}
+
+/* Whether @path is in a directory moat made, or beside one. */
+static bool in_made_dir(const struct moat_journal *j, const char *path)
+{
+	char dir[PATH_MAX], up[PATH_MAX];
+	size_t i;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	dirname(dir);
+	for (i = 0; i < j->n; i++) {
+		if (j->e[i].kind != MOAT_J_DIR)
+			continue;
+		snprintf(up, sizeof(up), "%s", j->e[i].path);
+		if (!strcmp(j->e[i].path, dir) || !strcmp(dirname(up), dir))
+			return true;
+	}
+	return false;
+}
+
+int moat_kfile_open_put(struct moat_journal *j, const char *path)
+{
+	int fd;
+
+	if (j && (!jnl_path_normal(path) || !in_made_dir(j, path)))
+		return -EXDEV;
+	/* O_APPEND: the kernel ignores it; a test's fake file keeps each */
+	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int moat_kfile_put(struct moat_journal *j, const char *path, const char *buf,
+		   size_t len)
+{
+	int fd = moat_kfile_open_put(j, path);
+	ssize_t n;
+
+	if (fd < 0)
+		return fd;
+	n = write(fd, buf, len);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EIO;
+}
+
+int moat_kmount(struct moat_journal *j, const char *target, const char *fstype)
+{
+	int err;
+
+	if (!jnl_path_normal(target))
+		return -EINVAL;
+	err = jnl_add_entry(j, MOAT_J_MOUNT, target, fstype, "", "");
+	if (!err)
+		err = jnl_save(j);
+	if (!err && mount(fstype, target, fstype, 0, NULL))
+		err = -errno;
+	if (err && moat_journal_find(j, target)) {
+		jnl_drop_entry(j, j->n - 1);
+		jnl_save(j);
+	}
+	return err;
+}
+
+/*
+ * A new entry of @kind for @path, holding @orig and @cur, saved before
+ * anything is written: 0 and the entry in *@out, or the error and no
+ * entry.
+ */
+static int record(struct moat_journal *j, enum moat_journal_kind kind,
+		  const char *path, const char *orig, const char *cur,
+		  struct moat_journal_entry **out)
+{
+	int err = jnl_add_entry(j, kind, path, orig, cur, "");
+
+	if (!err)
+		err = jnl_save(j);
+	if (err) {
+		if (moat_journal_find(j, path))
+			jnl_drop_entry(j, j->n - 1);
+		return err;
+	}
+	*out = &j->e[j->n - 1];
+	return 0;
+}
+
+/* Someone else set @e's value to @cur: that is what a restore puts back. */
+static int adopt(struct moat_journal *j, struct moat_journal_entry *e,
+		 const char *cur)
+{
+	strcpy(e->orig, cur);
+	strcpy(e->last, cur);
+	e->pending[0] = '\0';
+	return jnl_save(j);
+}
+
+int moat_kfile_write(struct moat_journal *j, const char *path,
+		     const char *value)
+{
+	struct moat_journal_entry *e = moat_journal_find(j, path);
+	char cur[MOAT_JOURNAL_VALUE_MAX];
+	int err;
+
+	if (strlen(value) >= sizeof(e->pending))
+		return -ENAMETOOLONG;
+	err = moat_kfile_read(path, cur, sizeof(cur));
+	if (err)
+		goto fail;
+	if (!e) {
+		err = record(j, MOAT_J_FILE, path, cur, cur, &e);
+		if (err)
+			return err;	/* no record, no write */
+	} else if (strcmp(cur, e->orig) && strcmp(cur, e->last) &&
+		   strcmp(cur, e->pending)) {
+		pr_info("%s: changed by someone else to '%s': that is now the value to restore",
+			path, cur);
+		err = adopt(j, e, cur);
+		if (err)
+			return err;
+	}
+	if (!strcmp(cur, value)) {
+		strcpy(e->last, cur);
+		return 0;
+	}
+	/* What is about to be written, on disk before it is written. */
+	strcpy(e->last, cur);
+	strcpy(e->pending, value);
+	err = jnl_save(j);
+	if (err) {
+		e->pending[0] = '\0';
+		return err;
+	}
+	err = jnl_put(path, value);
+	if (!err)
+		err = moat_kfile_read(path, e->last, sizeof(e->last));
+	if (!err) {
+		/* read back as written: the saved <pending> names it */
+		if (strcmp(e->last, e->pending))
+			jnl_save(j);
+		return 0;
+	}
+	e->pending[0] = '\0';
+fail:
+	if (jnl_vanished(err) && e) {
+		jnl_drop_entry(j, e - j->e);
+		jnl_save(j);
+	}
+	return err;
+}
+
+int moat_kfile_write_with(struct moat_journal *j, const char *path,
+			  const char *value, const char *side)
+{
+	struct moat_journal_entry *e;
+	char cur[MOAT_JOURNAL_VALUE_MAX];
+	int err;
+
+	err = moat_kfile_read(side, cur, sizeof(cur));
+	if (!err)
+		err = moat_kfile_write(j, side, cur);	/* records, no write */
+	e = err ? NULL : moat_journal_find(j, side);
+	if (e)
+		e->kind = MOAT_J_SIDE;	/* saved with @path's write */
+	if (!err)
+		err = moat_kfile_write(j, path, value);
+	if (err)
+		return err;
+	/* the kernel's change to @side is moat's doing: its last value */
+	e = moat_journal_find(j, side);
+	if (!e)
+		return 0;
+	err = moat_kfile_read(side, e->last, sizeof(e->last));
+	return err ? err : jnl_save(j);
+}
+
+/* ---- threads' scheduling attributes ---- */
+
+static int task_path(char *buf, size_t len, const char *dir,
+		     const struct moat_task *t)
+{
+	return snprintf(buf, len, "%s/task:%d:%d:%llu", dir, (int)t->tgid,
+			(int)t->tid, t->start) >= (int)len ? -ENAMETOOLONG : 0;
+}
+
+struct moat_journal_entry *moat_ktask_find(struct moat_journal *j,
+					   const char *dir,
+					   const struct moat_task *t)
+{
+	char path[PATH_MAX];
+
+	return task_path(path, sizeof(path), dir, t) ? NULL :
+	       moat_journal_find(j, path);
+}
+
+/* Whether @a and @b are one policy and slice (a thread's nice is its own). */
+static bool same_lever(const struct moat_sched *a, const struct moat_sched *b)
+{
+	return a->policy == b->policy && a->slice_ns == b->slice_ns;
+}
+
+/* Of the @n entries @e, the one thread @t inherited @cur from (below). */
+const struct moat_journal_entry *
+jnl_inherited_from(const struct moat_journal_entry *e, size_t n, const char *dir,
+		   const struct moat_task *t, const struct moat_sched *cur)
+{
+	size_t i, dl = strlen(dir);
+
+	for (i = 0; i < n; i++) {
+		unsigned long long start;
+		struct moat_sched last;
+		pid_t tgid, tid;
+
+		if (e[i].kind != MOAT_J_TASK ||
+		    jnl_task_of(e[i].path, &tgid, &tid, &start) != dl ||
+		    strncmp(e[i].path, dir, dl) || tid == t->tid ||
+		    (tgid != t->tgid && tgid != t->ppid) ||
+		    moat_sched_parse(e[i].last, &last) || !same_lever(&last, cur))
+			continue;
+		return &e[i];
+	}
+	return NULL;
+}
+
+bool moat_ktask_inherited(const struct moat_journal *j, const char *dir,
+			  const struct moat_task *t, const struct moat_sched *cur,
+			  struct moat_sched *orig)
+{
+	const struct moat_journal_entry *e = jnl_inherited_from(j->e, j->n, dir, t, cur);
+
+	if (!e || moat_sched_parse(e->orig, orig))
+		return false;
+	orig->nice = cur->nice;
+	return true;
+}
+
+/* Whether @cur is @e's original, moat's last value or the one pending. */
+bool jnl_task_moats(const struct moat_journal_entry *e,
+		    const struct moat_sched *cur)
+{
+	const char *v[] = { e->orig, e->last, e->pending };
+	struct moat_sched s;
+	size_t i;
+
+	for (i = 0; i < 3; i++)
+		if (v[i][0] && !moat_sched_parse(v[i], &s) && moat_sched_equal(&s, cur))
+			return true;
+	return false;
+}
+
+int moat_ktask_write(struct moat_journal *j, const char *dir,
+		     const struct moat_task *t, const struct moat_sched *want,
+		     const struct moat_sched *orig)
+{
+	char path[PATH_MAX], now[MOAT_JOURNAL_VALUE_MAX], o[MOAT_JOURNAL_VALUE_MAX];
+	struct moat_journal_entry *e;
+	struct moat_sched cur;
+	int err;
+
+	err = task_path(path, sizeof(path), dir, t);
+	if (err)
+		return err;
+	e = moat_journal_find(j, path);
+	err = moat_sched_get(t->tid, &cur);
+	if (err)
+		goto fail;
+	moat_sched_format(now, sizeof(now), &cur);
+	if (!e) {
+		moat_sched_format(o, sizeof(o), orig ? orig : &cur);
+		err = record(j, MOAT_J_TASK, path, o, now, &e);
+		if (err)
+			return err;	/* no record, no change */
+	} else if (!jnl_task_moats(e, &cur)) {
+		pr_info("thread %d (process %d): scheduling changed by someone else to %s: that is now the value to restore",
+			(int)t->tid, (int)t->tgid, now);
+		err = adopt(j, e, now);
+		if (err)
+			return err;
+	}
+	strcpy(e->last, now);
+	if (moat_sched_equal(&cur, want))
+		return 0;
+	moat_sched_format(e->pending, sizeof(e->pending), want);
+	err = jnl_save(j);
+	if (err) {
+		e->pending[0] = '\0';
+		return err;
+	}
+	err = moat_sched_set(t->tid, want);
+	if (!err)
+		err = moat_sched_get(t->tid, &cur);
+	if (!err) {
+		moat_sched_format(e->last, sizeof(e->last), &cur);
+		if (strcmp(e->last, e->pending))
+			jnl_save(j);
+		return 0;
+	}
+	e->pending[0] = '\0';
+fail:
+	if (err == -ESRCH)
+		err = -ENOENT;
+	if (err == -ENOENT && e) {
+		jnl_drop_entry(j, e - j->e);
+		jnl_save(j);
+	}
+	return err;
+}
+
+const char *moat_kfile_strerror(int err)
+{
+	if (err == -EXDEV)
+		return "not a file on a cgroup file system (nor a sysctl moat may set)";
+	return strerror(-err);
+}
