@@ -19,37 +19,33 @@
  * ways and bandwidth before the controller, the monitoring counters);
  * rdt_act() an actuator (the groups, their schemata with the plan's cap
  * of BE, their members).  An actuator reads only what it is about to
- * change: a schemata to diff, a tasks file to add to.  rmdir of a control group is the restore of its schemata and its
- * members alike: the kernel moves its tasks back to the default group,
- * where they were (moatd never takes a task from a group it did not
- * make), and frees its CLOSID.  Groups moatd did not make it never
- * touches, but counts against num_closids.
+ * change: a schemata to diff, a tasks file to add to.  rmdir of a
+ * control group is the restore of its schemata and its members alike:
+ * the kernel moves its tasks back to the default group, where they were
+ * (moatd never takes a task from a group it did not make), and frees its
+ * CLOSID.  Groups moatd did not make it never touches, but counts
+ * against num_closids.
+ *
+ * This file: moat's control groups, their allocation, the cycle, the
+ * knobs.  rdt_tasks.c places the threads, rdt_mon.c monitors
+ * (rdt_priv.h).
  *
  * $MOAT_RESCTRL_ROOT names another tree instead of the mount: the tests'
  * FAKE resctrl (selftests/fake_resctrl.c, a FUSE file system).
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
-#include "cgroup.h"
-#include "groups.h"
 #include "hostroot.h"
 #include "log.h"
-#include "rdt.h"
-#include "resctrl.h"
+#include "rdt_priv.h"
 
 #define RDT_MNT		"/sys/fs/resctrl"
 /* moatd before its journal had directories: <state-dir>/resctrl.journal */
 #define LEGACY_MAGIC	"moat-resctrl-journal 1"
-#define MAX_MADE	512
-#define SUBTREE_DEPTH	8
 
 static double ms_since(const struct timespec *t)
 {
@@ -59,99 +55,17 @@ static double ms_since(const struct timespec *t)
 	return (now.tv_sec - t->tv_sec) * 1e3 + (now.tv_nsec - t->tv_nsec) / 1e6;
 }
 
-enum { LC, BE, NCLASS };
-
 /* How often making moat_lc and moat_be is tried again after a refusal. */
 #define START_RETRY_MS	1000
 
-static const char *const class_dir[NCLASS] = { "moat_lc", "moat_be" };
+const char *const rdt_class_dir[NCLASS] = { "moat_lc", "moat_be" };
 static const char *const class_name[NCLASS] = { "lc", "be" };
 
-struct tids {
-	__u32 *v;
-	size_t n, cap;
-};
-
-struct rdt_class {
-	char ways_text[64];		/* resctrl/<class>/l3_ways */
-	struct moat_rdt_ways ways;
-	unsigned int mb_pct;		/* resctrl/<class>/mb_percent */
-	char schemata[4096];		/* as last read back */
-	size_t ntasks;
-	struct rdt_mon mon;
-};
-
-struct rdt {
-	struct moatd *d;
-	char root[PATH_MAX];		/* "": no resctrl */
-	char mnt[PATH_MAX];		/* where resctrl/mount mounts it:
-					   the host's /sys/fs/resctrl */
-	struct moat_rdt_info info;
-	unsigned int mount, allocate, reconcile_ms;
-	unsigned int be_ways_min, be_mb_min;
-	bool mounted;			/* moatd mounted resctrl (journaled) */
-	bool refused;			/* said why; again on a change */
-	struct timespec refused_at;	/* start() refused: when */
-	char said[PATH_MAX + 640];	/* the refusal last logged */
-	char state[PATH_MAX + 640];
-	struct rdt_class c[NCLASS];
-	unsigned int be_cap_ways, be_cap_mb;	/* the plan's; 0: none */
-	char *made[MAX_MADE];		/* groups moatd made, oldest first */
-	size_t nmade;
-	struct timespec last_reconcile, last_monitor;
-	unsigned int monitor_ms;
-	bool reconcile_now;
-	struct { __u64 unit; __u32 tid; } pending[256];
-	size_t npending;
-	bool pending_lost;
-	__u64 *tracked;			/* the units whose tasks BPF follows,
-					   each id * 2 + its class */
-	size_t ntracked;
-	bool rmids_out;			/* until a monitoring group goes */
-	unsigned long long moved, gone, write_errors, events;
-};
-
-/* Its state of a group: of a unit, its monitoring group. */
-struct rdt_group {
-	bool mon_on;			/* it has one */
-	struct rdt_mon mon;
-};
-
 /* Monitoring not read yet: reporters say nothing, not 0. */
-static const struct rdt_mon mon_unknown = {
+const struct rdt_mon rdt_mon_unknown = {
 	.llc_bytes = -1, .total_bps = NAN, .local_bps = NAN,
 };
 
-static struct rdt *R(const struct moatd *d)
-{
-	return moatd_mod(d, MOD_RDT);
-}
-
-static struct rdt_group *RG(const struct moatd_group *g)
-{
-	return group_mod(g, MOD_RDT);
-}
-
-static bool alive(const struct moatd *d)
-{
-	return *R(d)->root;
-}
-
-static bool made(const struct rdt *r, const char *rel)
-{
-	size_t i;
-
-	for (i = 0; i < r->nmade; i++)
-		if (!strcmp(r->made[i], rel))
-			return true;
-	return false;
-}
-
-static bool allocating(const struct moatd *d)
-{
-	return alive(d) && made(R(d), class_dir[LC]) &&
-	       made(R(d), class_dir[BE]);
-}
 
 /* ---- what moatd made ---- */
 
@@ -165,9 +79,9 @@ static bool ours(const char *rel)
 	unsigned int c;
 
 	for (c = 0; c < NCLASS; c++) {
-		size_t len = strlen(class_dir[c]);
+		size_t len = strlen(rdt_class_dir[c]);
 
-		if (strncmp(rel, class_dir[c], len))
+		if (strncmp(rel, rdt_class_dir[c], len))
 			continue;
 		if (!rel[len])
 			return true;
@@ -240,7 +154,7 @@ static void forget(struct rdt *r, const char *rel)
 }
 
 /* mkdir @rel under the root, journaled first.  0, or -errno with *@why. */
-static int make_group(struct moatd *d, const char *rel, char *why, size_t len)
+int rdt_make_group(struct moatd *d, const char *rel, char *why, size_t len)
 {
 	struct rdt *r = R(d);
 	char path[PATH_MAX * 3];
@@ -275,7 +189,7 @@ static int make_group(struct moatd *d, const char *rel, char *why, size_t len)
 	return err;	/* EEXIST: someone else's, not to remove */
 }
 
-static void remove_group(struct moatd *d, const char *rel)
+void rdt_remove_group(struct moatd *d, const char *rel)
 {
 	struct rdt *r = R(d);
 	char path[PATH_MAX * 3];
@@ -289,228 +203,6 @@ static void remove_group(struct moatd *d, const char *rel)
 		return;
 	}
 	forget(r, rel);
-}
-
-/* ---- tid sets ---- */
-
-static int cmp_u32(const void *a, const void *b)
-{
-	__u32 x = *(const __u32 *)a, y = *(const __u32 *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static int tids_add(struct tids *t, const __u32 *v, size_t n)
-{
-	if (!n)
-		return 0;
-	if (t->n + n > t->cap) {
-		size_t cap = t->cap ? t->cap : 256;
-		__u32 *p;
-
-		while (cap < t->n + n)
-			cap *= 2;
-		p = realloc(t->v, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		t->v = p;
-		t->cap = cap;
-	}
-	memcpy(t->v + t->n, v, n * sizeof(*v));
-	t->n += n;
-	return 0;
-}
-
-static void tids_sort(struct tids *t)
-{
-	size_t i, o = 0;
-
-	if (!t->n)
-		return;
-	qsort(t->v, t->n, sizeof(*t->v), cmp_u32);
-	for (i = 1; i < t->n; i++)
-		if (t->v[i] != t->v[o])
-			t->v[++o] = t->v[i];
-	t->n = o + 1;
-}
-
-static bool tids_has(const struct tids *t, __u32 tid)
-{
-	return t->n && bsearch(&tid, t->v, t->n, sizeof(*t->v), cmp_u32);
-}
-
-/* Add the tasks file (or cgroup.threads) of resctrl dir or cgroup @file. */
-static int tids_read(struct tids *t, const char *file)
-{
-	__u32 *v = NULL;
-	long n = moat_read_tids(file, &v);
-	int err;
-
-	if (n < 0)
-		return n;
-	err = tids_add(t, v, n);
-	free(v);
-	return err;
-}
-
-/* Every thread in the cgroup @dir and the cgroups below it. */
-static void subtree_tids(const char *dir, bool v2, int depth, struct tids *t)
-{
-	char path[PATH_MAX];
-	struct dirent *e;
-	DIR *dp;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, v2 ? "cgroup.threads" : "tasks");
-	tids_read(t, path);	/* a cgroup that went away: no threads */
-	if (depth >= SUBTREE_DEPTH)
-		return;
-	dp = opendir(dir);
-	while (dp && (e = readdir(dp))) {
-		if (e->d_type != DT_DIR || e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		subtree_tids(path, v2, depth + 1, t);
-	}
-	if (dp)
-		closedir(dp);
-}
-
-/* The tasks of the control groups moatd did not make. */
-static int foreign_tids(struct moatd *d, struct tids *t)
-{
-	char **names = NULL, path[PATH_MAX * 2];
-	int i, n = moat_rdt_groups(R(d)->root, &names);
-
-	if (n < 0)
-		return n;
-	for (i = 0; i < n; i++) {
-		if (strcmp(names[i], class_dir[LC]) && strcmp(names[i], class_dir[BE])) {
-			snprintf(path, sizeof(path), "%s/%s/tasks", R(d)->root,
-				 names[i]);
-			tids_read(t, path);
-		}
-		free(names[i]);
-	}
-	free(names);
-	tids_sort(t);
-	return 0;
-}
-
-/* Write @n @tids to @rel's tasks, the ones not in @skip. */
-static void move(struct moatd *d, const char *rel, const __u32 *tids, size_t n)
-{
-	struct rdt *r = R(d);
-	char dir[PATH_MAX * 2];
-	size_t gone = 0;
-	ssize_t moved;
-
-	if (!n)
-		return;
-	snprintf(dir, sizeof(dir), "%s%s%s", R(d)->root, *rel ? "/" : "", rel);
-	moved = moat_rdt_add_tasks(d->journal, dir, tids, n, &gone);
-	if (moved < 0) {
-		char st[256] = "";
-
-		r->write_errors++;
-		moat_rdt_read(R(d)->root, "info/last_cmd_status", st, sizeof(st));
-		st[strcspn(st, "\n")] = '\0';
-		pr_warn("resctrl: tasks of %s: %s (last_cmd_status: %s)",
-			*rel ? rel : "the default group", strerror(-moved), st);
-		return;
-	}
-	r->moved += moved;
-	r->gone += gone;
-	pr_debug("resctrl: %zd tasks into %s, %zu gone before", moved,
-		 *rel ? rel : "the default group", gone);
-}
-
-static int unit_class(const struct moatd_group *u)
-{
-	return u->class == MOAT_CLASS_LC ? LC : u->class == MOAT_CLASS_BE ? BE : -1;
-}
-
-static void mon_rel(const struct moatd_group *u, int c, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s/mon_groups/%s", class_dir[c], u->gid.id);
-}
-
-/*
- * Every LC and BE unit's threads into its class's control group, and into
- * its monitoring group where it has one; threads in moatd's groups that
- * no unit wants back to the default group.  Never a thread of a group
- * moatd did not make.
- */
-static void reconcile(struct moatd *d)
-{
-	struct tids foreign = { 0 }, mine[NCLASS] = { { 0 } }, keep = { 0 };
-	size_t placed[NCLASS] = { 0 };
-	char path[PATH_MAX * 3], rel[PATH_MAX];
-	__u32 *to = NULL;
-	size_t i, j, n;
-	int c;
-
-	clock_gettime(CLOCK_MONOTONIC, &R(d)->last_reconcile);
-	R(d)->reconcile_now = false;
-	if (foreign_tids(d, &foreign))
-		goto out;
-	for (c = 0; c < NCLASS; c++) {
-		snprintf(path, sizeof(path), "%s/%s/tasks", R(d)->root, class_dir[c]);
-		tids_read(&mine[c], path);
-		tids_sort(&mine[c]);
-	}
-	for (i = 0; i < d->nr_groups; i++) {
-		struct moatd_group *u = d->groups[i];
-		struct tids want = { 0 }, mon = { 0 };
-
-		c = unit_class(u);
-		if (u->unit != u || c < 0)
-			continue;
-		subtree_tids(u->dir, d->cpu->v2, 0, &want);
-		tids_sort(&want);
-		free(to);
-		to = malloc((want.n ? want.n : 1) * sizeof(*to));
-		if (!to) {
-			free(want.v);
-			break;
-		}
-		n = moat_rdt_tids_to_move(want.v, want.n, mine[c].v, mine[c].n,
-					  foreign.v, foreign.n, to);
-		move(d, class_dir[c], to, n);
-		if (RG(u)->mon_on) {
-			mon_rel(u, c, rel, sizeof(rel));
-			snprintf(path, sizeof(path), "%s/%s/tasks", R(d)->root, rel);
-			tids_read(&mon, path);
-			tids_sort(&mon);
-			n = moat_rdt_tids_to_move(want.v, want.n, mon.v, mon.n,
-						  foreign.v, foreign.n, to);
-			move(d, rel, to, n);
-			free(mon.v);
-		}
-		for (j = 0; j < want.n; j++)
-			if (!tids_has(&foreign, want.v[j])) {
-				tids_add(&keep, &want.v[j], 1);
-				placed[c]++;
-			}
-		free(want.v);
-	}
-	tids_sort(&keep);
-	for (c = 0; c < NCLASS; c++) {
-		free(to);
-		to = malloc((mine[c].n ? mine[c].n : 1) * sizeof(*to));
-		if (!to)
-			break;
-		for (i = n = 0; i < mine[c].n; i++)
-			if (!tids_has(&keep, mine[c].v[i]))
-				to[n++] = mine[c].v[i];
-		move(d, "", to, n);	/* no unit's: back to the default */
-		R(d)->c[c].ntasks = placed[c];
-	}
-out:
-	free(to);
-	free(foreign.v);
-	free(keep.v);
-	for (c = 0; c < NCLASS; c++)
-		free(mine[c].v);
 }
 
 /* ---- allocation ---- */
@@ -568,8 +260,10 @@ static double be_floor(const struct moatd *d, enum moat_resource r)
 								   R(d)->be_ways_min;
 }
 
-/* Write @c's schemata where it differs from what the knobs and the cap say. */
-/* Class @c's schemata as its knobs and the plan's cap ask: 0 or -errno. */
+/*
+ * Class @c's schemata as its knobs and the plan's cap ask, written where
+ * it differs: 0 or -errno.
+ */
 static int apply(struct moatd *d, int c)
 {
 	struct rdt *r = R(d);
@@ -585,7 +279,7 @@ static int apply(struct moatd *d, int c)
 		if (r->be_cap_mb && r->be_cap_mb < a.mb_pct)
 			a.mb_pct = r->be_cap_mb;
 	}
-	snprintf(path, sizeof(path), "%s/%s", R(d)->root, class_dir[c]);
+	snprintf(path, sizeof(path), "%s/%s", R(d)->root, rdt_class_dir[c]);
 	if (moat_rdt_read(R(d)->root, "schemata", text, sizeof(text)) ||
 	    moat_schemata_parse(text, &dflt, why, sizeof(why)))
 		return -EIO;
@@ -597,10 +291,10 @@ static int apply(struct moatd *d, int c)
 	    (n = moat_schemata_diff(&R(d)->info, &cur, &want, text, sizeof(text), why,
 				    sizeof(why))) < 0) {
 		snprintf(r->state, sizeof(r->state), "allocating; %s: %s",
-			 class_dir[c], why);
+			 rdt_class_dir[c], why);
 		if (!r->refused)
 			pr_warn("resctrl: %s: %s: the %s group keeps its schemata",
-				class_dir[c], why, class_name[c]);
+				rdt_class_dir[c], why, class_name[c]);
 		r->refused = true;
 		return -EINVAL;
 	}
@@ -609,13 +303,13 @@ static int apply(struct moatd *d, int c)
 	if (moat_rdt_write(d->journal, R(d)->root, path, text, why, sizeof(why))) {
 		r->write_errors++;
 		snprintf(r->state, sizeof(r->state), "allocating; %s/schemata refused: %s",
-			 class_dir[c], why);
+			 rdt_class_dir[c], why);
 		if (!r->refused)
-			pr_warn("resctrl: %s: %s", class_dir[c], why);
+			pr_warn("resctrl: %s: %s", rdt_class_dir[c], why);
 		r->refused = true;
 		return -EIO;
 	}
-	pr_info("resctrl: %s/schemata: %.*s", class_dir[c],
+	pr_info("resctrl: %s/schemata: %.*s", rdt_class_dir[c],
 		(int)(strlen(text) - 1), text);
 	moat_rdt_read(path, "schemata", k->schemata, sizeof(k->schemata));
 	return 0;
@@ -637,7 +331,7 @@ static bool start(struct moatd *d)
 	}
 	for (i = 0; i < n; i++) {
 		for (c = 0; c < NCLASS; c++)
-			if (!strcmp(names[i], class_dir[c]) && !made(r, class_dir[c]))
+			if (!strcmp(names[i], rdt_class_dir[c]) && !made(r, rdt_class_dir[c]))
 				err = -EEXIST;
 		free(names[i]);
 	}
@@ -653,15 +347,15 @@ static bool start(struct moatd *d)
 		err = -ENOSPC;
 	}
 	for (c = 0; !err && c < NCLASS; c++) {
-		err = make_group(d, class_dir[c], why, sizeof(why));
+		err = rdt_make_group(d, rdt_class_dir[c], why, sizeof(why));
 		if (err)
 			snprintf(r->state, sizeof(r->state), "refused: mkdir %s: %s",
-				 class_dir[c], why);
+				 rdt_class_dir[c], why);
 	}
 	if (err) {
 		for (c = NCLASS; c-- > 0;)	/* nothing half made */
-			if (made(r, class_dir[c]))
-				remove_group(d, class_dir[c]);
+			if (made(r, rdt_class_dir[c]))
+				rdt_remove_group(d, rdt_class_dir[c]);
 		/* tried again each START_RETRY_MS: said once per reason */
 		if (strcmp(r->said, r->state))
 			pr_warn("resctrl: %s: no cache or bandwidth allocation; trying again every %u ms",
@@ -676,218 +370,6 @@ static bool start(struct moatd *d)
 	return true;
 }
 
-/* The monitoring groups: one per LC and BE unit, while RMIDs last. */
-static void mon_groups(struct moatd *d)
-{
-	struct rdt *r = R(d);
-	char rel[PATH_MAX], why[256];
-	size_t i, j;
-
-	/* those of units no more, or of another class now */
-	for (j = r->nmade; j-- > 0;) {
-		const char *slash = strstr(r->made[j], "/mon_groups/");
-		bool keep = false;
-
-		if (!slash)
-			continue;
-		for (i = 0; i < d->nr_groups && !keep; i++) {
-			struct moatd_group *u = d->groups[i];
-
-			if (u->unit != u || unit_class(u) < 0 || !RG(u)->mon_on)
-				continue;
-			mon_rel(u, unit_class(u), rel, sizeof(rel));
-			keep = !strcmp(rel, r->made[j]);
-		}
-		if (!keep) {
-			snprintf(rel, sizeof(rel), "%s", r->made[j]);
-			remove_group(d, rel);
-			r->rmids_out = false;	/* an RMID may be free again */
-		}
-	}
-	for (i = 0; i < d->nr_groups; i++) {
-		struct moatd_group *u = d->groups[i];
-		int c = unit_class(u);
-
-		if (u->unit != u || c < 0) {
-			RG(u)->mon_on = false;
-			continue;
-		}
-		mon_rel(u, c, rel, sizeof(rel));
-		RG(u)->mon_on = made(r, rel);
-		if (RG(u)->mon_on || r->rmids_out || !R(d)->info.num_rmids)
-			continue;
-		if (!make_group(d, rel, why, sizeof(why))) {
-			RG(u)->mon_on = true;
-			RG(u)->mon = mon_unknown;
-			r->reconcile_now = true;
-		} else {
-			r->rmids_out = true;
-			pr_info("resctrl: mkdir %s: %s: groups from here on are monitored with their class only",
-				rel, why);
-		}
-	}
-}
-
-/*
- * The units whose new tasks the BPF hooks report.  A change in them, or
- * in their classes, is a change in who belongs where: reconcile now.
- */
-static void track(struct moatd *d, bool on)
-{
-	struct rdt *r = R(d);
-	__u64 *ids = NULL, *sig = NULL;
-	size_t i, n = 0;
-
-	if (on) {
-		ids = malloc((d->nr_groups ? d->nr_groups : 1) * sizeof(*ids));
-		sig = malloc((d->nr_groups ? d->nr_groups : 1) * sizeof(*sig));
-		if (!ids || !sig)
-			goto out;
-		for (i = 0; i < d->nr_groups; i++) {
-			struct moatd_group *u = d->groups[i];
-
-			if (u->unit != u || unit_class(u) < 0)
-				continue;
-			ids[n] = u->cgid;
-			sig[n++] = u->cgid * 2 + unit_class(u);
-		}
-	}
-	if (n == r->ntracked && (!n || !memcmp(sig, r->tracked, n * sizeof(*sig))))
-		goto out;
-	r->reconcile_now = on;
-	if (groups_track_tasks(d, ids, n))
-		pr_debug("resctrl: cannot track %zu groups' tasks: the reconcile finds them",
-			 n);
-	free(r->tracked);
-	r->tracked = sig;
-	r->ntracked = n;
-	sig = NULL;
-out:
-	free(ids);
-	free(sig);
-}
-
-/* The tasks that entered tracked units since the last call (groups.c). */
-static void take_tasks(struct moatd *d, struct rdt *r)
-{
-	__u64 unit;
-	__u32 tid;
-	bool lost;
-
-	while (groups_next_task(d, &unit, &tid, &lost)) {
-		if (!allocating(d))
-			continue;
-		r->events++;
-		if (r->npending == sizeof(r->pending) / sizeof(r->pending[0])) {
-			r->pending_lost = true;
-			continue;
-		}
-		r->pending[r->npending].unit = unit;
-		r->pending[r->npending++].tid = tid;
-	}
-	r->pending_lost |= lost;
-}
-
-void rdt_take_tasks(struct moatd *d)
-{
-	struct rdt *r = R(d);
-	struct tids foreign = { 0 };
-	char rel[PATH_MAX];
-	size_t i, j;
-
-	take_tasks(d, r);
-	if (!alive(d) || !r->npending)
-		return;
-	if (r->pending_lost)
-		r->reconcile_now = true;	/* some were not kept */
-	if (!allocating(d) || foreign_tids(d, &foreign))
-		goto out;
-	for (i = 0; i < r->npending; i++) {
-		struct moatd_group *u = NULL;
-		__u32 tid = r->pending[i].tid;
-		int c;
-
-		for (j = 0; j < d->nr_groups && !u; j++)
-			if (d->groups[j]->cgid == r->pending[i].unit)
-				u = d->groups[j];
-		c = u ? unit_class(u) : -1;
-		if (c < 0 || tids_has(&foreign, tid))
-			continue;
-		move(d, class_dir[c], &tid, 1);
-		if (RG(u)->mon_on) {
-			mon_rel(u, c, rel, sizeof(rel));
-			move(d, rel, &tid, 1);
-		}
-	}
-out:
-	r->npending = 0;
-	r->pending_lost = false;
-	free(foreign.v);
-}
-
-/* ---- monitoring ---- */
-
-/* Sum @event over @rel's mon_data domains; -1: none readable. */
-static double mon_sum(const struct moatd *d, const char *rel, const char *event)
-{
-	char path[PATH_MAX * 3], v[64];
-	struct dirent *e;
-	double sum = -1;
-	DIR *dp;
-
-	snprintf(path, sizeof(path), "%s/%s/mon_data", R(d)->root, rel);
-	dp = opendir(path);
-	while (dp && (e = readdir(dp))) {
-		char *end;
-		double x;
-
-		if (strncmp(e->d_name, "mon_L3_", 7))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s/mon_data/%s", R(d)->root,
-			 rel, e->d_name);
-		/* "Unavailable" or "Error" instead of a number: not counted */
-		if (moat_rdt_read(path, event, v, sizeof(v)))
-			continue;
-		x = strtod(v, &end);
-		if (end == v)
-			continue;
-		sum = (sum < 0 ? 0 : sum) + x;
-	}
-	if (dp)
-		closedir(dp);
-	return sum;
-}
-
-/*
- * Occupancy now; bandwidth as a rate over a window of at least @min_ms,
- * so that when the counters are read (a cross-CPU call, behind the
- * scheduler's delays) weighs little against the window.
- */
-static void mon_read(const struct moatd *d, const char *rel, struct rdt_mon *m,
-		     unsigned int min_ms)
-{
-	double total = mon_sum(d, rel, "mbm_total_bytes");
-	double local = mon_sum(d, rel, "mbm_local_bytes");
-	struct timespec now;
-	double s;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	m->llc_bytes = R(d)->info.llc_occupancy ? mon_sum(d, rel, "llc_occupancy") : -1;
-	s = now.tv_sec - m->at.tv_sec + (now.tv_nsec - m->at.tv_nsec) / 1e9;
-	/* a counter that went back (an RMID reused) restarts the rate */
-	if (m->valid && total >= m->total && local >= m->local &&
-	    s * 1000 < min_ms)
-		return;		/* the window goes on */
-	m->total_bps = m->valid && total >= m->total && s > 0 ?
-		       (total - m->total) / s : NAN;
-	m->local_bps = m->valid && local >= m->local && s > 0 ?
-		       (local - m->local) / s : NAN;
-	m->total = total;
-	m->local = local;
-	m->at = now;
-	m->valid = total >= 0;
-}
-
 /* ---- the cycle, restore, open and close ---- */
 
 static int rdt_restore(struct moatd *d, const char *why)
@@ -900,17 +382,17 @@ static int rdt_restore(struct moatd *d, const char *why)
 	r->refused = false;
 	r->rmids_out = false;
 	r->be_cap_ways = r->be_cap_mb = 0;
-	track(d, false);
+	rdt_track(d, false);
 	if (!r->nmade)
 		return 0;
 	pr_info("%s: removing resctrl groups %s and %s (their tasks go back to the default group)",
-		why, class_dir[LC], class_dir[BE]);
+		why, rdt_class_dir[LC], rdt_class_dir[BE]);
 	while (r->nmade) {
 		char rel[PATH_MAX];
 		size_t before = r->nmade;
 
 		snprintf(rel, sizeof(rel), "%s", r->made[r->nmade - 1]);
-		remove_group(d, rel);
+		rdt_remove_group(d, rel);
 		if (r->nmade == before)
 			break;		/* could not: it stays in the journal */
 	}
@@ -921,7 +403,7 @@ static int rdt_restore(struct moatd *d, const char *why)
 	for (i = 0; i < NCLASS; i++) {
 		r->c[i].schemata[0] = '\0';
 		r->c[i].ntasks = 0;
-		r->c[i].mon = mon_unknown;
+		r->c[i].mon = rdt_mon_unknown;
 	}
 	snprintf(r->state, sizeof(r->state), "off");
 	return r->nmade ? -EBUSY : 0;
@@ -942,7 +424,7 @@ void rdt_sample(struct moatd *d, struct period *p)
 	if (!allocating(d))
 		return;
 	for (c = 0; c < NCLASS; c++)
-		mon_read(d, class_dir[c], &r->c[c].mon, r->monitor_ms);
+		rdt_mon_read(d, rdt_class_dir[c], &r->c[c].mon, r->monitor_ms);
 	/*
 	 * Each mon_data read is a cross-CPU call in the kernel to read the
 	 * counter's MSR: per group, every resctrl/monitor_ms only (the
@@ -958,7 +440,7 @@ void rdt_sample(struct moatd *d, struct period *p)
 		if (!RG(u)->mon_on)
 			continue;
 		mon_rel(u, unit_class(u), rel, sizeof(rel));
-		mon_read(d, rel, &RG(u)->mon, 0);	/* the gate above */
+		rdt_mon_read(d, rel, &RG(u)->mon, 0);	/* the gate above */
 	}
 }
 
@@ -1002,11 +484,11 @@ int rdt_act(struct moatd *d, const struct plan *plan)
 		if (c == BE)
 			err = e;
 	}
-	mon_groups(d);
-	track(d, true);
+	rdt_mon_groups(d);
+	rdt_track(d, true);
 	if (r->reconcile_now ||
 	    ms_since(&r->last_reconcile) >= r->reconcile_ms)
-		reconcile(d);
+		rdt_reconcile(d);
 	return err;
 }
 
@@ -1224,7 +706,6 @@ static int show_local_bps(const struct moat_knob *k, char *buf, size_t len)
 	return show_num(((const struct rdt_mon *)k->owner)->local_bps, buf, len);
 }
 
-/* resctrl/<class>/l3_ways: the syntax, and the ways and caches there are. */
 /*
  * resctrl/<class>/l3_ways: the syntax; and where there is resctrl, the
  * ways each cache has and the cache ids it has, as composing would see
@@ -1279,7 +760,7 @@ static int rdt_init(struct moatd *d)
 	for (c = 0; c < NCLASS; c++) {
 		snprintf(r->c[c].ways_text, sizeof(r->c[c].ways_text), "0");
 		r->c[c].mb_pct = 100;
-		r->c[c].mon = mon_unknown;
+		r->c[c].mon = rdt_mon_unknown;
 	}
 	{
 #define U32(p, lo, hi, v) { .path = p, .type = MOAT_KNOB_U32, .writable = true, \
@@ -1359,7 +840,7 @@ static int rdt_group_add(struct moatd *d, struct moatd_group *g)
 	char dir[MOAT_KNOB_PATH_MAX];
 
 	RG(g)->mon_on = false;
-	RG(g)->mon = mon_unknown;
+	RG(g)->mon = rdt_mon_unknown;
 	snprintf(dir, sizeof(dir), "groups/%s", g->gid.id);
 	return moat_knob_add_all(d->tree, dir, attrs,
 				 sizeof(attrs) / sizeof(attrs[0]), &RG(g)->mon);
