@@ -237,17 +237,26 @@ Test(rqlat_bpf, contention_is_measured_and_blamed_raw_tp)
 
 /*
  * A server held on a pipe until it reads a byte, and after its work until
- * it reads another: the test looks at it between.
+ * it reads another: it says on a second pipe that its work is done, and
+ * the test looks at it between.
  */
+struct gated {
+	int gate;	/* read: one byte to start, one to exit */
+	int done;	/* written: one byte when the work is done */
+};
+
 static void work_gated(void *arg)
 {
+	const struct gated *g = arg;
 	struct work_periodic w = { SLEEPS_PER_PHASE, WORK_US };
 	char c;
 
-	if (read(*(int *)arg, &c, 1) != 1)
+	if (read(g->gate, &c, 1) != 1)
 		_exit(1);
 	work_periodic(&w);
-	if (read(*(int *)arg, &c, 1) != 1)
+	if (write(g->done, "d", 1) != 1)
+		_exit(1);
+	if (read(g->gate, &c, 1) != 1)
 		_exit(1);
 }
 
@@ -263,30 +272,35 @@ static void storage(bool before)
 	struct moat_rqlat_hist h0, h1, win;
 	struct tcg a, b;
 	pid_t server = 0, hog;
-	int gate[2];
+	int gate[2], done[2];
+	struct gated g;
+	char c;
 
 	cr_assert_eq(tcg_create("a", &a), 0);
 	cr_assert_eq(tcg_create("b", &b), 0);
 	cr_assert_eq(pipe(gate), 0);
+	cr_assert_eq(pipe(done), 0);
+	g = (struct gated){ gate[0], done[1] };
 	if (before)
-		server = tcg_spawn(&b, test_cpu, work_gated, &gate[0]);
+		server = tcg_spawn(&b, test_cpu, work_gated, &g);
 	cr_assert_eq(moat_rqlat_open(&opts, &rq), 0);
 	if (strcmp(moat_rqlat_attach_kind(rq), "tp_btf"))
 		cr_skip_test("raw_tp programs here: no task local storage");
 	if (!before)
-		server = tcg_spawn(&b, test_cpu, work_gated, &gate[0]);
+		server = tcg_spawn(&b, test_cpu, work_gated, &g);
 	cr_assert_gt(server, 0, "spawn server");
+	/* the server holds the only write end: a server that dies reads EOF */
+	close(done[1]);
 	hog = tcg_spawn(&a, test_cpu, work_hog, NULL);
 	cr_assert_gt(hog, 0, "spawn hog");
 	read_hist(b.id, &h0);
 	cr_assert_eq(write(gate[1], "x", 1), 1);
-	/* done when its histogram has its waits: it reads the pipe again */
-	for (int i = 0; i < 600; i++) {
-		read_hist(b.id, &h1);
-		if (h1.count - h0.count >= SLEEPS_PER_PHASE)
-			break;
-		usleep(10000);
-	}
+	/*
+	 * Its 600 cycles each wait behind the hog's slice: seconds here,
+	 * tens of them in an emulated guest, so the test waits for the
+	 * server to say it is done, not for a time.
+	 */
+	cr_assert_eq(read(done[0], &c, 1), 1, "the server died in its work");
 	cr_expect_eq(moat_rqlat_hash_has(rq, server), 0,
 		     "the server's start is in the pid hash");
 	cr_assert_eq(write(gate[1], "x", 1), 1);
@@ -295,6 +309,7 @@ static void storage(bool before)
 	tcg_kill(hog);
 	close(gate[0]);
 	close(gate[1]);
+	close(done[0]);
 	moat_hist_delta(&win, &h1, &h0);
 	cr_log_info("a server %s the load: %llu waits, p99 %.1f us; %llu starts "
 		    "in the pid hash since the load (any task's)",
