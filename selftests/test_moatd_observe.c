@@ -80,8 +80,16 @@ Test(moatd, observes_throttling_and_its_latency)
 		cr_expect_gt(thr, 0, "%s: no throttling seen", sources[s]);
 		cr_expect_gt(p99, 10000, "p99 %.0f us: throttling not seen as waiting", p99);
 		if (tcg_hierarchy()->v2) {
-			/* a hog held to 0.1 CPU: used, and no more than its quota */
-			cr_expect(cpu > 0.02 && cpu < 0.2, "%s: %.3f CPUs used under a 0.1 CPU quota",
+			/*
+			 * A hog held to 0.1 CPU: used, and no more than its
+			 * quota allows a window.  moatd's window is one CFS
+			 * period long (100 ms), so it may hold the end of one
+			 * period's 10 ms and the start of the next's: 0.2 CPUs,
+			 * and more where the timer made the window a few ms
+			 * short (0.206 seen under TCG); 0.25 is two quotas in a
+			 * window a fifth short.  An unlimited hog uses 1.
+			 */
+			cr_expect(cpu > 0.02 && cpu < 0.25, "%s: %.3f CPUs used under a 0.1 CPU quota",
 				  sources[s], cpu);
 		} else {
 			/*
