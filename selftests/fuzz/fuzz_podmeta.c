@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * What the API server sends, or whoever answers at its address: a watch
+ * event line, a pod, a pod list.  What parses has fields that fit, and a
+ * class that is one.
+ */
+#include "fuzz.h"
+#include "group.h"
+#include "podmeta.h"
+
+static void check_pod(const struct moat_pod_meta *p)
+{
+	size_t i;
+
+	fuzz_check(memchr(p->uid, 0, sizeof(p->uid)) && p->uid[0]);
+	fuzz_check(memchr(p->ns, 0, sizeof(p->ns)) && p->ns[0]);
+	fuzz_check(memchr(p->name, 0, sizeof(p->name)) && p->name[0]);
+	fuzz_check(memchr(p->priority_class, 0, sizeof(p->priority_class)));
+	fuzz_check(p->label_class >= MOAT_POD_LABEL_BAD && p->label_class <= MOAT_CLASS_BE);
+	fuzz_check(p->nr_containers <= MOAT_POD_CONTAINERS);
+	for (i = 0; i < p->nr_containers; i++)
+		fuzz_check(p->c[i].id[0] && p->c[i].name[0]);
+}
+
+static int each(const struct moat_pod_meta *p, void *ctx)
+{
+	check_pod(p);
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct moat_watch_event ev;
+	struct moat_pod_meta p;
+	char rv[MOAT_POD_RV_MAX], cont[256], why[256];
+	const char *s = (const char *)data;
+	size_t bad;
+
+	if (!moat_watch_event_parse(s, size, &ev, why, sizeof(why))) {
+		fuzz_check(ev.type <= MOAT_WATCH_ERROR);
+		if (ev.type <= MOAT_WATCH_DELETED)
+			check_pod(&ev.pod);
+	}
+	if (!moat_pod_meta_parse(s, size, &p, rv, why, sizeof(why)))
+		check_pod(&p);
+	moat_pod_list_parse(s, size, each, NULL, rv, cont, sizeof(cont), &bad, why,
+			    sizeof(why));
+	return 0;
+}

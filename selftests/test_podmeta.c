@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Pod objects, watch events and pod lists as the API server sends them. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <criterion/criterion.h>
+#include "group.h"
+#include "podmeta.h"
+
+#define UID	"0a1b2c3d-4e5f-6789-abcd-ef0123456789"
+#define CID	"4c1a9b5e8f2d3c7a6b0e1f9d8c2b4a7e6f3d5c1b9a8e7f6d5c4b3a2e1f0d9c8b"
+
+/* A pod as kubectl get -o json gives one, cut to what matters here. */
+#define POD(meta_extra, spec, status)					\
+	"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"etl-1\","	\
+	"\"namespace\":\"batch\",\"uid\":\"" UID "\",\"resourceVersion\":\"4711\""	\
+	meta_extra "},\"spec\":{" spec "},\"status\":{" status "}}"
+
+static struct moat_pod_meta p;
+static char rv[MOAT_POD_RV_MAX], why[256];
+
+static int parse(const char *json)
+{
+	why[0] = '\0';
+	return moat_pod_meta_parse(json, strlen(json), &p, rv, why, sizeof(why));
+}
+
+Test(podmeta, a_pod_gives_what_moat_uses)
+{
+	cr_assert_eq(parse(POD(",\"labels\":{\"app\":\"etl\",\"moat.io/class\":\"be\"}",
+			       "\"priorityClassName\":\"batch-low\",\"priority\":-10",
+			       "\"qosClass\":\"Burstable\",\"containerStatuses\":[{\"name\":\"etl\","
+			       "\"containerID\":\"containerd://" CID "\"},{\"name\":\"waiting\"}],"
+			       "\"initContainerStatuses\":[{\"name\":\"init\","
+			       "\"containerID\":\"cri-o://abc123\"}]")), 0, "%s", why);
+	cr_expect_str_eq(p.uid, UID);
+	cr_expect_str_eq(p.ns, "batch");
+	cr_expect_str_eq(p.name, "etl-1");
+	cr_expect_str_eq(rv, "4711");
+	cr_expect_str_eq(p.priority_class, "batch-low");
+	cr_expect_eq(p.priority, -10);
+	cr_expect_str_eq(p.qos, "Burstable");
+	cr_expect_eq(p.label_class, MOAT_CLASS_BE);
+	cr_assert_eq(p.nr_containers, 2, "the one not started has no id");
+	cr_expect_str_eq(moat_pod_container(&p, CID)->name, "etl");
+	cr_expect_str_eq(moat_pod_container(&p, "abc123")->name, "init");
+	cr_expect_null(moat_pod_container(&p, "abc"), "a prefix is not the id");
+}
+
+Test(podmeta, labels_that_are_no_class_are_kept_to_be_said)
+{
+	cr_assert_eq(parse(POD("", "", "")), 0, "%s", why);
+	cr_expect_eq(p.label_class, MOAT_POD_LABEL_NONE);
+	cr_assert_eq(parse(POD(",\"labels\":{\"moat.io/class\":\"fast\"}", "", "")), 0);
+	cr_expect_eq(p.label_class, MOAT_POD_LABEL_BAD);
+	cr_expect_str_eq(p.label_value, "fast");
+	cr_assert_eq(parse(POD(",\"labels\":{\"moat.io/class\":\"\"}", "", "")), 0);
+	cr_expect_eq(p.label_class, MOAT_POD_LABEL_BAD);
+	cr_assert_eq(parse(POD(",\"labels\":{\"moat.io/class\":\"lc\"}", "", "")), 0);
+	cr_expect_eq(p.label_class, MOAT_CLASS_LC);
+}
+
+Test(podmeta, what_the_api_server_cannot_send_is_refused_with_a_reason)
+{
+	static const char *const bad[] = {
+		"{\"metadata\":{\"name\":\"x\",\"namespace\":\"y\"}}",		/* no uid */
+		"{\"metadata\":{\"uid\":\"" UID "\",\"namespace\":\"y\"}}",	/* no name */
+		"{\"metadata\":{\"uid\":\"not a uid\",\"name\":\"x\",\"namespace\":\"y\"}}",
+		"{\"metadata\":{\"uid\":\"" UID "\",\"name\":\"X_Y\",\"namespace\":\"y\"}}",
+		"{\"metadata\":{\"uid\":\"" UID "\",\"name\":\"x\",\"namespace\":7}}",
+		POD("", "\"priority\":\"high\"", ""),
+		POD(",\"labels\":[1]", "", ""),
+		POD(",\"labels\":{\"moat.io/class\":\"be lc\"}", "", ""),
+		POD(",\"labels\":{\"moat.io/class\":7}", "", ""),
+		"{\"metadata\":{\"uid\":\"" UID "\"}} trailing",
+		"[1,2]",
+		"",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_expect_eq(parse(bad[i]), -EINVAL, "taken: %s", bad[i]);
+		cr_expect_neq(why[0], '\0', "no reason for %s", bad[i]);
+	}
+}
+
+Test(podmeta, a_label_of_64_kib_is_refused)
+{
+	static char json[70000];
+	char *v;
+
+	snprintf(json, sizeof(json), "%s", POD(",\"labels\":{\"moat.io/class\":\"@\"}", "", ""));
+	v = strchr(json, '@');
+	memmove(v + 65536, v + 1, strlen(v + 1) + 1);
+	memset(v, 'l', 65536);
+	cr_expect_eq(parse(json), -EINVAL);
+	cr_expect(strstr(why, "moat.io/class"), "%s", why);
+}
+
+Test(podmeta, watch_events)
+{
+	struct moat_watch_event ev;
+	const char *line;
+
+	line = "{\"type\":\"MODIFIED\",\"object\":" POD("", "", "") "}";
+	cr_assert_eq(moat_watch_event_parse(line, strlen(line), &ev, why, sizeof(why)), 0,
+		     "%s", why);
+	cr_expect_eq(ev.type, MOAT_WATCH_MODIFIED);
+	cr_expect_str_eq(ev.pod.name, "etl-1");
+	cr_expect_str_eq(ev.rv, "4711");
+
+	line = "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\","
+	       "\"metadata\":{\"resourceVersion\":\"9000\"}}}";
+	cr_assert_eq(moat_watch_event_parse(line, strlen(line), &ev, why, sizeof(why)), 0,
+		     "%s", why);
+	cr_expect_eq(ev.type, MOAT_WATCH_BOOKMARK);
+	cr_expect_str_eq(ev.rv, "9000");
+
+	line = "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,"
+	       "\"reason\":\"Expired\"}}";
+	cr_assert_eq(moat_watch_event_parse(line, strlen(line), &ev, why, sizeof(why)), 0);
+	cr_expect_eq(ev.type, MOAT_WATCH_ERROR);
+	cr_expect_eq(ev.code, 410);
+
+	line = "{\"type\":\"SURPRISE\",\"object\":{}}";
+	cr_expect_eq(moat_watch_event_parse(line, strlen(line), &ev, why, sizeof(why)),
+		     -EINVAL);
+	cr_expect(strstr(why, "unknown type"), "%s", why);
+	line = "{\"type\":\"DELETED\",\"object\":{\"metadata\":{}}}";
+	cr_expect_eq(moat_watch_event_parse(line, strlen(line), &ev, why, sizeof(why)),
+		     -EINVAL);
+	line = "{\"type\":\"ADDED\"}";
+	cr_expect_eq(moat_watch_event_parse(line, strlen(line), &ev, why, sizeof(why)),
+		     -EINVAL);
+}
+
+static int count(const struct moat_pod_meta *pod, void *ctx)
+{
+	(*(int *)ctx)++;
+	return 0;
+}
+
+Test(podmeta, a_list_its_version_continue_and_bad_items)
+{
+	const char *list = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":"
+			   "{\"resourceVersion\":\"123\",\"continue\":\"tok\"},\"items\":["
+			   POD("", "", "") ",{\"metadata\":{}}," POD("", "", "") "]}";
+	char lrv[MOAT_POD_RV_MAX], cont[64];
+	size_t bad;
+	int n = 0;
+
+	cr_assert_eq(moat_pod_list_parse(list, strlen(list), count, &n, lrv, cont,
+					 sizeof(cont), &bad, why, sizeof(why)), 0, "%s", why);
+	cr_expect_eq(n, 2);
+	cr_expect_eq(bad, 1);
+	cr_expect_str_eq(lrv, "123");
+	cr_expect_str_eq(cont, "tok");
+	list = "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"5\"},\"items\":null}";
+	n = 0;
+	cr_assert_eq(moat_pod_list_parse(list, strlen(list), count, &n, lrv, cont,
+					 sizeof(cont), &bad, why, sizeof(why)), 0, "%s", why);
+	cr_expect_eq(n, 0);
+	cr_expect_str_eq(cont, "");
+	list = "{\"kind\":\"Status\",\"code\":500}";
+	cr_expect_eq(moat_pod_list_parse(list, strlen(list), count, &n, lrv, cont,
+					 sizeof(cont), &bad, why, sizeof(why)), -EINVAL);
+}

@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Pod objects, watch events and pod lists as the Kubernetes API server
+ * sends them (core/v1; "Efficient detection of changes" in the API
+ * concepts): what moat keeps of a pod, checked against the API's own
+ * validation (a namespace is a DNS label, a name a DNS subdomain, a UID
+ * a UUID), so that nothing the API could not have sent reaches a log
+ * line, a metric label or a knob.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <json-c/json.h>
+#include "group.h"
+#include "podmeta.h"
+
+/* Deeper than any pod: a body nested past it is not one. */
+#define JSON_DEPTH	64
+
+__attribute__((format(printf, 3, 4)))
+static int fail(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static json_object *parse(const char *text, size_t len)
+{
+	struct json_tokener *tok = json_tokener_new_ex(JSON_DEPTH);
+	json_object *o;
+
+	if (!tok)
+		return NULL;
+	o = json_tokener_parse_ex(tok, text, (int)len);
+	/* the whole text, and nothing after the object but space */
+	if (o && json_tokener_get_error(tok) == json_tokener_success) {
+		size_t end = json_tokener_get_parse_end(tok);
+
+		while (end < len && strchr(" \t\r\n", text[end]))
+			end++;
+		if (end != len) {
+			json_object_put(o);
+			o = NULL;
+		}
+	} else if (o) {
+		json_object_put(o);
+		o = NULL;
+	}
+	json_tokener_free(tok);
+	return o;
+}
+
+static json_object *member(json_object *o, const char *key, json_type type)
+{
+	json_object *v;
+
+	if (!o || !json_object_object_get_ex(o, key, &v) || !v ||
+	    !json_object_is_type(v, type))
+		return NULL;
+	return v;
+}
+
+/* Whether member @key is there but not of @type (null counts as absent). */
+static bool wrong_type(json_object *o, const char *key, json_type type)
+{
+	json_object *v;
+
+	return o && json_object_object_get_ex(o, key, &v) && v &&
+	       !json_object_is_type(v, type);
+}
+
+/* Every character of @s in @set, and 1 to @max of them. */
+static bool made_of(const char *s, const char *set, size_t max)
+{
+	size_t n = strlen(s);
+
+	return n && n <= max && strspn(s, set) == n;
+}
+
+#define DNS_CHARS	"abcdefghijklmnopqrstuvwxyz0123456789-"
+#define UID_CHARS	"0123456789abcdefABCDEF-"
+#define ID_CHARS	"0123456789abcdefABCDEF"
+
+/* String member @key into @out (size @max + 1), checked against @set. */
+static int text(json_object *o, const char *key, const char *set, size_t max,
+		bool required, char *out, char *why, size_t len)
+{
+	json_object *v = member(o, key, json_type_string);
+	const char *s;
+
+	out[0] = '\0';
+	if (!v) {
+		if (wrong_type(o, key, json_type_string))
+			return fail(why, len, "%s is not a string", key);
+		return required ? fail(why, len, "no %s", key) : 0;
+	}
+	s = json_object_get_string(v);
+	if ((size_t)json_object_get_string_len(v) != strlen(s) ||
+	    !made_of(s, set, max))
+		return fail(why, len, "%s is not one the API server makes", key);
+	strcpy(out, s);
+	return 0;
+}
+
+/*
+ * The label moat.io/class.  A value the API server never takes (not a
+ * string, past 63 characters, characters a label value cannot have) is
+ * a malformed object; a valid one that is no class is kept, to be said
+ * and ignored.
+ */
+static int label_class(json_object *labels, struct moat_pod_meta *p, char *why,
+		       size_t len)
+{
+	json_object *v;
+	const char *s;
+	int c;
+
+	p->label_class = MOAT_POD_LABEL_NONE;
+	if (!labels || !json_object_object_get_ex(labels, MOAT_POD_CLASS_LABEL, &v))
+		return 0;
+	s = v && json_object_is_type(v, json_type_string) ?
+	    json_object_get_string(v) : NULL;
+	if (!s || (size_t)json_object_get_string_len(v) != strlen(s) ||
+	    strlen(s) >= sizeof(p->label_value) ||
+	    strspn(s, DNS_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZ_.") != strlen(s))
+		return fail(why, len, "label %s is no label value", MOAT_POD_CLASS_LABEL);
+	p->label_class = MOAT_POD_LABEL_BAD;
+	for (c = 0; moat_class_names[c]; c++)
+		if (!strcmp(s, moat_class_names[c]))
+			p->label_class = c;
+	if (p->label_class == MOAT_POD_LABEL_BAD)
+		strcpy(p->label_value, s);
+	return 0;
+}
+
+static void containers(json_object *status, const char *key,
+		       struct moat_pod_meta *p)
+{
+	json_object *a = member(status, key, json_type_array);
+	size_t i, n = a ? json_object_array_length(a) : 0;
+
+	for (i = 0; i < n && p->nr_containers < MOAT_POD_CONTAINERS; i++) {
+		json_object *c = json_object_array_get_idx(a, i);
+		struct moat_pod_container *pc = &p->c[p->nr_containers];
+		json_object *id = member(c, "containerID", json_type_string);
+		const char *s = id ? strstr(json_object_get_string(id), "://") : NULL;
+		char why[8];
+
+		/* not started yet, or not one a runtime names: left out */
+		if (!s || !made_of(s + 3, ID_CHARS, MOAT_POD_CTR_ID_MAX - 1) ||
+		    text(c, "name", DNS_CHARS, MOAT_POD_CTR_NAME_MAX - 1, true,
+			 pc->name, why, sizeof(why)))
+			continue;
+		strcpy(pc->id, s + 3);
+		p->nr_containers++;
+	}
+}
+
+static int pod_from(json_object *pod, struct moat_pod_meta *p, char *rv,
+		    char *why, size_t len)
+{
+	json_object *meta, *spec, *status, *prio;
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	if (rv)
+		rv[0] = '\0';
+	if (!pod || !json_object_is_type(pod, json_type_object))
+		return fail(why, len, "%s", "the object is not a JSON object");
+	meta = member(pod, "metadata", json_type_object);
+	if (!meta)
+		return fail(why, len, "%s", "no metadata");
+	spec = member(pod, "spec", json_type_object);
+	status = member(pod, "status", json_type_object);
+	if (wrong_type(pod, "spec", json_type_object) ||
+	    wrong_type(pod, "status", json_type_object) ||
+	    wrong_type(meta, "labels", json_type_object))
+		return fail(why, len, "%s", "spec, status or labels is not an object");
+	err = text(meta, "uid", UID_CHARS, MOAT_POD_UID_MAX - 1, true, p->uid,
+		   why, len);
+	if (!err)
+		err = text(meta, "namespace", DNS_CHARS, MOAT_POD_NS_MAX - 1, true,
+			   p->ns, why, len);
+	if (!err)
+		err = text(meta, "name", DNS_CHARS ".", MOAT_POD_NAME_MAX - 1, true,
+			   p->name, why, len);
+	if (!err && rv)
+		err = text(meta, "resourceVersion", "0123456789", MOAT_POD_RV_MAX - 1,
+			   false, rv, why, len);
+	if (!err)
+		err = text(spec, "priorityClassName", DNS_CHARS ".",
+			   MOAT_POD_NAME_MAX - 1, false, p->priority_class, why, len);
+	if (!err)
+		err = text(status, "qosClass", "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+			   sizeof(p->qos) - 1, false, p->qos, why, len);
+	if (err)
+		return err;
+	prio = member(spec, "priority", json_type_int);
+	if (wrong_type(spec, "priority", json_type_int))
+		return fail(why, len, "%s", "spec.priority is not an integer");
+	p->priority = prio ? json_object_get_int64(prio) : 0;
+	err = label_class(member(meta, "labels", json_type_object), p, why, len);
+	if (err)
+		return err;
+	containers(status, "containerStatuses", p);
+	containers(status, "initContainerStatuses", p);
+	containers(status, "ephemeralContainerStatuses", p);
+	return 0;
+}
+
+int moat_pod_meta_parse(const char *json, size_t len, struct moat_pod_meta *out,
+			char *rv, char *why, size_t whylen)
+{
+	json_object *o = parse(json, len);
+	int err;
+
+	if (!o)
+		return fail(why, whylen, "%s", "not JSON");
+	err = pod_from(o, out, rv, why, whylen);
+	json_object_put(o);
+	return err;
+}
+
+static const char *const watch_types[] = {
+	[MOAT_WATCH_ADDED] = "ADDED",
+	[MOAT_WATCH_MODIFIED] = "MODIFIED",
+	[MOAT_WATCH_DELETED] = "DELETED",
+	[MOAT_WATCH_BOOKMARK] = "BOOKMARK",
+	[MOAT_WATCH_ERROR] = "ERROR",
+};
+
+int moat_watch_event_parse(const char *line, size_t len,
+			   struct moat_watch_event *out, char *why, size_t whylen)
+{
+	json_object *o = parse(line, len), *type, *obj, *meta, *code;
+	const char *t;
+	int err = 0;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	if (!o)
+		return fail(why, whylen, "%s", "not JSON");
+	type = member(o, "type", json_type_string);
+	obj = member(o, "object", json_type_object);
+	if (!type || !obj) {
+		json_object_put(o);
+		return fail(why, whylen, "%s", "no type or no object");
+	}
+	t = json_object_get_string(type);
+	for (i = 0; i < sizeof(watch_types) / sizeof(watch_types[0]); i++)
+		if (!strcmp(t, watch_types[i]))
+			break;
+	if (i == sizeof(watch_types) / sizeof(watch_types[0])) {
+		json_object_put(o);
+		return fail(why, whylen, "%s", "an unknown type");
+	}
+	out->type = i;
+	switch (out->type) {
+	case MOAT_WATCH_ERROR:
+		/* a Status: its code (410 when the version is too old) */
+		code = member(obj, "code", json_type_int);
+		out->code = code ? json_object_get_int(code) : 0;
+		break;
+	case MOAT_WATCH_BOOKMARK:
+		/* a Pod with only its resourceVersion */
+		meta = member(obj, "metadata", json_type_object);
+		err = text(meta, "resourceVersion", "0123456789", MOAT_POD_RV_MAX - 1,
+			   true, out->rv, why, whylen);
+		break;
+	default:
+		err = pod_from(obj, &out->pod, out->rv, why, whylen);
+		break;
+	}
+	json_object_put(o);
+	return err;
+}
+
+int moat_pod_list_parse(const char *json, size_t len,
+			int (*fn)(const struct moat_pod_meta *pod, void *ctx),
+			void *ctx, char *rv, char *cont, size_t cont_len,
+			size_t *bad, char *why, size_t whylen)
+{
+	json_object *o = parse(json, len), *meta, *items, *c;
+	struct moat_pod_meta p;
+	char reason[256];
+	size_t i, n;
+	int err = 0;
+
+	*bad = 0;
+	rv[0] = cont[0] = '\0';
+	if (!o)
+		return fail(why, whylen, "%s", "not JSON");
+	meta = member(o, "metadata", json_type_object);
+	items = member(o, "items", json_type_array);
+	/* an empty list's items may be null */
+	if (!meta || (!items && wrong_type(o, "items", json_type_array))) {
+		json_object_put(o);
+		return fail(why, whylen, "%s", "not a list: no metadata or items");
+	}
+	err = text(meta, "resourceVersion", "0123456789", MOAT_POD_RV_MAX - 1, true,
+		   rv, why, whylen);
+	c = member(meta, "continue", json_type_string);
+	if (!err && c) {
+		if ((size_t)json_object_get_string_len(c) >= cont_len)
+			err = fail(why, whylen, "%s", "a continue token too long");
+		else
+			strcpy(cont, json_object_get_string(c));
+	}
+	n = items ? json_object_array_length(items) : 0;
+	for (i = 0; i < n && !err; i++) {
+		if (pod_from(json_object_array_get_idx(items, i), &p, NULL, reason,
+			     sizeof(reason))) {
+			if (!(*bad)++)
+				snprintf(why, whylen, "%s", reason);
+			continue;
+		}
+		err = fn(&p, ctx);
+	}
+	json_object_put(o);
+	return err;
+}
+
+const struct moat_pod_container *moat_pod_container(const struct moat_pod_meta *p,
+						    const char *id)
+{
+	size_t i;
+
+	for (i = 0; i < p->nr_containers; i++)
+		if (!strcmp(p->c[i].id, id))
+			return &p->c[i];
+	return NULL;
+}
