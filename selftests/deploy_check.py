@@ -180,15 +180,16 @@ def check_moatd(objs, help_path, kube_c):
     if crb and role and crb["roleRef"]["name"] != role["metadata"]["name"]:
         problem("ClusterRoleBinding binds %s, not the ClusterRole %s" % (crb["roleRef"]["name"], role["metadata"]["name"]))
     if role:
-        # what kube.c sends: request(k, "METHOD", path, ...), where path
-        # is the last snprintf(path, ..., "/api/v1/nodes/%s[/sub]") above
+        # what kube.c sends: kube_api_request(&k->api, "METHOD", path, ...),
+        # where path is the last snprintf(path, ..., "/api/v1/nodes/%s[/sub]")
+        # above
         src = open(kube_c).read()
         verb = {"GET": "get", "PATCH": "patch", "PUT": "update",
                 "POST": "create", "DELETE": "delete"}
         events = [(m.start(), "path", m.group(1) or "") for m in
                   re.finditer(r'snprintf\(path, sizeof\(path\), "/api/v1/nodes/%s(/[a-z]+)?"', src)]
         events += [(m.start(), "request", m.group(1)) for m in
-                   re.finditer(r'request\(k, "([A-Z]+)", path', src)]
+                   re.finditer(r'kube_api_request\(&k->api, "([A-Z]+)", path', src)]
         need, last = set(), None
         for _, what, val in sorted(events):
             if what == "path":

@@ -13,17 +13,8 @@
  * All three are withdrawn when moatd stops publishing (it stops, or
  * kube/publish goes to 0).
  *
- * In-cluster configuration, as client-go's: the API server at
- * https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT, the service
- * account's token (re-read for every request: bound tokens rotate) and CA
- * from /var/run/secrets/kubernetes.io/serviceaccount ($MOAT_KUBE_SA_DIR
- * instead, for tests and for moatd outside a pod).  The node's name from
- * $NODE_NAME (the downward API), else the host name (moatd_node_name(),
- * as /hints says it).
- *
- * libcurl is loaded with dlopen() when publishing starts, not linked:
- * with its dependencies it is 4.5 MiB of moatd's RSS, which a node that
- * publishes nothing should not carry.
+ * The API server, the token and the node's name: kubeapi.c, as the pod
+ * source (pods.c) has them.
  *
  * Requests are blocking libcurl calls, so they run in a thread of their
  * own: the control loop hands it the latest desired state and goes on.
@@ -34,7 +25,6 @@
  * taint not moat's, and patches with the node's resourceVersion (a 409
  * from a concurrent writer is retried).
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -44,73 +34,17 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <curl/curl.h>
 #include <json-c/json.h>
 #include "hints.h"
 #include "kube.h"
+#include "kubeapi.h"
 #include "log.h"
 
-#define SA_DIR		"/var/run/secrets/kubernetes.io/serviceaccount"
 #define TAINT_KEY	"moat.io/interference"
 #define BACKOFF_MIN_MS	1000
 #define BACKOFF_MAX_MS	(5 * 60 * 1000)
-#define TIMEOUT_S	10L
-
-#ifndef MOAT_LIBCURL
-#define MOAT_LIBCURL	"libcurl.so.4"
-#endif
-
-/* The libcurl functions moatd uses, from dlopen(). */
-static struct {
-	void *dl;
-	CURLcode (*global_init)(long flags);
-	void (*global_cleanup)(void);
-	CURL *(*easy_init)(void);
-	CURLcode (*easy_setopt)(CURL *c, CURLoption o, ...);
-	CURLcode (*easy_perform)(CURL *c);
-	CURLcode (*easy_getinfo)(CURL *c, CURLINFO i, ...);
-	void (*easy_cleanup)(CURL *c);
-	const char *(*easy_strerror)(CURLcode rc);
-	struct curl_slist *(*slist_append)(struct curl_slist *l, const char *s);
-	void (*slist_free_all)(struct curl_slist *l);
-} curl;
-
-static int curl_load(void)
-{
-	const struct { const char *name; void **fn; } syms[] = {
-		{ "curl_global_init", (void **)&curl.global_init },
-		{ "curl_global_cleanup", (void **)&curl.global_cleanup },
-		{ "curl_easy_init", (void **)&curl.easy_init },
-		{ "curl_easy_setopt", (void **)&curl.easy_setopt },
-		{ "curl_easy_perform", (void **)&curl.easy_perform },
-		{ "curl_easy_getinfo", (void **)&curl.easy_getinfo },
-		{ "curl_easy_cleanup", (void **)&curl.easy_cleanup },
-		{ "curl_easy_strerror", (void **)&curl.easy_strerror },
-		{ "curl_slist_append", (void **)&curl.slist_append },
-		{ "curl_slist_free_all", (void **)&curl.slist_free_all },
-	};
-	size_t i;
-
-	if (curl.dl)
-		return 0;
-	curl.dl = dlopen(MOAT_LIBCURL, RTLD_NOW | RTLD_LOCAL);
-	if (!curl.dl) {
-		pr_err("kube: %s (libcurl, for the API server): %s", MOAT_LIBCURL,
-		       dlerror());
-		return -ENOENT;
-	}
-	for (i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
-		*syms[i].fn = dlsym(curl.dl, syms[i].name);
-		if (!*syms[i].fn) {
-			pr_err("kube: %s has no %s", MOAT_LIBCURL, syms[i].name);
-			dlclose(curl.dl);
-			curl.dl = NULL;
-			return -ENOENT;
-		}
-	}
-	return curl.global_init(CURL_GLOBAL_DEFAULT) ? -EIO : 0;
-}
-
+/* a Node object is not 4 MiB */
+#define BODY_MAX	(4 << 20)
 struct kube_state {
 	long long be_cpu_milli, be_memory;	/* -1: not known yet */
 	bool taint;
@@ -124,7 +58,7 @@ struct kube {
 	bool stop, pending;
 	struct kube_state want;		/* under lock */
 	struct kube_state sent;		/* the thread's own */
-	char server[300], sa_dir[PATH_MAX], node[256];
+	struct kube_api api;
 	bool sent_valid;
 	/* the control loop's own, CLOCK_MONOTONIC ms */
 	double over_ms;			/* an LC group was over its target */
@@ -162,112 +96,6 @@ static void state_free(struct kube_state *s)
 	s->hints = NULL;
 }
 
-/* The file @name in the service account's directory, trailing space cut. */
-static char *sa_file(const struct kube *k, const char *name)
-{
-	char path[PATH_MAX + 32], *buf = NULL;
-	size_t len = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", k->sa_dir, name);
-	f = fopen(path, "r");
-	if (!f)
-		return NULL;
-	if (getdelim(&buf, &len, '\0', f) < 0) {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	if (buf)
-		buf[strcspn(buf, "\r\n")] = '\0';
-	return buf;
-}
-
-struct body {
-	char *p;
-	size_t n;
-};
-
-static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ctx)
-{
-	struct body *b = ctx;
-	size_t add = size * nmemb;
-	char *p;
-
-	if (b->n + add > (4 << 20))
-		return 0;	/* a node object is not 4 MiB: stop */
-	p = realloc(b->p, b->n + add + 1);
-	if (!p)
-		return 0;
-	memcpy(p + b->n, ptr, add);
-	b->p = p;
-	b->n += add;
-	p[b->n] = '\0';
-	return add;
-}
-
-/*
- * One request to the API server.  Return: the HTTP status, or -1 when
- * there was none (logged); *@out: the response body, to free.
- */
-static long request(struct kube *k, const char *method, const char *path,
-		    const char *type, const char *data, char **out)
-{
-	char url[600], auth[8192], ca[PATH_MAX + 16], ctype[128];
-	struct curl_slist *h = NULL;
-	struct body b = { NULL, 0 };
-	char *token = sa_file(k, "token");
-	long status = -1;
-	CURLcode rc;
-	CURL *c;
-
-	*out = NULL;
-	if (!token) {
-		pr_warn("kube: no service account token in %s", k->sa_dir);
-		return -1;
-	}
-	c = curl.easy_init();
-	if (!c) {
-		free(token);
-		return -1;
-	}
-	snprintf(url, sizeof(url), "%s%s", k->server, path);
-	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-	snprintf(ca, sizeof(ca), "%s/ca.crt", k->sa_dir);
-	free(token);
-	h = curl.slist_append(h, auth);
-	h = curl.slist_append(h, "Accept: application/json");
-	if (type) {
-		snprintf(ctype, sizeof(ctype), "Content-Type: %s", type);
-		h = curl.slist_append(h, ctype);
-	}
-	curl.easy_setopt(c, CURLOPT_URL, url);
-	curl.easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl.easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl.easy_setopt(c, CURLOPT_CAINFO, ca);
-	curl.easy_setopt(c, CURLOPT_USERAGENT, "moatd/" MOAT_VERSION);
-	curl.easy_setopt(c, CURLOPT_TIMEOUT, TIMEOUT_S);
-	curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-	curl.easy_setopt(c, CURLOPT_WRITEDATA, &b);
-	if (data)
-		curl.easy_setopt(c, CURLOPT_POSTFIELDS, data);
-	rc = curl.easy_perform(c);
-	if (rc == CURLE_OK)
-		curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	else
-		pr_warn("kube: %s %s: %s", method, url, curl.easy_strerror(rc));
-	curl.easy_cleanup(c);
-	curl.slist_free_all(h);
-	*out = b.p;
-	return status;
-}
-
-static bool ok(long status)
-{
-	return status >= 200 && status < 300;
-}
-
 static void log_status(const char *what, long status, const char *body)
 {
 	if (status >= 0)
@@ -282,17 +110,17 @@ static int patch_status(struct kube *k, const struct kube_state *s)
 
 	if (s->be_cpu_milli < 0 || s->be_memory < 0)
 		return 0;
-	snprintf(path, sizeof(path), "/api/v1/nodes/%s/status", k->node);
+	snprintf(path, sizeof(path), "/api/v1/nodes/%s/status", k->api.node);
 	snprintf(data, sizeof(data),
 		 "{\"status\":{\"capacity\":{\"moat.io/be-cpu\":\"%lld\",\"moat.io/be-memory\":\"%lld\"},"
 		 "\"allocatable\":{\"moat.io/be-cpu\":\"%lld\",\"moat.io/be-memory\":\"%lld\"}}}",
 		 s->be_cpu_milli, s->be_memory, s->be_cpu_milli, s->be_memory);
-	status = request(k, "PATCH", path, "application/merge-patch+json", data,
-			 &resp);
-	if (!ok(status))
+	status = kube_api_request(&k->api, "PATCH", path, "application/merge-patch+json", data,
+			 BODY_MAX, false, &resp);
+	if (!kube_api_ok(status))
 		log_status("patch node status", status, resp);
 	free(resp);
-	return ok(status) ? 0 : -EIO;
+	return kube_api_ok(status) ? 0 : -EIO;
 }
 
 /*
@@ -308,13 +136,13 @@ static int patch_node(struct kube *k, const struct kube_state *s)
 	size_t i;
 	int err = -EIO;
 
-	snprintf(path, sizeof(path), "/api/v1/nodes/%s", k->node);
-	status = request(k, "GET", path, NULL, NULL, &resp);
-	if (ok(status))
+	snprintf(path, sizeof(path), "/api/v1/nodes/%s", k->api.node);
+	status = kube_api_request(&k->api, "GET", path, NULL, NULL, BODY_MAX, false, &resp);
+	if (kube_api_ok(status))
 		node = json_tokener_parse(resp);
 	if (!node) {
 		log_status("get node", status, resp);
-		if (ok(status))
+		if (kube_api_ok(status))
 			pr_warn("kube: get node: not JSON");
 		free(resp);
 		return -EIO;
@@ -352,11 +180,11 @@ static int patch_node(struct kube *k, const struct kube_state *s)
 	ps = json_object_new_object();
 	json_object_object_add(ps, "taints", keep);
 	json_object_object_add(patch, "spec", ps);
-	status = request(k, "PATCH", path, "application/merge-patch+json",
+	status = kube_api_request(&k->api, "PATCH", path, "application/merge-patch+json",
 			 json_object_to_json_string_ext(patch, JSON_C_TO_STRING_PLAIN |
 							JSON_C_TO_STRING_NOSLASHESCAPE),
-			 &resp);
-	if (ok(status))
+			 BODY_MAX, false, &resp);
+	if (kube_api_ok(status))
 		err = 0;
 	else
 		log_status(status == 409 ? "patch node (changed meanwhile, again later)" :
@@ -406,7 +234,7 @@ static void *worker(void *arg)
 		state_free(&s);
 		k->errors++;
 		backoff = backoff ? fmin(backoff * 2, BACKOFF_MAX_MS) : BACKOFF_MIN_MS;
-		pr_warn("kube: node %s not updated: again in %.0f s", k->node,
+		pr_warn("kube: node %s not updated: again in %.0f s", k->api.node,
 			backoff / 1e3);
 		k->pending = true;	/* the newest wanted state, after the wait */
 		clock_gettime(CLOCK_REALTIME, &until);
@@ -421,31 +249,24 @@ static void *worker(void *arg)
 
 static int kube_start(struct moatd *d)
 {
-	const char *host = getenv("KUBERNETES_SERVICE_HOST");
-	const char *port = getenv("KUBERNETES_SERVICE_PORT");
-	const char *sa = getenv("MOAT_KUBE_SA_DIR");
+	struct kube_api api;
 	sigset_t all, old;
 	struct kube *k;
 	int err;
 
 	if (!K(d)->publish || K(d)->k)
 		return 0;
-	if (!host || !port) {
+	if (kube_api_init(&api)) {
 		pr_warn("kube/publish is on but KUBERNETES_SERVICE_HOST/PORT are not set: not in a pod; nothing goes to the Node object");
 		return 0;
 	}
+	if (kube_api_load())
+		return 0;	/* said why; moatd goes on without it */
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
-	snprintf(k->server, sizeof(k->server), strchr(host, ':') ?
-		 "https://[%s]:%s" : "https://%s:%s", host, port);
-	snprintf(k->sa_dir, sizeof(k->sa_dir), "%s", sa ? sa : SA_DIR);
-	moatd_node_name(k->node, sizeof(k->node));
+	k->api = api;
 	k->want.be_cpu_milli = k->want.be_memory = -1;
-	if (curl_load()) {
-		free(k);
-		return 0;	/* said why; moatd goes on without it */
-	}
 	pthread_mutex_init(&k->lock, NULL);
 	pthread_cond_init(&k->cond, NULL);
 	/*
@@ -461,7 +282,7 @@ static int kube_start(struct moatd *d)
 		free(k);
 		return -EAGAIN;
 	}
-	pr_info("kube: hints go to node %s through %s", k->node, k->server);
+	pr_info("kube: hints go to node %s through %s", k->api.node, k->api.server);
 	K(d)->k = k;
 	return 0;
 }
@@ -481,22 +302,22 @@ static void withdraw(struct kube *k)
 	bool gone = true;
 
 	if (patch_node(k, &none)) {
-		pr_warn("kube: node %s: the taint and annotation stay", k->node);
+		pr_warn("kube: node %s: the taint and annotation stay", k->api.node);
 		gone = false;
 	}
-	snprintf(path, sizeof(path), "/api/v1/nodes/%s/status", k->node);
-	status = request(k, "PATCH", path, "application/merge-patch+json",
+	snprintf(path, sizeof(path), "/api/v1/nodes/%s/status", k->api.node);
+	status = kube_api_request(&k->api, "PATCH", path, "application/merge-patch+json",
 			 "{\"status\":{\"capacity\":{\"moat.io/be-cpu\":null,\"moat.io/be-memory\":null},"
 			 "\"allocatable\":{\"moat.io/be-cpu\":null,\"moat.io/be-memory\":null}}}",
-			 &resp);
-	if (!ok(status)) {
+			 BODY_MAX, false, &resp);
+	if (!kube_api_ok(status)) {
 		log_status("withdraw the extended resources", status, resp);
 		gone = false;
 	}
 	free(resp);
 	if (gone)
 		pr_info("kube: node %s: moat's taint, annotation and extended resources withdrawn",
-			k->node);
+			k->api.node);
 }
 
 static void kube_stop(struct moatd *d)
@@ -617,7 +438,7 @@ static int show_node(const struct moat_knob *k, char *buf, size_t len)
 {
 	const struct moatd *d = k->owner;
 
-	return snprintf(buf, len, "%s", K(d)->k ? K(d)->k->node : "") >= (int)len ?
+	return snprintf(buf, len, "%s", K(d)->k ? K(d)->k->api.node : "") >= (int)len ?
 	       -EOVERFLOW : 0;
 }
 

@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The Kubernetes API server's client (kubeapi.h): libcurl, loaded with
+ * dlopen() when the first user starts, not linked: with its dependencies
+ * it is 4.5 MiB of moatd's RSS, which a node that talks to no API server
+ * should not carry.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <curl/curl.h>
+#include "kubeapi.h"
+#include "log.h"
+#include "moatd.h"
+
+#define SA_DIR		"/var/run/secrets/kubernetes.io/serviceaccount"
+#define TIMEOUT_S	10L
+
+#ifndef MOAT_LIBCURL
+#define MOAT_LIBCURL	"libcurl.so.4"
+#endif
+
+/* The libcurl functions moatd uses, from dlopen(). */
+static struct {
+	void *dl;
+	CURLcode (*global_init)(long flags);
+	CURL *(*easy_init)(void);
+	CURLcode (*easy_setopt)(CURL *c, CURLoption o, ...);
+	CURLcode (*easy_perform)(CURL *c);
+	CURLcode (*easy_getinfo)(CURL *c, CURLINFO i, ...);
+	void (*easy_cleanup)(CURL *c);
+	const char *(*easy_strerror)(CURLcode rc);
+	struct curl_slist *(*slist_append)(struct curl_slist *l, const char *s);
+	void (*slist_free_all)(struct curl_slist *l);
+} curl;
+
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int kube_api_load(void)
+{
+	const struct { const char *name; void **fn; } syms[] = {
+		{ "curl_global_init", (void **)&curl.global_init },
+		{ "curl_easy_init", (void **)&curl.easy_init },
+		{ "curl_easy_setopt", (void **)&curl.easy_setopt },
+		{ "curl_easy_perform", (void **)&curl.easy_perform },
+		{ "curl_easy_getinfo", (void **)&curl.easy_getinfo },
+		{ "curl_easy_cleanup", (void **)&curl.easy_cleanup },
+		{ "curl_easy_strerror", (void **)&curl.easy_strerror },
+		{ "curl_slist_append", (void **)&curl.slist_append },
+		{ "curl_slist_free_all", (void **)&curl.slist_free_all },
+	};
+	size_t i;
+	int err = 0;
+
+	pthread_mutex_lock(&load_lock);
+	if (curl.dl)
+		goto out;
+	curl.dl = dlopen(MOAT_LIBCURL, RTLD_NOW | RTLD_LOCAL);
+	if (!curl.dl) {
+		pr_err("kube: %s (libcurl, for the API server): %s", MOAT_LIBCURL,
+		       dlerror());
+		err = -ENOENT;
+		goto out;
+	}
+	for (i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
+		*syms[i].fn = dlsym(curl.dl, syms[i].name);
+		if (!*syms[i].fn) {
+			pr_err("kube: %s has no %s", MOAT_LIBCURL, syms[i].name);
+			dlclose(curl.dl);
+			curl.dl = NULL;
+			err = -ENOENT;
+			goto out;
+		}
+	}
+	if (curl.global_init(CURL_GLOBAL_DEFAULT)) {
+		dlclose(curl.dl);
+		curl.dl = NULL;
+		err = -EIO;
+	}
+out:
+	pthread_mutex_unlock(&load_lock);
+	return err;
+}
+
+int kube_api_init(struct kube_api *a)
+{
+	const char *host = getenv("KUBERNETES_SERVICE_HOST");
+	const char *port = getenv("KUBERNETES_SERVICE_PORT");
+	const char *sa = getenv("MOAT_KUBE_SA_DIR");
+
+	memset(a, 0, sizeof(*a));
+	if (!host || !port || !*host || !*port)
+		return -ENOENT;
+	snprintf(a->server, sizeof(a->server), strchr(host, ':') ?
+		 "https://[%s]:%s" : "https://%s:%s", host, port);
+	snprintf(a->sa_dir, sizeof(a->sa_dir), "%s", sa ? sa : SA_DIR);
+	moatd_node_name(a->node, sizeof(a->node));
+	return 0;
+}
+
+/* The file @name in the service account's directory, trailing space cut. */
+static char *sa_file(const struct kube_api *a, const char *name)
+{
+	char path[PATH_MAX + 32], *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", a->sa_dir, name);
+	f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	if (getdelim(&buf, &len, '\0', f) < 0) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	if (buf)
+		buf[strcspn(buf, "\r\n")] = '\0';
+	return buf;
+}
+
+struct body {
+	CURL *c;
+	char *p;
+	size_t n, max;
+	bool cut;
+	/* streaming: lines to @line while the status is 2xx */
+	int (*line)(const char *l, size_t len, void *ctx);
+	bool (*stop)(void *ctx);
+	void (*opened)(void *ctx);
+	void *ctx;
+	bool skip;		/* the rest of a line past max */
+	bool ended;		/* @line or @stop ended the stream */
+};
+
+static int append(struct body *b, const char *ptr, size_t add)
+{
+	char *p;
+
+	if (b->n + add > b->max) {
+		b->cut = true;
+		return -1;
+	}
+	p = realloc(b->p, b->n + add + 1);
+	if (!p)
+		return -1;
+	memcpy(p + b->n, ptr, add);
+	b->p = p;
+	b->n += add;
+	p[b->n] = '\0';
+	return 0;
+}
+
+static size_t stream_data(struct body *b, const char *ptr, size_t add)
+{
+	size_t done = 0;
+
+	while (done < add) {
+		const char *nl = memchr(ptr + done, '\n', add - done);
+		size_t n = (nl ? (size_t)(nl - ptr) : add) - done;
+
+		if (!b->skip && append(b, ptr + done, n)) {
+			if (!b->cut)
+				return 0;	/* out of memory */
+			b->skip = true;	/* past max: the rest is dropped */
+			b->cut = false;
+			if (b->line(b->p, 0, b->ctx))
+				goto end;
+		}
+		done += n;
+		if (!nl)
+			break;
+		done++;
+		if (!b->skip && b->n && b->line(b->p, b->n, b->ctx))
+			goto end;
+		b->skip = false;
+		b->n = 0;
+	}
+	return add;
+end:
+	b->ended = true;
+	return 0;
+}
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ctx)
+{
+	struct body *b = ctx;
+	size_t add = size * nmemb;
+	long status = 0;
+
+	if (b->line) {
+		curl.easy_getinfo(b->c, CURLINFO_RESPONSE_CODE, &status);
+		if (kube_api_ok(status))
+			return stream_data(b, ptr, add);
+	}
+	return append(b, ptr, add) ? 0 : add;
+}
+
+static int on_progress(void *ctx, curl_off_t dt, curl_off_t dn, curl_off_t ut,
+		       curl_off_t un)
+{
+	struct body *b = ctx;
+	long status = 0;
+
+	if (b->stop && b->stop(b->ctx)) {
+		b->ended = true;
+		return 1;
+	}
+	if (b->opened) {
+		curl.easy_getinfo(b->c, CURLINFO_RESPONSE_CODE, &status);
+		if (kube_api_ok(status)) {
+			b->opened(b->ctx);
+			b->opened = NULL;
+		}
+	}
+	return 0;
+}
+
+static long perform(const struct kube_api *a, const char *method,
+		    const char *path, const char *type, const char *data,
+		    long timeout_s, struct body *b, bool quiet)
+{
+	char url[2048], auth[8192], ca[PATH_MAX + 16], ctype[128];
+	struct curl_slist *h = NULL;
+	char *token = sa_file(a, "token");
+	long status = -1;
+	CURLcode rc;
+	CURL *c;
+
+	if (!token) {
+		if (!quiet)
+			pr_warn("kube: no service account token in %s", a->sa_dir);
+		return -1;
+	}
+	c = curl.easy_init();
+	if (!c) {
+		free(token);
+		return -1;
+	}
+	b->c = c;
+	snprintf(url, sizeof(url), "%s%s", a->server, path);
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+	snprintf(ca, sizeof(ca), "%s/ca.crt", a->sa_dir);
+	free(token);
+	h = curl.slist_append(h, auth);
+	h = curl.slist_append(h, "Accept: application/json");
+	if (type) {
+		snprintf(ctype, sizeof(ctype), "Content-Type: %s", type);
+		h = curl.slist_append(h, ctype);
+	}
+	curl.easy_setopt(c, CURLOPT_URL, url);
+	curl.easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl.easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl.easy_setopt(c, CURLOPT_CAINFO, ca);
+	curl.easy_setopt(c, CURLOPT_USERAGENT, "moatd/" MOAT_VERSION);
+	curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT, TIMEOUT_S);
+	curl.easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
+	curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl.easy_setopt(c, CURLOPT_WRITEDATA, b);
+	if (b->stop) {
+		curl.easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl.easy_setopt(c, CURLOPT_XFERINFODATA, b);
+		curl.easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	}
+	if (data)
+		curl.easy_setopt(c, CURLOPT_POSTFIELDS, data);
+	rc = curl.easy_perform(c);
+	if (rc == CURLE_OK || b->ended ||
+	    (b->line && rc == CURLE_OPERATION_TIMEDOUT))
+		curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	if (!status)
+		status = -1;
+	if (status < 0 && !b->ended && !quiet)
+		pr_warn("kube: %s %s: %s%s", method, url, curl.easy_strerror(rc),
+			b->cut ? " (the answer is too long)" : "");
+	curl.easy_cleanup(c);
+	curl.slist_free_all(h);
+	return status;
+}
+
+long kube_api_request(const struct kube_api *a, const char *method,
+		      const char *path, const char *type, const char *data,
+		      size_t max, bool quiet, char **out)
+{
+	struct body b = { .max = max };
+	long status = perform(a, method, path, type, data, TIMEOUT_S, &b, quiet);
+
+	if (b.cut)
+		status = -1;
+	*out = b.p;
+	return status;
+}
+
+long kube_api_stream(const struct kube_api *a, const char *path, long timeout_s,
+		     size_t max, int (*line)(const char *l, size_t len, void *ctx),
+		     bool (*stop)(void *ctx), void (*opened)(void *ctx), void *ctx,
+		     bool quiet, char **err_body)
+{
+	struct body b = { .max = max, .line = line, .stop = stop, .opened = opened,
+			  .ctx = ctx };
+	long status = perform(a, "GET", path, NULL, NULL, timeout_s, &b, quiet);
+
+	*err_body = NULL;
+	if (!kube_api_ok(status))
+		*err_body = b.p;
+	else
+		free(b.p);
+	return status;
+}
+
+void kube_api_escape(const char *s, char *out, size_t len)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = 0;
+
+	for (; *s && n + 4 < len; s++) {
+		unsigned char ch = *s;
+
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || strchr("-._~", ch)) {
+			out[n++] = ch;
+		} else {
+			out[n++] = '%';
+			out[n++] = hex[ch >> 4];
+			out[n++] = hex[ch & 15];
+		}
+	}
+	out[n] = '\0';
+}

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef MOATD_KUBEAPI_H
+#define MOATD_KUBEAPI_H
+
+/*
+ * A client of the Kubernetes API server, as client-go's in-cluster
+ * configuration has it: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT,
+ * the service account's token (re-read for every request: bound tokens
+ * rotate) and CA from /var/run/secrets/kubernetes.io/serviceaccount
+ * ($MOAT_KUBE_SA_DIR instead, for tests and for moatd outside a pod).
+ * The node's name from $NODE_NAME (the downward API), else the host name.
+ *
+ * Requests block: the Node publisher (kube.c) and the pod source
+ * (pods.c) make them from threads of their own.
+ */
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct kube_api {
+	char server[300];
+	char sa_dir[PATH_MAX];
+	char node[256];
+};
+
+/* From the environment: 0, or -ENOENT when not in a pod (no host, port). */
+int kube_api_init(struct kube_api *a);
+
+/* libcurl, loaded once (dlopen: 4.5 MiB a node without the API need not carry). */
+int kube_api_load(void);
+
+/*
+ * One request.  Return: the HTTP status, or -1 when there was none
+ * (logged unless @quiet); *@out: the response body, to free.  A body
+ * past @max bytes is cut off and the request fails (-1).
+ */
+long kube_api_request(const struct kube_api *a, const char *method,
+		      const char *path, const char *type, const char *data,
+		      size_t max, bool quiet, char **out);
+
+/*
+ * A streamed GET (a watch): @line is called with each line of the body
+ * as it comes (without its newline; a line past @max bytes is cut and
+ * @line hears of it with @len 0); a non-zero return from @line ends the
+ * stream.  @stop is polled at least once a second, true ends it too.
+ * @opened, when not NULL, is called once the answer is a 2xx: the stream
+ * is open, whether or not a line comes.
+ * Return: the HTTP status, or -1 as kube_api_request(); a body that was
+ * not 2xx comes in *@err_body (to free).
+ */
+long kube_api_stream(const struct kube_api *a, const char *path, long timeout_s,
+		     size_t max, int (*line)(const char *l, size_t len, void *ctx),
+		     bool (*stop)(void *ctx), void (*opened)(void *ctx), void *ctx,
+		     bool quiet, char **err_body);
+
+/* Whether @status is a 2xx. */
+static inline bool kube_api_ok(long status)
+{
+	return status >= 200 && status < 300;
+}
+
+/* @s escaped for a URL's query. */
+void kube_api_escape(const char *s, char *out, size_t len);
+
+#endif /* MOATD_KUBEAPI_H */
