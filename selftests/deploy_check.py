@@ -13,7 +13,8 @@ container's, the probes' and the Service's; --host-root, --state-dir,
 --socket and --config are mounted from the host or the ConfigMap, and
 the ConfigMap holds the config file; $NODE_NAME and $POD_IP come from
 the downward API; the ServiceAccount is the one the ClusterRoleBinding
-binds; and the ClusterRole grants exactly the requests kube.c makes.
+binds; and the ClusterRole grants exactly the requests kube.c and pods.c
+(beside it) make.
 Prints one line per problem; exits 1 if there is any.
 """
 import json
@@ -200,6 +201,15 @@ def check_moatd(objs, help_path, kube_c):
                 need.add(("nodes" + last, verb[val]))
         if not need:
             problem("kube.c: no request found: update deploy_check.py")
+        # and what pods.c, beside it, sends: GET /api/v1/pods?... a list
+        # of the node's pods, or with watch=1 a watch
+        pods_c = os.path.join(os.path.dirname(kube_c), "pods.c")
+        src = open(pods_c).read()
+        paths = re.findall(r'"(/api/v1/[a-z]+)\?([^"]*)"', src)
+        if not paths:
+            problem("pods.c: no request found: update deploy_check.py")
+        for res, query in paths:
+            need.add((res[len("/api/v1/"):], "watch" if "watch=1" in query else "list"))
         have = set()
         for r in role.get("rules", []):
             if r.get("apiGroups") != [""]:
@@ -208,7 +218,7 @@ def check_moatd(objs, help_path, kube_c):
                 for v in r.get("verbs", []):
                     have.add((res, v))
         for n in sorted(need - have):
-            problem("ClusterRole lacks %s %s, which moatd's Node publisher sends" % n)
+            problem("ClusterRole lacks %s %s, which moatd sends (kube.c, pods.c)" % n)
         for n in sorted(have - need):
             problem("ClusterRole grants %s %s, which moatd never uses" % n)
 

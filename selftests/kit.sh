@@ -242,7 +242,7 @@ completion() {
 	expect "enforce/ " moatctl --socket "$s" get enf
 	expect "enforce/cpu_decrease_pct " moatctl --socket "$s" get enforce/cpu_dec
 	expect "groups/kit.kit-a/ " moatctl --socket "$s" get groups/
-	expect "groups/kit.kit-a/class " moatctl --socket "$s" get groups/kit.kit-a/cla
+	expect "groups/kit.kit-a/class groups/kit.kit-a/class_source " moatctl --socket "$s" get groups/kit.kit-a/cla
 	expect "mode " moatctl -s "$s" set --runtime mo
 	expect "observe " moatctl -s "$s" set mode ""
 	expect "--runtime " moatctl -s "$s" set --r

@@ -264,11 +264,30 @@ static const char *lookup(const struct kv *t, const char *path)
 	return "-";
 }
 
+/* Where the pods' names and labels come from, and whether they are current. */
+static void pods_line(const struct kv *t)
+{
+	const char *state = lookup(t, "kube/pods_state");
+
+	if (!strcmp(state, "synced"))
+		printf("pods: %s known from the API server, in sync %s s ago\n\n",
+		       lookup(t, "kube/pods_known"), lookup(t, "kube/pods_sync_age_s"));
+	else if (!strcmp(state, "away"))
+		printf("pods: the API server is away, in sync %s s ago; %s pods' names and classes kept\n\n",
+		       lookup(t, "kube/pods_sync_age_s"), lookup(t, "kube/pods_known"));
+	else if (!strcmp(state, "listing"))
+		printf("pods: listing them on the API server (not yet in sync)\n\n");
+	else if (strcmp(state, "-"))
+		printf("pods: no metadata from the API server (kube/pods %s): classes from QoS tiers and rules\n\n",
+		       state);
+}
+
 static int cmd_status(int argc, char **argv)
 {
 	char *body, path[512], id[128], last[128] = "";
 	struct kv t = {};
 	size_t i, groups = 0;
+	const char *name;
 	bool unit;
 
 	if (argc) {
@@ -291,6 +310,7 @@ static int cmd_status(int argc, char **argv)
 	       lookup(&t, "node/pressure/cpu_some_avg10"),
 	       lookup(&t, "node/pressure/memory_some_avg10"),
 	       lookup(&t, "node/pressure/io_some_avg10"));
+	pods_line(&t);
 	printf("%-38s %-5s %-9s %8s %9s %9s %7s  %s\n", "GROUP", "CLASS", "KIND",
 	       "WAITS", "P50_US", "P99_US", "CPUS", "PATH");
 	for (i = 0; i < t.nr; i++) {
@@ -305,7 +325,10 @@ static int cmd_status(int argc, char **argv)
 		 * merged: a pod's tasks wait in its containers' cgroups.
 		 */
 		unit = strcmp(G("unit_rqlat_count"), "-");
-		printf("%-38s %-5s %-9s %8s %9s %9s %7s  %s\n", id, G("class"),
+		/* namespace/pod[/container] once the API server said */
+		name = G("name");
+		printf("%-38s %-5s %-9s %8s %9s %9s %7s  %s\n",
+		       strcmp(name, "-") && *name ? name : id, G("class"),
 		       G("kind"), unit ? G("unit_rqlat_count") : G("rqlat_count"),
 		       unit ? G("unit_rqlat_p50_us") : G("rqlat_p50_us"),
 		       unit ? G("unit_rqlat_p99_us") : G("rqlat_p99_us"),

@@ -49,6 +49,20 @@ static int cmp_cgid(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+void moatd_group_name(const struct moatd_group *g, char *buf, size_t len)
+{
+	const struct group_meta *m = &g->meta;
+
+	if (!m->known || g->gid.kind == MOAT_GROUP_RULE)
+		snprintf(buf, len, "%s", g->gid.id);
+	else if (g->gid.kind == MOAT_GROUP_POD)
+		snprintf(buf, len, "%s/%s", m->ns, m->name);
+	else
+		snprintf(buf, len, "%s/%s/%.*s", m->ns, m->name,
+			 m->container[0] ? (int)sizeof(m->container) : 12,
+			 m->container[0] ? m->container : g->gid.id);
+}
+
 struct moatd_group *moatd_group_by_cgid(const struct moatd *d, __u64 cgid)
 {
 	struct moatd_group key = { .cgid = cgid }, *kp = &key, **found;

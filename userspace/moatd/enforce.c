@@ -287,6 +287,7 @@ static void outside(void *ctx, const struct moat_journal_entry *je, const char *
 	double t = mono_s(&d->period);
 	struct enforce_group *eg;
 	unsigned int f, n, keep;
+	char who[MOATD_GROUP_NAME_MAX];
 
 	for (f = 0; f + 1 < OUTSIDE_FILES && strcmp(outside_files[f], name); f++)
 		;
@@ -296,9 +297,10 @@ static void outside(void *ctx, const struct moat_journal_entry *je, const char *
 		return;		/* not a group's now: the journal dropped it */
 	eg = EG(g);
 	eg->adopted[r] = true;
+	moatd_group_name(g, who, sizeof(who));
 	if (!eg->outside_said)
 		pr_info("group %s: %s changed by someone else, '%s' -> '%s' (kubelet, systemd or an admin): its original now; moat decides afresh from it",
-			g->gid.id, je->path, je->last, now);
+			who, je->path, je->last, now);
 	eg->outside_said = true;
 	/* the limit held was a step from the old original: decided afresh */
 	if (!(r == MOAT_RES_CPU_PRIO && kube_pod(g)))
@@ -313,7 +315,7 @@ static void outside(void *ctx, const struct moat_journal_entry *je, const char *
 		eg->alone_until[r] = t + e->ek.outside_quiet_s;
 		snprintf(eg->alone_file[r], sizeof(eg->alone_file[r]), "%s", name);
 		pr_warn("group %s: %s rewritten %u times in a minute by someone else: moat leaves it alone for %u s",
-			g->gid.id, name, keep, e->ek.outside_quiet_s);
+			who, name, keep, e->ek.outside_quiet_s);
 	}
 }
 
@@ -811,8 +813,9 @@ static void commit(struct moatd *d, const struct plan_step *s)
 	const struct moat_actuator *a = actuator[s->r];
 	const char *name = res_name(s->r), *unit = a ? a->unit : s->r == MOAT_RES_L3 ?
 								  "ways" : "%";
-	char from[64], to[64];
+	char from[64], to[64], who[MOATD_GROUP_NAME_MAX];
 
+	moatd_group_name(u, who, sizeof(who));
 	if (s->r == MOAT_RES_CPU_PRIO && kube_pod(u))
 		unit = "";	/* the factor and the lever name themselves */
 	format_group_limit(u, from, sizeof(from), s->r, eg->lim[s->r].limit);
@@ -825,28 +828,28 @@ static void commit(struct moatd *d, const struct plan_step *s)
 	case MOAT_CTL_THROTTLE:
 		eg->throttles++;
 		e->throttles++;
-		pr_info("throttle be group %s: %s %s -> %s%s%s for %s", u->gid.id,
+		pr_info("throttle be group %s: %s %s -> %s%s%s for %s", who,
 			name, from, to, *unit ? " " : "", unit, s->cause);
 		break;
 	case MOAT_CTL_UNDO:
 		e->undos++;
 		pr_info("undo be group %s: %s %s -> %s%s%s: the step did not help %s; left alone for %u periods",
-			u->gid.id, name, from, to, *unit ? " " : "", unit, s->cause,
+			who, name, from, to, *unit ? " " : "", unit, s->cause,
 			s->lim.backoff);
 		break;
 	case MOAT_CTL_RELEASE:
 		e->releases++;
 		pr_info("release be group %s: %s %s -> %s%s%s: lc groups have slack",
-			u->gid.id, name, from, to, *unit ? " " : "", unit);
+			who, name, from, to, *unit ? " " : "", unit);
 		break;
 	default:
 		e->restores++;
 		if (s->cause[0])
-			pr_info("group %s is %s: its %s goes back", u->gid.id,
+			pr_info("group %s is %s: its %s goes back", who,
 				s->cause, name);
 		else
 			pr_info("release be group %s: %s back to its original",
-				u->gid.id, name);
+				who, name);
 		break;
 	}
 }

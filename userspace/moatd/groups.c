@@ -15,6 +15,7 @@
  * went unseen, and at 500 groups the walk was a quarter of moatd's CPU.
  */
 #include <errno.h>
+#include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@
 /* rules/<name>: a fixed slot each, so that its knob's storage stays put. */
 struct rule_slot {
 	bool used;
+	enum rule_family family;
 	char text[MOAT_KNOB_VALUE_MAX];
 	struct moat_rule rule;
 };
@@ -54,10 +56,10 @@ struct task_event {
 struct groups {
 	struct moatd *d;
 	struct moat_qos_classes qos;
-	struct rule_slot rules[MOATD_MAX_RULES];
+	struct rule_slot rules[RULES_NR][MOATD_MAX_RULES];
 	/* the used rules in name order, as classification tries them */
-	struct moat_rule active[MOATD_MAX_RULES];
-	size_t nr_active;
+	struct moat_rule active[RULES_NR][MOATD_MAX_RULES];
+	size_t nr_active[RULES_NR];
 	struct override *overrides;
 	size_t nr_overrides;
 	struct moat_cgroup_events *events;	/* NULL: walk every period */
@@ -88,6 +90,53 @@ static double ms_since(const struct timespec *t)
 
 /* ---- rules ---- */
 
+/*
+ * Two families of rules, each a knob directory of "<glob> <class>"
+ * values: rules/<name> match a cgroup's path, classes/priority/<name> a
+ * pod's priorityClassName.  Each family is tried in name order.
+ */
+static const char *const rule_dirs[RULES_NR] = {
+	[RULES_PATH] = "rules/",
+	[RULES_PRIORITY] = "classes/priority/",
+};
+
+/* What a rule's value is: one text, whether the rule is new or not. */
+static const char *const rule_expects[RULES_NR] = {
+	[RULES_PATH] = "'<glob> <class>': a glob relative to the cgroup root, "
+		       "without '..', and none, lc or be; '' removes the rule",
+	[RULES_PRIORITY] = "'<glob> <class>': a glob of a pod's priorityClassName "
+			   "(a-z, 0-9, '-', '.' and * ? [...]), and none, lc or be; "
+			   "'' removes the rule",
+};
+
+const char *rules_name(const char *path, enum rule_family *family)
+{
+	size_t f, n;
+
+	for (f = 0; f < RULES_NR; f++) {
+		n = strlen(rule_dirs[f]);
+		if (!strncmp(path, rule_dirs[f], n) && !strchr(path + n, '/')) {
+			if (family)
+				*family = f;
+			return path + n;
+		}
+	}
+	return NULL;
+}
+
+static int rule_parse(enum rule_family f, const char *name, const char *val,
+		      struct moat_rule *r)
+{
+	int err = moat_rule_parse(name, val, r);
+
+	/* a priority class's name is a DNS subdomain: no path in it */
+	if (!err && f == RULES_PRIORITY &&
+	    strspn(r->glob, "abcdefghijklmnopqrstuvwxyz0123456789-.*?[]!^") !=
+	    strlen(r->glob))
+		err = -EINVAL;
+	return err;
+}
+
 static int rule_check(const struct moat_knob *k, const char *val, char *why,
 		      size_t len)
 {
@@ -96,7 +145,7 @@ static int rule_check(const struct moat_knob *k, const char *val, char *why,
 
 	if (!*val)
 		return 0;
-	return moat_rule_parse(slot->rule.name, val, &r);
+	return rule_parse(slot->family, slot->rule.name, val, &r);
 }
 
 static void rule_store(const struct moat_knob *k, unsigned int u,
@@ -111,45 +160,43 @@ static void rule_store(const struct moat_knob *k, unsigned int u,
 		return;
 	}
 	/* (not into slot->rule: its name is the name parsed from) */
-	moat_rule_parse(slot->rule.name, val, &r);
+	rule_parse(slot->family, slot->rule.name, val, &r);
 	slot->rule = r;
 	strcpy(slot->text, val);
 }
 
-static struct rule_slot *rule_find(const struct groups *gs, const char *name)
+static struct rule_slot *rule_find(const struct groups *gs, enum rule_family f,
+				   const char *name)
 {
 	size_t i;
 
 	for (i = 0; i < MOATD_MAX_RULES; i++)
-		if (gs->rules[i].used && !strcmp(gs->rules[i].rule.name, name))
-			return (struct rule_slot *)&gs->rules[i];
+		if (gs->rules[f][i].used && !strcmp(gs->rules[f][i].rule.name, name))
+			return (struct rule_slot *)&gs->rules[f][i];
 	return NULL;
 }
 
-/* What a rule's value is: one text, whether the rule is new or not. */
-static const char rule_expects[] =
-	"'<glob> <class>': a glob relative to the cgroup root, "
-	"without '..', and none, lc or be; '' removes the rule";
-
-int rules_check(const char *name, const char *val, char *why, size_t len)
+int rules_check(const char *path, const char *val, char *why, size_t len)
 {
+	enum rule_family f;
+	const char *name = rules_name(path, &f);
 	struct moat_rule r;
 
-	if (!moat_id_valid(name))
+	if (!name || !moat_id_valid(name))
 		return -ENOENT;
-	if (*val && (!moat_value_valid(val) || moat_rule_parse(name, val, &r))) {
-		snprintf(why, len, "%s", rule_expects);
+	if (*val && (!moat_value_valid(val) || rule_parse(f, name, val, &r))) {
+		snprintf(why, len, "%s", rule_expects[f]);
 		return -EINVAL;
 	}
 	return 0;
 }
 
-static int rule_create(struct moatd *d, const char *name)
+static int rule_create(struct moatd *d, enum rule_family f, const char *name)
 {
 	struct moat_knob k = {
 		.type = MOAT_KNOB_STRING, .writable = true,
 		.str_max = MOAT_KNOB_VALUE_MAX, .check = rule_check,
-		.store = rule_store, .expects = rule_expects,
+		.store = rule_store, .expects = rule_expects[f],
 	};
 	struct groups *gs = G(d);
 	struct rule_slot *slot = NULL;
@@ -159,14 +206,15 @@ static int rule_create(struct moatd *d, const char *name)
 	if (!moat_id_valid(name))
 		return -EINVAL;
 	for (i = 0; i < MOATD_MAX_RULES && !slot; i++)
-		if (!gs->rules[i].used)
-			slot = &gs->rules[i];
+		if (!gs->rules[f][i].used)
+			slot = &gs->rules[f][i];
 	if (!slot)
 		return -E2BIG;
-	snprintf(k.path, sizeof(k.path), "rules/%s", name);
+	snprintf(k.path, sizeof(k.path), "%s%s", rule_dirs[f], name);
 	k.data = slot->text;
 	k.owner = slot;
 	memset(slot, 0, sizeof(*slot));
+	slot->family = f;
 	strcpy(slot->rule.name, name);
 	err = moat_knob_add(d->tree, &k);
 	if (!err)
@@ -174,62 +222,69 @@ static int rule_create(struct moatd *d, const char *name)
 	return err;
 }
 
-static void rule_remove(struct moatd *d, const char *name)
+static void rule_remove(struct moatd *d, enum rule_family f, const char *name)
 {
-	struct rule_slot *slot = rule_find(G(d), name);
+	struct rule_slot *slot = rule_find(G(d), f, name);
 	char path[MOAT_KNOB_PATH_MAX];
 
 	if (!slot)
 		return;
 	slot->used = false;
-	snprintf(path, sizeof(path), "rules/%s", name);
+	snprintf(path, sizeof(path), "%s%s", rule_dirs[f], name);
 	moat_knob_remove_dir(d->tree, path);
 }
 
-int rules_set(struct moatd *d, const char *name, const char *val)
+int rules_set(struct moatd *d, const char *path, const char *val)
 {
-	char path[MOAT_KNOB_PATH_MAX];
+	enum rule_family f;
+	const char *name = rules_name(path, &f);
 	bool created = false;
 	int err;
 
-	snprintf(path, sizeof(path), "rules/%s", name);
-	if (!rule_find(G(d), name)) {
+	if (!name)
+		return -ENOENT;
+	if (!rule_find(G(d), f, name)) {
 		if (!*val)
 			return -ENOENT;
-		err = rule_create(d, name);
+		err = rule_create(d, f, name);
 		if (err)
 			return err == -E2BIG ? -E2BIG : -ENOENT;
 		created = true;
 	}
 	err = moat_knob_set(d->tree, path, val);
 	if ((err && created) || (!err && !*val))
-		rule_remove(d, name);
+		rule_remove(d, f, name);
 	/* a rule classifies at once: walk now, not in rescan_ms */
 	if (!err)
 		G(d)->changed = true;
 	return err;
 }
 
-bool rules_exists(const struct moatd *d, const char *name)
+bool rules_exists(const struct moatd *d, const char *path)
 {
-	return rule_find(G(d), name);
+	enum rule_family f;
+	const char *name = rules_name(path, &f);
+
+	return name && rule_find(G(d), f, name);
 }
 
 void rules_for_each(const struct moatd *d,
-		    void (*fn)(struct moatd *d, const char *name, void *ctx),
+		    void (*fn)(struct moatd *d, const char *path, void *ctx),
 		    void *ctx)
 {
 	struct groups *gs = G(d);
-	char name[MOAT_ID_MAX];
-	size_t i;
+	char path[MOAT_KNOB_PATH_MAX];
+	size_t f, i;
 
-	for (i = 0; i < MOATD_MAX_RULES; i++) {
-		if (!gs->rules[i].used)
-			continue;
-		/* (a copy: @fn may remove it) */
-		snprintf(name, sizeof(name), "%s", gs->rules[i].rule.name);
-		fn(gs->d, name, ctx);
-	}
+	for (f = 0; f < RULES_NR; f++)
+		for (i = 0; i < MOATD_MAX_RULES; i++) {
+			if (!gs->rules[f][i].used)
+				continue;
+			/* (a copy: @fn may remove it) */
+			snprintf(path, sizeof(path), "%s%s", rule_dirs[f],
+				 gs->rules[f][i].rule.name);
+			fn(gs->d, path, ctx);
+		}
 }
 
 static int cmp_rule(const void *a, const void *b)
@@ -241,14 +296,17 @@ static int cmp_rule(const void *a, const void *b)
 
 static void rules_activate(struct groups *gs)
 {
-	size_t i;
+	size_t f, i;
 
-	gs->nr_active = 0;
-	for (i = 0; i < MOATD_MAX_RULES; i++)
-		if (gs->rules[i].used && gs->rules[i].text[0])
-			gs->active[gs->nr_active++] = gs->rules[i].rule;
-	if (gs->nr_active)
-		qsort(gs->active, gs->nr_active, sizeof(gs->active[0]), cmp_rule);
+	for (f = 0; f < RULES_NR; f++) {
+		gs->nr_active[f] = 0;
+		for (i = 0; i < MOATD_MAX_RULES; i++)
+			if (gs->rules[f][i].used && gs->rules[f][i].text[0])
+				gs->active[f][gs->nr_active[f]++] = gs->rules[f][i].rule;
+		if (gs->nr_active[f])
+			qsort(gs->active[f], gs->nr_active[f], sizeof(gs->active[f][0]),
+			      cmp_rule);
+	}
 }
 
 /* ---- classes ---- */
@@ -277,11 +335,64 @@ static struct moatd_group *find_group(struct moatd *d, const char *id)
 	return NULL;
 }
 
+/*
+ * A group's class and what decided it, highest first: the runtime
+ * override (groups/<id>/class); its pod's label moat.io/class; the first
+ * classes/priority/ rule, in name order, its pod's priorityClassName
+ * matches; the first rules/ rule its path matches; its QoS tier's class.
+ * A container has its pod's metadata, so its pod's class.
+ */
 static void update_class(struct groups *gs, struct moatd_group *g)
 {
 	struct override *o = find_override(gs, g->gid.id);
+	const struct group_meta *m = &g->meta;
+	size_t i;
 
-	g->class = o ? o->class : g->gid.class;
+	if (o) {
+		g->class = o->class;
+		snprintf(g->class_source, sizeof(g->class_source), "override");
+		return;
+	}
+	if (m->known && m->label_class >= 0) {
+		g->class = m->label_class;
+		snprintf(g->class_source, sizeof(g->class_source), "label:%s",
+			 MOAT_POD_CLASS_LABEL);
+		return;
+	}
+	for (i = 0; m->known && m->priority_class[0] &&
+		    i < gs->nr_active[RULES_PRIORITY]; i++) {
+		const struct moat_rule *r = &gs->active[RULES_PRIORITY][i];
+
+		if (!fnmatch(r->glob, m->priority_class, 0)) {
+			g->class = r->class;
+			snprintf(g->class_source, sizeof(g->class_source),
+				 "priority:%s", r->name);
+			return;
+		}
+	}
+	g->class = g->gid.class;
+	snprintf(g->class_source, sizeof(g->class_source), "%s", g->gid.source);
+}
+
+void groups_reclassify(struct moatd *d)
+{
+	struct groups *gs = G(d);
+	size_t i;
+
+	rules_activate(gs);
+	for (i = 0; i < d->nr_groups; i++) {
+		struct moatd_group *g = d->groups[i];
+		unsigned int was = g->class;
+		char name[MOATD_GROUP_NAME_MAX];
+
+		update_class(gs, g);
+		if (g->class == was)
+			continue;
+		moatd_group_name(g, name, sizeof(name));
+		pr_info("group %s: class %s, was %s (%s)", name,
+			moat_class_names[g->class], moat_class_names[was],
+			g->class_source);
+	}
 }
 
 static int show_class(const struct moat_knob *k, char *buf, size_t len)
@@ -354,6 +465,26 @@ static int show_kind(const struct moat_knob *k, char *buf, size_t len)
 	       -EOVERFLOW : 0;
 }
 
+static int show_class_source(const struct moat_knob *k, char *buf, size_t len)
+{
+	const struct moatd_group *g = k->owner;
+
+	return snprintf(buf, len, "%s", g->class_source) >= (int)len ? -EOVERFLOW : 0;
+}
+
+/* Its pod's namespace/name, and /container for a container; "" unknown. */
+static int show_name(const struct moat_knob *k, char *buf, size_t len)
+{
+	const struct moatd_group *g = k->owner;
+	char name[MOATD_GROUP_NAME_MAX];
+
+	if (g->meta.known)
+		moatd_group_name(g, name, sizeof(name));
+	else
+		name[0] = '\0';
+	return snprintf(buf, len, "%s", name) >= (int)len ? -EOVERFLOW : 0;
+}
+
 static int group_knobs(struct moatd *d, struct moatd_group *g)
 {
 	const struct moat_knob attrs[] = {
@@ -364,6 +495,9 @@ static int group_knobs(struct moatd *d, struct moatd_group *g)
 		{ .path = "class", .type = MOAT_KNOB_CHOICE, .writable = true,
 		  .transient = true, .choices = class_choices, .show = show_class,
 		  .store = store_class },
+		{ .path = "class_source", .type = MOAT_KNOB_SHOW,
+		  .show = show_class_source },
+		{ .path = "name", .type = MOAT_KNOB_SHOW, .show = show_name },
 		{ .path = "cgroup_id", .type = MOAT_KNOB_SHOW, .show = show_cgroup_id },
 	};
 	char dir[MOAT_KNOB_PATH_MAX];
@@ -550,7 +684,8 @@ static int rescan_one(__u64 cgid, const char *path, void *ctx)
 
 	if (!strcmp(d->scan.root, "/"))
 		rel = path;
-	if (moat_group_classify(rel, &gs->qos, gs->active, gs->nr_active, &gid))
+	if (moat_group_classify(rel, &gs->qos, gs->active[RULES_PATH],
+				gs->nr_active[RULES_PATH], &gid))
 		return 0;
 	g = find_group(d, gid.id);
 	if (!g) {
@@ -758,6 +893,8 @@ static int groups_init(struct moatd *d)
 	/* there, if empty: ls rules says no rules, not no such knob */
 	if (!err)
 		err = moat_knob_add_dir(d->tree, "rules");
+	if (!err)
+		err = moat_knob_add_dir(d->tree, "classes/priority");
 	if (!err)
 		err = moat_knob_add_dir(d->tree, "groups");
 	return err;

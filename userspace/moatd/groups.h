@@ -30,18 +30,34 @@ bool groups_next_task(struct moatd *d, __u64 *unit, __u32 *tid, bool *lost);
 /* Hear of the tasks that enter these units (resctrl's membership). */
 int groups_track_tasks(struct moatd *d, const __u64 *units, size_t n);
 
-/* rules/<name>: set (creating it) or, with "", remove. */
-int rules_set(struct moatd *d, const char *name, const char *val);
 /*
- * rules/<name> = @val as rules_set() would take it, changing nothing:
- * 0; -ENOENT for a name that is no id; -EINVAL, with what a rule's value
- * is in @why, the same words for a new rule as for one there.
+ * Rules, two families of "<glob> <class>" knobs made and removed at run
+ * time: rules/<name> on a cgroup's path, classes/priority/<name> on a
+ * pod's priorityClassName.
  */
-int rules_check(const char *name, const char *val, char *why, size_t len);
-bool rules_exists(const struct moatd *d, const char *name);
-/* Call @fn with each rule's name. */
+enum rule_family { RULES_PATH, RULES_PRIORITY, RULES_NR };
+
+/* A rule's name in @path ("rules/web" -> "web"), its family; NULL: no rule. */
+const char *rules_name(const char *path, enum rule_family *family);
+/* Set the rule at @path (creating it) or, with "", remove it. */
+int rules_set(struct moatd *d, const char *path, const char *val);
+/*
+ * The rule at @path = @val as rules_set() would take it, changing
+ * nothing: 0; -ENOENT for a name that is no id; -EINVAL, with what a
+ * rule's value is in @why, the same words for a new rule as for one there.
+ */
+int rules_check(const char *path, const char *val, char *why, size_t len);
+bool rules_exists(const struct moatd *d, const char *path);
+/* Call @fn with each rule's path. */
 void rules_for_each(const struct moatd *d,
-		    void (*fn)(struct moatd *d, const char *name, void *ctx),
+		    void (*fn)(struct moatd *d, const char *path, void *ctx),
 		    void *ctx);
+
+/*
+ * Each group's class again, from its override, its pod's metadata, the
+ * rules and its tier (after pods.c changed what it knows); a class that
+ * changed is said.
+ */
+void groups_reclassify(struct moatd *d);
 
 #endif /* MOATD_GROUPS_H */

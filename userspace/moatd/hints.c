@@ -152,9 +152,24 @@ int hints_write_metrics(const struct moatd *d, FILE *f)
 			continue;
 		fputs("moat_hint_lc_slack_ratio{group=\"", f);
 		prom_label_value(f, u->g->gid.id);
+		if (u->g->gid.kind != MOAT_GROUP_RULE && u->g->meta.known) {
+			fputs("\",namespace=\"", f);
+			prom_label_value(f, u->g->meta.ns);
+			fputs("\",pod=\"", f);
+			prom_label_value(f, u->g->meta.name);
+		}
 		fprintf(f, "\"} %s\n", prom_shortest(buf, sizeof(buf), 1 - r));
 	}
 	return 0;
+}
+
+/* A pod's namespace and name, once its metadata came. */
+static void pod_names(json_object *e, const struct moatd_group *g)
+{
+	if (g->gid.kind == MOAT_GROUP_RULE || !g->meta.known)
+		return;
+	json_object_object_add(e, "namespace", json_object_new_string(g->meta.ns));
+	json_object_object_add(e, "name", json_object_new_string(g->meta.name));
 }
 
 /*
@@ -257,6 +272,7 @@ static json_object *hints_json(const struct moatd *d, bool with_time)
 		if (u->class == MOAT_CLASS_BE && throttled(g)) {
 			e = json_object_new_object();
 			json_object_object_add(e, "group", json_object_new_string(g->gid.id));
+			pod_names(e, g);
 			json_object_object_add(e, "limits", limits(g));
 			json_object_object_add(e, "throttles",
 					       json_object_new_int64(enforce_throttles(g)));
@@ -266,6 +282,7 @@ static json_object *hints_json(const struct moatd *d, bool with_time)
 			continue;
 		e = json_object_new_object();
 		json_object_object_add(e, "group", json_object_new_string(g->gid.id));
+		pod_names(e, g);
 		/*
 		 * The unit's, its members' waits merged (units.c): the p99
 		 * the controller takes, and which one (lc/rqlat_signal).

@@ -36,6 +36,7 @@
 #include "hostroot.h"
 #include "http.h"
 #include "kube.h"
+#include "pods.h"
 #include "log.h"
 #include "node.h"
 #include "observe.h"
@@ -63,6 +64,7 @@ const struct moatd_module *const moatd_modules[MOD_NR] = {
 	[MOD_HINTS] = &hints_module,
 	[MOD_HTTP] = &http_module,
 	[MOD_KUBE] = &kube_module,
+	[MOD_PODS] = &pods_module,
 };
 
 struct options {
@@ -484,6 +486,7 @@ static void cycle(struct moatd *d)
 	/* the groups */
 	take_events(d);
 	groups_update(d);
+	pods_update(d);		/* who they are, from the API server */
 	moatd_index_groups(d);
 	stage_done(d, STAGE_GROUPS, &t);
 

@@ -23,32 +23,42 @@
 #include "hostroot.h"
 #include "kube.h"
 #include "metrics.h"
+#include "pods.h"
 #include "prom.h"
 #include "rdt.h"
 #include "rqlat_bpf.h"
 
 /*
- * group="<id>",class="<class>"[,pod_uid="..."][,container_id="..."], once
- * per group and scrape, in labels[]: formatting them for each sample was
+ * group="<id>",class="<class>"[,pod_uid="..."][,container_id="..."], and
+ * namespace, pod and container as Kubernetes' own exporters name them
+ * (cAdvisor, kube-state-metrics) once the pod's metadata came; once per
+ * group and scrape, in labels[]: formatting them for each sample was
  * half of a scrape's time.
  */
 static char **labels;
+
+static void label(FILE *f, const char *name, const char *value)
+{
+	fprintf(f, ",%s=\"", name);
+	prom_label_value(f, value);
+	fputc('"', f);
+}
 
 static void group_labels(FILE *f, const struct moatd_group *g)
 {
 	fputs("group=\"", f);
 	prom_label_value(f, g->gid.id);
 	fprintf(f, "\",class=\"%s\"", moat_class_names[g->class]);
-	if (g->gid.kind != MOAT_GROUP_RULE && g->gid.kube.pod_uid[0]) {
-		fputs(",pod_uid=\"", f);
-		prom_label_value(f, g->gid.kube.pod_uid);
-		fputc('"', f);
-	}
-	if (g->gid.kind == MOAT_GROUP_CONTAINER && g->gid.kube.container_id[0]) {
-		fputs(",container_id=\"", f);
-		prom_label_value(f, g->gid.kube.container_id);
-		fputc('"', f);
-	}
+	if (g->gid.kind != MOAT_GROUP_RULE && g->gid.kube.pod_uid[0])
+		label(f, "pod_uid", g->gid.kube.pod_uid);
+	if (g->gid.kind == MOAT_GROUP_CONTAINER && g->gid.kube.container_id[0])
+		label(f, "container_id", g->gid.kube.container_id);
+	if (g->gid.kind == MOAT_GROUP_RULE || !g->meta.known)
+		return;
+	label(f, "namespace", g->meta.ns);
+	label(f, "pod", g->meta.name);
+	if (g->gid.kind == MOAT_GROUP_CONTAINER && g->meta.container[0])
+		label(f, "container", g->meta.container);
 }
 
 static void group_sample(FILE *f, const char *name, size_t i,
@@ -400,6 +410,7 @@ static void daemon_metrics(FILE *f, const struct moatd *d)
 	unsigned long long outside;
 	const char *file;
 	unsigned int h, r, a;
+	struct pods_status pods;
 
 	prom_family(f, "moat_build_info", "gauge", "moatd's version, as a label; always 1.");
 	fprintf(f, "moat_build_info{version=\"%s\"} 1\n", moatd_version());
@@ -443,11 +454,13 @@ static void daemon_metrics(FILE *f, const struct moatd *d)
 			pmu_drops);
 	bpf_stats(f, d);
 
+	pods_status(d, &pods);
 	prom_family(f, "moat_errors_total", "counter", "Failed operations, by operation.");
 	fprintf(f, "moat_errors_total{op=\"actuator_write\"} %llu\n",
 		enforce_write_errors(d));
 	fprintf(f, "moat_errors_total{op=\"kube_api\"} %llu\n",
 		kube_counter(d, true));
+	fprintf(f, "moat_errors_total{op=\"kube_pods\"} %llu\n", pods.errors);
 	fprintf(f, "moat_errors_total{op=\"journal_save\"} %llu\n",
 		d->journal ? d->journal->save_errors : 0);
 	prom_family(f, "moat_kube_node_updates_total", "counter",
@@ -460,6 +473,24 @@ static void daemon_metrics(FILE *f, const struct moatd *d)
 	       "When the Node object's hints were last updated (Unix time); 0: not yet.");
 	fputs("moat_kube_node_updated_timestamp_seconds", f);
 	prom_value(f, kube_updated_s(d));
+	prom_family(f, "moat_kube_pods_watching", "gauge",
+	       "1 while moatd lists and watches its node's pods (kube/pods, in a pod).");
+	fprintf(f, "moat_kube_pods_watching %d\n", pods.watching);
+	if (pods.watching) {
+		prom_family(f, "moat_kube_pods_synced", "gauge",
+		       "1 while the pod metadata is in step with the API server; 0 while it is away (the last metadata is kept).");
+		fprintf(f, "moat_kube_pods_synced %d\n", pods.synced);
+		prom_family(f, "moat_kube_pods_sync_age_seconds", "gauge",
+		       "Seconds since the pod metadata was last in step with the API server (a list, an event, a bookmark); NaN: not yet.");
+		fputs("moat_kube_pods_sync_age_seconds", f);
+		prom_value(f, pods.sync_age_s);
+		prom_family(f, "moat_kube_pods", "gauge",
+		       "Pods of the node moatd has metadata of.");
+		fprintf(f, "moat_kube_pods %zu\n", pods.known);
+		prom_family(f, "moat_kube_pods_relists_total", "counter",
+		       "Lists of the node's pods (at start, and after a 410 Gone).");
+		fprintf(f, "moat_kube_pods_relists_total %llu\n", pods.relists);
+	}
 
 	prom_family(f, "moat_actions_total", "counter",
 	       "The controller's steps, by the chain (signal) that decided, resource and action.");

@@ -31,6 +31,7 @@
 #include "knob.h"
 #include "mountinfo.h"
 #include "pmu_bpf.h"
+#include "podmeta.h"
 
 #define MOAT_VERSION		"0.1.0"
 
@@ -50,6 +51,7 @@ enum moatd_mod {
 	MOD_HINTS,	/* hints.c: placement hints */
 	MOD_HTTP,	/* http.c: /metrics, /hints, /healthz */
 	MOD_KUBE,	/* kube.c: the Node publisher */
+	MOD_PODS,	/* pods.c: pod metadata from the API server */
 	MOD_NR,
 };
 
@@ -109,6 +111,20 @@ struct group_sample {
 
 #define GROUP_HISTORY	16
 
+/*
+ * Who a pod or container group is in Kubernetes (pods.c): kept when the
+ * API server goes away or the pod's object does, so that no data going
+ * missing reclassifies a pod.
+ */
+struct group_meta {
+	bool known;			/* its pod's object came */
+	char ns[MOAT_POD_NS_MAX];
+	char name[MOAT_POD_NAME_MAX];
+	char container[MOAT_POD_CTR_NAME_MAX];	/* "": none, or not named */
+	int label_class;		/* moat.io/class: podmeta.h */
+	char priority_class[MOAT_POD_NAME_MAX];
+};
+
 struct moatd_group {
 	struct moat_group_id gid;	/* id, kind, default class, source */
 	/*
@@ -120,6 +136,8 @@ struct moatd_group {
 	char *dir;
 	__u64 cgid;
 	unsigned int class;		/* effective enum moat_class */
+	char class_source[MOAT_ID_MAX + 24];	/* the rule that decided it */
+	struct group_meta meta;		/* its pod, from the API server */
 	bool seen;			/* in the latest rescan */
 	struct moatd_group *unit;	/* the outermost group it is in: the
 					   pod of a container, else itself */
@@ -298,6 +316,14 @@ void moatd_index_groups(struct moatd *d);
 struct moatd_group *moatd_group_by_cgid(const struct moatd *d, __u64 cgid);
 /* The node's name: $NODE_NAME (the downward API), else the host name. */
 void moatd_node_name(char *buf, size_t len);
+/*
+ * A group's name for people: namespace/pod[/container] once its pod's
+ * metadata came (a container the pod's status does not name: its id's
+ * first 12 characters), else its id.
+ */
+void moatd_group_name(const struct moatd_group *g, char *buf, size_t len);
+#define MOATD_GROUP_NAME_MAX	(MOAT_POD_NS_MAX + MOAT_POD_NAME_MAX + \
+				 MOAT_POD_CTR_ID_MAX + 4)
 
 /* A knob's owner for one of each module's knobs: its state. */
 static inline void *moatd_mod(const struct moatd *d, enum moatd_mod m)

@@ -367,11 +367,11 @@ void server_handle(struct moatd *d, const char *line, bool may_write,
 	}
 	}
 	fclose(mem);
-	rule = !strncmp(path, "rules/", 6) && !strchr(path + 6, '/') ? path + 6 : NULL;
+	rule = rules_name(path, NULL);
 	if (err == -EIO) {
 		respond_error(out, err, path, "cannot write the state file: not set");
 	} else if (err == -EINVAL && req.value && rule && !moat_knob_find(d->tree, path) &&
-		   rules_check(rule, req.value, bad, sizeof(bad)) == -EINVAL) {
+		   rules_check(path, req.value, bad, sizeof(bad)) == -EINVAL) {
 		/* a new rule: the words a rule there would have */
 		char msg[MOAT_KNOB_VALUE_MAX + 640];
 

@@ -27,12 +27,10 @@
 #include "log.h"
 #include "settings.h"
 
-/* "rules/<name>" -> "<name>", or NULL for other paths. */
+/* A rule's name, or NULL for a path that is no rule's. */
 static const char *rule_name(const char *path)
 {
-	if (strncmp(path, "rules/", 6) || strchr(path + 6, '/'))
-		return NULL;
-	return path + 6;
+	return rules_name(path, NULL);
 }
 
 struct settings {
@@ -51,11 +49,10 @@ static struct settings *ST(const struct moatd *d)
 
 int settings_set(struct moatd *d, const char *path, const char *val)
 {
-	const char *name = path + strlen("rules/");
-	bool rule = !strncmp(path, "rules/", 6) && !strchr(name, '/');
 	int err;
 
-	err = rule ? rules_set(d, name, val) : moat_knob_set(d->tree, path, val);
+	err = rule_name(path) ? rules_set(d, path, val) :
+				moat_knob_set(d->tree, path, val);
 	if (!err)
 		pr_info("knob %s set to '%s'", path, val);
 	return err;
@@ -166,24 +163,25 @@ static int read_text(const char *text, const char *name, struct moat_config *c)
 static int check_all(struct moatd *d, const struct merged *s)
 {
 	char why[512], expects[256];
-	unsigned int rules = 0;
+	unsigned int rules[RULES_NR] = { 0 };
+	enum rule_family f = RULES_PATH;
 	size_t i;
 	int err;
 
 	for (i = 0; i < s->n; i++) {
 		const struct moat_config_entry *e = &s->v[i].e;
-		const char *rule = rule_name(e->path);
+		const char *rule = rules_name(e->path, &f);
 
 		why[0] = '\0';
 		if (rule && !moat_knob_find(d->tree, e->path)) {
 			/* a rule to create: as rules/ will check it */
 			if (!*e->value)
 				continue;
-			err = rules_check(rule, e->value, why, sizeof(why));
-			if (!err && ++rules > MOATD_MAX_RULES)
+			err = rules_check(e->path, e->value, why, sizeof(why));
+			if (!err && ++rules[f] > MOATD_MAX_RULES)
 				err = -E2BIG;
 		} else {
-			rules += rule && *e->value;
+			rules[f] += rule && *e->value;
 			err = moat_knob_check_why(d->tree, e->path, e->value, why,
 						  sizeof(why));
 			if (err == -EINVAL) {
@@ -194,7 +192,7 @@ static int check_all(struct moatd *d, const struct merged *s)
 						 sizeof(expects) - strlen(expects), ": %s", why);
 				snprintf(why, sizeof(why), "%s", expects);
 			}
-			if (!err && rules > MOATD_MAX_RULES)
+			if (!err && rule && rules[f] > MOATD_MAX_RULES)
 				err = -E2BIG;
 		}
 		if (!err)
@@ -215,12 +213,10 @@ static int check_all(struct moatd *d, const struct merged *s)
 	return 0;
 }
 
-static bool wanted_rule(const struct merged *s, const char *name)
+static bool wanted_rule(const struct merged *s, const char *path)
 {
-	char path[MOAT_KNOB_PATH_MAX];
 	size_t i;
 
-	snprintf(path, sizeof(path), "rules/%s", name);
 	for (i = 0; i < s->n; i++)
 		if (!strcmp(s->v[i].e.path, path))
 			return s->v[i].e.value[0];
@@ -232,14 +228,14 @@ struct unwanted {
 	unsigned int changed;
 };
 
-static void remove_unwanted(struct moatd *d, const char *name, void *ctx)
+static void remove_unwanted(struct moatd *d, const char *path, void *ctx)
 {
 	struct unwanted *u = ctx;
 
-	if (wanted_rule(u->s, name))
+	if (wanted_rule(u->s, path))
 		return;
-	pr_info("rule %s removed", name);
-	rules_set(d, name, "");
+	pr_info("rule %s removed", path);
+	rules_set(d, path, "");
 	u->changed++;
 }
 

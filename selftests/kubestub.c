@@ -1,0 +1,626 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * A stub of the Kubernetes API server (kubestub.h): the fake the tests of
+ * moatd's Node publisher and pod source talk to, answering as the API's
+ * documents say (API concepts: "Efficient detection of changes",
+ * "Retrieving large results sets in chunks"; core/v1 Pod and PodList).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/stat.h>
+#include <criterion/criterion.h>
+#include "kubestub.h"
+#include "moatd_harness.h"
+
+#define NODE	"test-node"
+
+struct stub_pod {
+	char uid[40];
+	bool elsewhere;
+	char *json;		/* the whole object, its resourceVersion in it */
+};
+
+struct stub_event {
+	unsigned long rv;
+	char *line;		/* with its newline */
+};
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct stub_req req[256];
+	int n, status_patches;
+	char taints[2048];	/* the node's, as the last patch left them */
+	/* pods */
+	struct stub_pod *pods;
+	size_t nr_pods;
+	struct stub_event *ev;
+	size_t nr_ev;
+	unsigned long rv, compacted, bookmarks, closes;
+	int fail_status, fail_n;
+	bool stopping;
+} stub = {
+	.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
+};
+
+struct stub_conn {
+	struct stub_req r;
+	size_t len;
+};
+
+static enum MHD_Result stub_reply(struct MHD_Connection *c, unsigned int code,
+				  const char *body)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body),
+		(void *)body, MHD_RESPMEM_MUST_COPY);
+	enum MHD_Result ret;
+
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	ret = MHD_queue_response(c, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static char *format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *format(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	cr_assert_not_null(s);
+	return s;
+}
+
+static enum MHD_Result stub_status(struct MHD_Connection *c, unsigned int code,
+				   const char *reason)
+{
+	char body[512];
+
+	snprintf(body, sizeof(body),
+		 "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
+		 "\"status\":\"Failure\",\"reason\":\"%s\",\"code\":%u}", reason, code);
+	return stub_reply(c, code, body);
+}
+
+/* ---- pods ---- */
+
+/* Under the lock: an event for the watches. */
+static void add_event(unsigned long rv, char *line)
+{
+	struct stub_event *v = realloc(stub.ev, (stub.nr_ev + 1) * sizeof(*v));
+
+	cr_assert_not_null(v);
+	stub.ev = v;
+	stub.ev[stub.nr_ev].rv = rv;
+	stub.ev[stub.nr_ev++].line = line;
+	pthread_cond_broadcast(&stub.cond);
+}
+
+static struct stub_pod *find_pod(const char *uid)
+{
+	size_t i;
+
+	for (i = 0; i < stub.nr_pods; i++)
+		if (!strcmp(stub.pods[i].uid, uid))
+			return &stub.pods[i];
+	return NULL;
+}
+
+/* @obj with "@RV@" where its resourceVersion goes; freed. */
+static void put_pod(const char *uid, bool elsewhere, char *obj)
+{
+	char *at = strstr(obj, "@RV@");
+	struct stub_pod *p;
+	const char *type = "MODIFIED";
+	char *json;
+
+	pthread_mutex_lock(&stub.lock);
+	stub.rv++;
+	/* the object's resourceVersion is the change's */
+	json = format("%.*s%lu%s", (int)(at - obj), obj, stub.rv, at + 4);
+	p = find_pod(uid);
+	if (!p) {
+		struct stub_pod *v = realloc(stub.pods, (stub.nr_pods + 1) * sizeof(*v));
+
+		cr_assert_not_null(v);
+		stub.pods = v;
+		p = &stub.pods[stub.nr_pods++];
+		memset(p, 0, sizeof(*p));
+		snprintf(p->uid, sizeof(p->uid), "%s", uid);
+		type = "ADDED";
+	}
+	free(p->json);
+	p->json = json;
+	p->elsewhere = elsewhere;
+	if (!elsewhere)
+		add_event(stub.rv, format("{\"type\":\"%s\",\"object\":%s}\n", type, json));
+	pthread_mutex_unlock(&stub.lock);
+	free(obj);
+}
+
+void stub_pod(const char *uid, const char *ns, const char *name,
+	      const char *labels, const char *priority_class,
+	      const char *containers)
+{
+	char statuses[4096] = "", cname[64], cid[80];
+	const char *p = containers;
+	size_t n = 0;
+	int used;
+
+	while (p && *p && sscanf(p, "%63[^=]=%79[^,]%n", cname, cid, &used) == 2) {
+		n += snprintf(statuses + n, sizeof(statuses) - n,
+			      "%s{\"name\":\"%s\",\"containerID\":\"containerd://%s\","
+			      "\"ready\":true,\"restartCount\":0}", n ? "," : "", cname, cid);
+		p += used + (p[used] == ',');
+	}
+	put_pod(uid, false, format(
+		"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"%s\","
+		"\"namespace\":\"%s\",\"uid\":\"%s\",\"resourceVersion\":\"@RV@\","
+		"\"labels\":{%s}},\"spec\":{\"nodeName\":\"" NODE "\"%s%s%s,"
+		"\"priority\":%d,\"containers\":[]},\"status\":{\"phase\":\"Running\","
+		"\"qosClass\":\"Burstable\",\"containerStatuses\":[%s]}}",
+		name, ns, uid, labels, *priority_class ? ",\"priorityClassName\":\"" : "",
+		priority_class, *priority_class ? "\"" : "", *priority_class ? 1000 : 0,
+		statuses));
+}
+
+void stub_pod_elsewhere(const char *uid, const char *ns, const char *name)
+{
+	put_pod(uid, true, format(
+		"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"%s\","
+		"\"namespace\":\"%s\",\"uid\":\"%s\",\"resourceVersion\":\"@RV@\","
+		"\"labels\":{\"moat.io/class\":\"be\"}},\"spec\":{\"nodeName\":\"other-node\"},"
+		"\"status\":{\"qosClass\":\"Burstable\"}}", name, ns, uid));
+}
+
+void stub_pod_delete(const char *uid)
+{
+	struct stub_pod *p;
+
+	pthread_mutex_lock(&stub.lock);
+	p = find_pod(uid);
+	if (p) {
+		stub.rv++;
+		if (!p->elsewhere)
+			add_event(stub.rv, format("{\"type\":\"DELETED\",\"object\":%s}\n",
+						  p->json));
+		free(p->json);
+		*p = stub.pods[--stub.nr_pods];
+	}
+	pthread_mutex_unlock(&stub.lock);
+}
+
+void stub_raw_event(const char *line)
+{
+	pthread_mutex_lock(&stub.lock);
+	/* after every change so far: a version of its own */
+	stub.rv++;
+	add_event(stub.rv, format("%s\n", line));
+	pthread_mutex_unlock(&stub.lock);
+}
+
+void stub_bookmark(void)
+{
+	pthread_mutex_lock(&stub.lock);
+	stub.bookmarks++;
+	pthread_cond_broadcast(&stub.cond);
+	pthread_mutex_unlock(&stub.lock);
+}
+
+void stub_compact(void)
+{
+	pthread_mutex_lock(&stub.lock);
+	/* (other objects' changes moved the version on) */
+	stub.compacted = ++stub.rv;
+	pthread_mutex_unlock(&stub.lock);
+}
+
+void stub_close_watches(void)
+{
+	pthread_mutex_lock(&stub.lock);
+	stub.closes++;
+	pthread_cond_broadcast(&stub.cond);
+	pthread_mutex_unlock(&stub.lock);
+}
+
+void stub_fail_pods(int status, int n)
+{
+	pthread_mutex_lock(&stub.lock);
+	stub.fail_status = status;
+	stub.fail_n = n;
+	pthread_mutex_unlock(&stub.lock);
+}
+
+unsigned long stub_rv(void)
+{
+	unsigned long rv;
+
+	pthread_mutex_lock(&stub.lock);
+	rv = stub.rv;
+	pthread_mutex_unlock(&stub.lock);
+	return rv;
+}
+
+/* A watch streaming: what it has sent up to, and what is left to send. */
+struct watch {
+	unsigned long rv, bookmarks, closes;
+	bool want_bookmarks;
+	time_t until;
+	char *pending;
+	size_t len, off;
+	bool gone;		/* 410 sent: the end */
+};
+
+static ssize_t watch_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct watch *w = cls;
+	struct timespec ts;
+	size_t i, n;
+
+	pthread_mutex_lock(&stub.lock);
+	for (;;) {
+		if (w->off < w->len) {
+			n = w->len - w->off < max ? w->len - w->off : max;
+			memcpy(buf, w->pending + w->off, n);
+			w->off += n;
+			pthread_mutex_unlock(&stub.lock);
+			return n;
+		}
+		free(w->pending);
+		w->pending = NULL;
+		w->len = w->off = 0;
+		if (w->gone || stub.stopping || stub.closes != w->closes ||
+		    time(NULL) >= w->until)
+			break;
+		for (i = 0; i < stub.nr_ev && stub.ev[i].rv <= w->rv; i++)
+			;
+		if (i < stub.nr_ev) {
+			w->rv = stub.ev[i].rv;
+			w->pending = strdup(stub.ev[i].line);
+			w->len = strlen(w->pending);
+			continue;
+		}
+		if (w->bookmarks != stub.bookmarks) {
+			w->bookmarks = stub.bookmarks;
+			if (w->want_bookmarks) {
+				w->pending = format("{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\","
+						    "\"apiVersion\":\"v1\",\"metadata\":"
+						    "{\"resourceVersion\":\"%lu\"}}}\n", stub.rv);
+				w->len = strlen(w->pending);
+				w->rv = stub.rv;
+			}
+			continue;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&stub.cond, &stub.lock, &ts);
+	}
+	pthread_mutex_unlock(&stub.lock);
+	return MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static void watch_free(void *cls)
+{
+	struct watch *w = cls;
+
+	free(w->pending);
+	free(w);
+}
+
+static const char *arg(struct MHD_Connection *c, const char *key)
+{
+	return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, key);
+}
+
+static enum MHD_Result pods_watch(struct MHD_Connection *c)
+{
+	const char *rv = arg(c, "resourceVersion"), *t = arg(c, "timeoutSeconds");
+	const char *b = arg(c, "allowWatchBookmarks");
+	struct watch *w = calloc(1, sizeof(*w));
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	cr_assert_not_null(w);
+	pthread_mutex_lock(&stub.lock);
+	w->rv = rv ? strtoul(rv, NULL, 10) : stub.rv;
+	w->bookmarks = stub.bookmarks;
+	w->closes = stub.closes;
+	w->want_bookmarks = b && !strcmp(b, "true");
+	w->until = time(NULL) + (t ? atol(t) : 1800);
+	if (rv && w->rv < stub.compacted) {
+		/* as the API server: 200, then an ERROR event, then the end */
+		w->pending = format("{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\","
+				    "\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+				    "\"message\":\"too old resource version: %lu (%lu)\","
+				    "\"reason\":\"Expired\",\"code\":410}}\n", w->rv, stub.compacted);
+		w->len = strlen(w->pending);
+		w->gone = true;
+	}
+	pthread_mutex_unlock(&stub.lock);
+	r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, watch_read, w,
+					      watch_free);
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	ret = MHD_queue_response(c, 200, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result pods_list(struct MHD_Connection *c)
+{
+	const char *sel = arg(c, "fieldSelector"), *lim = arg(c, "limit");
+	const char *cont = arg(c, "continue");
+	size_t i, from = cont ? strtoul(cont + (*cont == 'c'), NULL, 10) : 0;
+	size_t limit = lim ? strtoul(lim, NULL, 10) : 0, n = 0, seen = 0;
+	bool mine = sel && !strcmp(sel, "spec.nodeName=" NODE);
+	char *body = NULL, *more = NULL;
+	size_t blen = 0;
+	FILE *f = open_memstream(&body, &blen);
+	enum MHD_Result ret;
+
+	cr_assert_not_null(f);
+	if (sel && !mine) {
+		fclose(f);
+		free(body);
+		return stub_status(c, 400, "BadRequest");
+	}
+	pthread_mutex_lock(&stub.lock);
+	fputs("{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"items\":[", f);
+	for (i = 0; i < stub.nr_pods; i++) {
+		if (mine && stub.pods[i].elsewhere)
+			continue;
+		if (seen++ < from)
+			continue;
+		if (limit && n == limit) {
+			more = format("c%zu", seen - 1);
+			break;
+		}
+		fprintf(f, "%s%s", n++ ? "," : "", stub.pods[i].json);
+	}
+	fprintf(f, "],\"metadata\":{\"resourceVersion\":\"%lu\"", stub.rv);
+	if (more)
+		fprintf(f, ",\"continue\":\"%s\",\"remainingItemCount\":1", more);
+	fputs("}}", f);
+	pthread_mutex_unlock(&stub.lock);
+	fclose(f);
+	free(more);
+	ret = stub_reply(c, 200, body);
+	free(body);
+	return ret;
+}
+
+/* ---- the server ---- */
+
+static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind,
+			       const char *key, const char *value)
+{
+	struct stub_req *r = cls;
+	size_t n = strlen(r->query);
+
+	snprintf(r->query + n, sizeof(r->query) - n, "%s%s=%s", n ? "&" : "", key,
+		 value ? value : "");
+	return MHD_YES;
+}
+
+static enum MHD_Result stub_handle(void *cls, struct MHD_Connection *c,
+				   const char *url, const char *method,
+				   const char *version, const char *data,
+				   size_t *data_len, void **state)
+{
+	struct stub_conn *sc = *state;
+	const char *h, *w;
+	char node[4096];
+	bool status;
+	int fail = 0;
+
+	if (!sc) {
+		sc = calloc(1, sizeof(*sc));
+		snprintf(sc->r.method, sizeof(sc->r.method), "%s", method);
+		snprintf(sc->r.path, sizeof(sc->r.path), "%s", url);
+		h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+		snprintf(sc->r.type, sizeof(sc->r.type), "%s", h ? h : "");
+		h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+		snprintf(sc->r.auth, sizeof(sc->r.auth), "%s", h ? h : "");
+		MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_arg, &sc->r);
+		*state = sc;
+		return MHD_YES;
+	}
+	if (*data_len) {
+		size_t n = *data_len;
+
+		if (sc->len + n >= sizeof(sc->r.body))
+			n = sizeof(sc->r.body) - sc->len - 1;
+		memcpy(sc->r.body + sc->len, data, n);
+		sc->len += n;
+		*data_len = 0;
+		return MHD_YES;
+	}
+	pthread_mutex_lock(&stub.lock);
+	if (stub.n < 256)
+		stub.req[stub.n++] = sc->r;
+	status = !strcmp(url, "/api/v1/nodes/" NODE "/status");
+	if (status && !strcmp(method, "PATCH"))
+		stub.status_patches++;
+	if (!strcmp(method, "PATCH") && !status) {
+		const char *t = strstr(sc->r.body, "\"taints\":");
+
+		if (t) {
+			size_t end = strcspn(t + 9, "]");
+
+			snprintf(stub.taints, sizeof(stub.taints), "%.*s]",
+				 (int)end, t + 9);
+		}
+	}
+	snprintf(node, sizeof(node),
+		 "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" NODE "\","
+		 "\"resourceVersion\":\"7\"},\"spec\":{\"taints\":%s}}", stub.taints);
+	if (!strcmp(url, "/api/v1/pods") && stub.fail_n > 0) {
+		stub.fail_n--;
+		fail = stub.fail_status;
+	}
+	pthread_mutex_unlock(&stub.lock);
+	free(sc);
+	*state = NULL;
+	if (!strcmp(url, "/api/v1/pods")) {
+		if (strcmp(method, "GET"))
+			return stub_status(c, 405, "MethodNotAllowed");
+		if (fail)
+			return stub_status(c, fail, fail == 401 ? "Unauthorized" :
+						    "InternalError");
+		w = arg(c, "watch");
+		if (w && (!strcmp(w, "1") || !strcmp(w, "true")))
+			return pods_watch(c);
+		return pods_list(c);
+	}
+	if (strncmp(url, "/api/v1/nodes/" NODE, strlen("/api/v1/nodes/" NODE)))
+		return stub_status(c, 404, "NotFound");
+	if (!strcmp(method, "GET") && !status)
+		return stub_reply(c, 200, node);
+	if (!strcmp(method, "PATCH") && status && stub.status_patches == 1)
+		return stub_status(c, 500, "InternalError");
+	if (!strcmp(method, "PATCH"))
+		return stub_reply(c, 200, node);
+	return stub_status(c, 405, "MethodNotAllowed");
+}
+
+bool stub_seen(const char *method, const char *path, const char *has,
+	       const char *lacks, struct stub_req *got)
+{
+	bool found = false;
+	int i;
+
+	pthread_mutex_lock(&stub.lock);
+	for (i = stub.n - 1; i >= 0 && !found; i--) {
+		struct stub_req *r = &stub.req[i];
+
+		if (strcmp(r->method, method) || strcmp(r->path, path) ||
+		    (has && !strstr(r->body, has)) || (lacks && strstr(r->body, lacks)))
+			continue;
+		*got = *r;
+		found = true;
+	}
+	pthread_mutex_unlock(&stub.lock);
+	return found;
+}
+
+bool wait_stub(const char *method, const char *path, const char *has,
+	       const char *lacks, struct stub_req *got, int ms)
+{
+	for (; ms > 0; ms -= 100) {
+		if (stub_seen(method, path, has, lacks, got))
+			return true;
+		sleep_ms(100);
+	}
+	return false;
+}
+
+int stub_status_patches(void)
+{
+	int n;
+
+	pthread_mutex_lock(&stub.lock);
+	n = stub.status_patches;
+	pthread_mutex_unlock(&stub.lock);
+	return n;
+}
+
+int stub_count(const char *method, const char *path, const char *has)
+{
+	int i, n = 0;
+
+	pthread_mutex_lock(&stub.lock);
+	for (i = 0; i < stub.n; i++)
+		n += !strcmp(stub.req[i].method, method) &&
+		     !strcmp(stub.req[i].path, path) &&
+		     (!has || strstr(stub.req[i].query, has));
+	pthread_mutex_unlock(&stub.lock);
+	return n;
+}
+
+/* The stub's certificate and key, kept for its life. */
+static char *stub_cert, *stub_key;
+
+static char stub_env[4][PATH_MAX + 64];
+
+struct MHD_Daemon *stub_start(void)
+{
+	char sa[PATH_MAX], cmd[2 * PATH_MAX + 256];
+	const union MHD_DaemonInfo *info;
+	struct MHD_Daemon *api;
+
+	if (system("command -v openssl >/dev/null"))
+		skip("no openssl to make the stub's certificate (tools/deps.sh installs it)");
+	snprintf(sa, sizeof(sa), "%s/sa", dir);
+	cr_assert_eq(mkdir(sa, 0700), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
+		 "-nodes -keyout key.pem -out ca.crt -days 1 -subj /CN=127.0.0.1 "
+		 "-addext subjectAltName=IP:127.0.0.1 2>/dev/null && printf 't0ken-123\\n' >token",
+		 sa);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	snprintf(cmd, sizeof(cmd), "%s/ca.crt", sa);
+	stub_cert = slurp(cmd);
+	snprintf(cmd, sizeof(cmd), "%s/key.pem", sa);
+	stub_key = slurp(cmd);
+	pthread_mutex_lock(&stub.lock);
+	strcpy(stub.taints, "[{\"key\":\"other.io/maintenance\",\"effect\":\"NoSchedule\"}]");
+	stub.n = stub.status_patches = 0;
+	stub.rv = 100;
+	stub.compacted = stub.bookmarks = stub.closes = 0;
+	stub.fail_n = 0;
+	stub.stopping = false;
+	pthread_mutex_unlock(&stub.lock);
+	api = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
+			       MHD_USE_THREAD_PER_CONNECTION | MHD_USE_TLS |
+			       MHD_USE_ERROR_LOG, 0, NULL, NULL, stub_handle, NULL,
+			       MHD_OPTION_HTTPS_MEM_KEY, stub_key,
+			       MHD_OPTION_HTTPS_MEM_CERT, stub_cert, MHD_OPTION_END);
+	cr_assert_not_null(api, "the stub API server did not start");
+	info = MHD_get_daemon_info(api, MHD_DAEMON_INFO_BIND_PORT);
+	snprintf(stub_env[0], sizeof(stub_env[0]), "KUBERNETES_SERVICE_HOST=127.0.0.1");
+	snprintf(stub_env[1], sizeof(stub_env[1]), "KUBERNETES_SERVICE_PORT=%u",
+		 info->port);
+	snprintf(stub_env[2], sizeof(stub_env[2]), "NODE_NAME=" NODE);
+	snprintf(stub_env[3], sizeof(stub_env[3]), "MOAT_KUBE_SA_DIR=%s", sa);
+	moatd_env[0] = stub_env[0];
+	moatd_env[1] = stub_env[1];
+	moatd_env[2] = stub_env[2];
+	moatd_env[3] = stub_env[3];
+	return api;
+}
+
+void stub_stop(struct MHD_Daemon *api)
+{
+	size_t i;
+
+	pthread_mutex_lock(&stub.lock);
+	stub.stopping = true;
+	pthread_cond_broadcast(&stub.cond);
+	pthread_mutex_unlock(&stub.lock);
+	MHD_stop_daemon(api);
+	free(stub_cert);
+	free(stub_key);
+	stub_cert = stub_key = NULL;
+	for (i = 0; i < stub.nr_pods; i++)
+		free(stub.pods[i].json);
+	free(stub.pods);
+	stub.pods = NULL;
+	stub.nr_pods = 0;
+	for (i = 0; i < stub.nr_ev; i++)
+		free(stub.ev[i].line);
+	free(stub.ev);
+	stub.ev = NULL;
+	stub.nr_ev = 0;
+}

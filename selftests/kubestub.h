@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef MOAT_SELFTESTS_KUBESTUB_H
+#define MOAT_SELFTESTS_KUBESTUB_H
+
+/*
+ * A stub of the Kubernetes API server: a fake (this machine runs no API
+ * server) that answers what moatd asks as the API documents it.  HTTPS
+ * (libmicrohttpd, a self-signed certificate made with openssl for
+ * 127.0.0.1), a thread per connection so that a watch can stream.
+ *
+ *  - One node "test-node" with a taint of someone else's, resourceVersion
+ *    "7"; GET and merge-PATCH of it and of its status (the first status
+ *    patch answers 500, to see moatd retry).
+ *  - Pods: GET /api/v1/pods lists them (fieldSelector spec.nodeName,
+ *    limit and continue honoured; a PodList with the list's
+ *    resourceVersion), and with watch=1 streams their changes after the
+ *    resourceVersion asked for, one JSON event a line (ADDED, MODIFIED,
+ *    DELETED, BOOKMARK when asked for, ERROR 410 for a version compacted
+ *    away), until timeoutSeconds or the test closes it.
+ *
+ * Every request is recorded, for the tests to look at.
+ */
+#include <stdbool.h>
+#include <microhttpd.h>
+
+struct stub_req {
+	char method[8], path[128], type[64], auth[128];
+	char query[512];	/* watch, resourceVersion, fieldSelector... */
+	char body[8192];
+};
+
+/*
+ * Start it, HTTPS on a free port, and set moatd_env[] as a pod's: its
+ * address, a service account dir (in the test's dir) with a token and its
+ * CA, NODE_NAME=test-node.  moatd_env is for the next start.
+ */
+struct MHD_Daemon *stub_start(void);
+void stub_stop(struct MHD_Daemon *api);
+
+/* The newest request of @method on @path whose body has @has and lacks @lacks. */
+bool stub_seen(const char *method, const char *path, const char *has,
+	       const char *lacks, struct stub_req *got);
+bool wait_stub(const char *method, const char *path, const char *has,
+	       const char *lacks, struct stub_req *got, int ms);
+/* Status patches of the node seen. */
+int stub_status_patches(void);
+/* Requests of @method on @path whose query has @has. */
+int stub_count(const char *method, const char *path, const char *has);
+
+/*
+ * A pod on test-node, added or changed (ADDED or MODIFIED to the
+ * watches): @labels a JSON object's members ("" none), @priority_class
+ * "" for none, @containers "name=id,name=id".
+ */
+void stub_pod(const char *uid, const char *ns, const char *name,
+	      const char *labels, const char *priority_class,
+	      const char *containers);
+/* A pod on another node: listed only without the field selector. */
+void stub_pod_elsewhere(const char *uid, const char *ns, const char *name);
+void stub_pod_delete(const char *uid);
+/* A line to every watch as it is (a malformed event, an unknown type). */
+void stub_raw_event(const char *line);
+/* Bookmarks to the watches that asked for them, at the latest version. */
+void stub_bookmark(void);
+/* Versions before now are compacted away: watches from them get 410. */
+void stub_compact(void);
+/* End every open watch (as timeoutSeconds does). */
+void stub_close_watches(void);
+/* The next @n pod requests answer HTTP @status (401, 500...). */
+void stub_fail_pods(int status, int n);
+/* The latest resourceVersion. */
+unsigned long stub_rv(void);
+
+#endif /* MOAT_SELFTESTS_KUBESTUB_H */

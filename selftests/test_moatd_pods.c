@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * moatd's pod source against the stub API server (kubestub.h, a fake
+ * that follows the API's documented formats): names in every output,
+ * classes from labels and priority classes, the watch's resume, 410 and
+ * bookmarks, the API server going away, and bad input.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <criterion/criterion.h>
+#include "helpers.h"
+#include "kubestub.h"
+#include "moatd_harness.h"
+
+#define WEB_UID		"0a1b2c3d-4e5f-6789-abcd-ef0123456789"
+#define ETL_UID		"bbbbbbbb-cccc-dddd-eeee-ffffffffffff"
+#define NEW_UID		"dddddddd-eeee-ffff-0000-111111111111"
+#define FAR_UID		"eeeeeeee-ffff-0000-1111-222222222222"
+/* the containers kube_add_pod() makes: ids %064x of 1 and 2 */
+#define WEB_CTR		"0000000000000000000000000000000000000000000000000000000000000001"
+#define ETL_CTR		"0000000000000000000000000000000000000000000000000000000000000002"
+
+#define PODS_CONF "period_ms = 100\nhttp/listen = 127.0.0.1:0\nkube/publish = 0\n"
+
+static struct kube_node node;
+static struct kube_pod web = { .uid = WEB_UID, .tier = KUBE_BURSTABLE, .shares = 512 };
+static struct kube_pod etl = { .uid = ETL_UID, .tier = KUBE_BURSTABLE, .shares = 1024 };
+static struct kube_pod cart = { .uid = NEW_UID, .tier = KUBE_BURSTABLE, .shares = 256 };
+
+/* Two burstable pods on a kubelet-shaped tree, the stub, moatd in a pod. */
+static struct MHD_Daemon *start(const char *extra)
+{
+	char conf[1024];
+	struct MHD_Daemon *api;
+
+	stop(&daemon_pid);
+	kube_node(&node, false);
+	kube_add_pod(&node, &web, 1);
+	kube_add_pod(&node, &etl, 2);
+	api = stub_start();
+	stub_pod(WEB_UID, "shop", "frontend-7d9f", "\"app\":\"frontend\"", "",
+		 "web=" WEB_CTR);
+	stub_pod(ETL_UID, "batch", "etl-1", "\"moat.io/class\":\"be\"", "",
+		 "etl=" ETL_CTR);
+	stub_pod_elsewhere(FAR_UID, "far", "not-mine");
+	snprintf(conf, sizeof(conf), "%s%s", PODS_CONF, extra);
+	start_with_config("pods.conf", conf);
+	moatd_env[0] = NULL;
+	return api;
+}
+
+static void expect_class(const char *uid, const char *class, const char *source)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "groups/%s/class", uid);
+	cr_expect(wait_knob(path, class, 50), "%s: %s, not %s", path, out, class);
+	snprintf(path, sizeof(path), "groups/%s/class_source", uid);
+	cr_expect(wait_knob(path, source, 20), "%s: %s, not %s", path, out, source);
+}
+
+/* moatd's log holds @needle @n times within @ms, or the test says @what and shows it. */
+static void expect_log(const char *needle, int n, int ms, const char *what)
+{
+	char path[PATH_MAX];
+	char *log;
+
+	if (wait_log(needle, n, ms))
+		return;
+	snprintf(path, sizeof(path), "%s/moatd.log", dir);
+	log = slurp(path);
+	cr_expect(false, "%s; moatd's log:\n%s", what, log);
+	free(log);
+}
+
+/* Whether a request for the pods whose query has @has came within @ms. */
+static bool seen_pods(const char *has, int ms)
+{
+	for (; ms > 0; ms -= 100) {
+		if (stub_count("GET", "/api/v1/pods", has))
+			return true;
+		sleep_ms(100);
+	}
+	return false;
+}
+
+Test(moatd, pods_are_named_and_classed_from_the_api_server, .timeout = 90)
+{
+	struct MHD_Daemon *api = start("");
+	char *body;
+	int port;
+
+	/* list then watch, this node's pods only, as kubelet */
+	cr_expect(seen_pods("fieldSelector=spec.nodeName=test-node&limit=500", 10000),
+		  "no list with the node's field selector");
+	cr_expect(seen_pods("allowWatchBookmarks=true", 10000), "no watch with bookmarks");
+	cr_expect(seen_pods("resourceVersion=", 100), "a watch from no version");
+
+	/* the label makes the burstable batch pod be; the other keeps its tier */
+	expect_class(ETL_UID, "be\n", "label:moat.io/class");
+	expect_class(WEB_UID, "lc\n", "kube:burstable");
+	cr_expect(wait_knob("groups/" ETL_CTR "/class", "be\n", 20),
+		  "the container has its pod's class: %s", out);
+	cr_expect(wait_knob("groups/" WEB_UID "/name", "shop/frontend-7d9f\n", 20),
+		  "%s", out);
+	cr_expect(wait_knob("groups/" WEB_CTR "/name", "shop/frontend-7d9f/web\n", 20),
+		  "%s", out);
+	cr_expect(wait_knob("kube/pods_known", "2\n", 20), "%s", out);
+	cr_expect(wait_knob("kube/pods_state", "synced", 20), "%s", out);
+
+	/* names in the status, the metrics and the hints */
+	cr_assert_eq(ctl(out, err, "status", NULL, NULL), 0, "%s", err);
+	cr_expect(strstr(out, "shop/frontend-7d9f ") && strstr(out, "batch/etl-1/etl "),
+		  "status without the names:\n%s", out);
+	cr_expect(strstr(out, "pods: 2 known from the API server, in sync"), "%s", out);
+	port = http_port();
+	cr_assert_eq(http_get(port, "/metrics", page, sizeof(page), &body), 200);
+	cr_expect(strstr(body, "pod_uid=\"" WEB_UID "\",namespace=\"shop\",pod=\"frontend-7d9f\"}"),
+		  "no namespace and pod labels on the web pod's series");
+	cr_expect(strstr(body, "namespace=\"batch\",pod=\"etl-1\",container=\"etl\"}"),
+		  "no container label on the batch container's series");
+	cr_expect(strstr(body, "\nmoat_kube_pods_synced 1\n"), "not synced in /metrics");
+	cr_assert_eq(http_get(port, "/hints", page, sizeof(page), &body), 200);
+	cr_expect(strstr(body, "\"namespace\":\"shop\"") &&
+		  strstr(body, "\"name\":\"frontend-7d9f\""), "hints: %s", body);
+
+	/* a MODIFIED label, then a priority-class rule, then precedence */
+	stub_pod(ETL_UID, "batch", "etl-1", "\"moat.io/class\":\"lc\"", "", "etl=" ETL_CTR);
+	expect_class(ETL_UID, "lc\n", "label:moat.io/class");
+	set_runtime("classes/priority/batch", "batch-* be");
+	stub_pod(WEB_UID, "shop", "frontend-7d9f", "", "batch-low", "web=" WEB_CTR);
+	expect_class(WEB_UID, "be\n", "priority:batch");
+	stub_pod(WEB_UID, "shop", "frontend-7d9f", "\"moat.io/class\":\"none\"",
+		 "batch-low", "web=" WEB_CTR);
+	expect_class(WEB_UID, "none\n", "label:moat.io/class");
+	set_runtime("groups/" WEB_UID "/class", "lc");
+	expect_class(WEB_UID, "lc\n", "override");
+	set_runtime("groups/" WEB_UID "/class", "auto");
+	expect_class(WEB_UID, "none\n", "label:moat.io/class");
+
+	/* a label that is no class: said once, naming the pod, and ignored */
+	stub_pod(ETL_UID, "batch", "etl-1", "\"moat.io/class\":\"fast\"", "", "etl=" ETL_CTR);
+	expect_class(ETL_UID, "lc\n", "kube:burstable");
+	cr_expect(wait_log("pod batch/etl-1: label moat.io/class='fast'", 1, 5000),
+		  "the bad label was not said");
+	stub_pod(ETL_UID, "batch", "etl-1", "\"moat.io/class\":\"fast\",\"v\":\"2\"", "",
+		 "etl=" ETL_CTR);
+	sleep_ms(500);
+	cr_expect_eq(log_count("label moat.io/class='fast'"), 1, "said again");
+
+	/* DELETED: the pod's object is gone, what the group knew stays */
+	stub_pod_delete(WEB_UID);
+	cr_expect(wait_knob("kube/pods_known", "1\n", 50), "%s", out);
+	sleep_ms(300);
+	expect_class(WEB_UID, "none\n", "label:moat.io/class");
+	cr_expect(wait_knob("groups/" WEB_UID "/name", "shop/frontend-7d9f\n", 5), "%s", out);
+	stop(&daemon_pid);
+	stub_stop(api);
+}
+
+Test(moatd, the_pod_watch_resumes_takes_bookmarks_and_relists_on_410, .timeout = 90)
+{
+	struct MHD_Daemon *api = start("");
+	char want[128];
+	int lists;
+
+	expect_class(ETL_UID, "be\n", "label:moat.io/class");
+	lists = stub_count("GET", "/api/v1/pods", "limit=500");
+	cr_expect_eq(lists, 1, "listed %d times", lists);
+
+	/* a watch that ends is made again from the version it saw, no list */
+	for (int i = 0; i < 3; i++) {
+		stub_close_watches();
+		sleep_ms(1100);
+	}
+	stub_pod(NEW_UID, "shop", "cart-1", "", "", "");
+	cr_expect(wait_knob("kube/pods_known", "3\n", 50), "an event after the closes: %s",
+		  out);
+	cr_expect_eq(stub_count("GET", "/api/v1/pods", "limit=500"), 1,
+		     "a closed watch made a list");
+
+	/* a bookmark moves the version the next watch starts from */
+	stub_raw_event("{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"uid\":\"x\"}}}");
+	stub_bookmark();
+	snprintf(want, sizeof(want), "resourceVersion=%lu&", stub_rv());
+	sleep_ms(300);
+	stub_close_watches();
+	cr_expect(seen_pods(want, 5000), "no watch from the bookmark's version (%s)", want);
+
+	/* compacted away: the watch says 410, moatd lists again */
+	stub_compact();
+	stub_close_watches();
+	cr_expect(wait_knob("kube/pods_relists", "2\n", 50), "relists: %s", out);
+	cr_expect_eq(stub_count("GET", "/api/v1/pods", "limit=500"), 2);
+	cr_expect(wait_knob("kube/pods_state", "synced", 20), "%s", out);
+	expect_class(ETL_UID, "be\n", "label:moat.io/class");
+	stop(&daemon_pid);
+	stub_stop(api);
+}
+
+Test(moatd, with_the_api_server_away_classes_and_names_stay, .timeout = 90)
+{
+	struct MHD_Daemon *api;
+	char *body;
+	int port;
+
+	api = start("");
+	expect_class(ETL_UID, "be\n", "label:moat.io/class");
+	/* a pod the API server has not told of yet: its tier's class */
+	kube_add_pod(&node, &cart, 3);
+	expect_class(NEW_UID, "lc\n", "kube:burstable");
+	cr_assert_eq(ctl(out, err, "get", "groups/" NEW_UID "/name", NULL), 0, "%s", err);
+	cr_expect_str_eq(out, "\n", "a name before the API server said one");
+	stub_pod(NEW_UID, "shop", "cart-1", "\"moat.io/class\":\"be\"", "", "");
+	expect_class(NEW_UID, "be\n", "label:moat.io/class");
+
+	stub_stop(api);
+	cr_expect(wait_knob("kube/pods_state", "away", 100), "%s", out);
+	sleep_ms(500);
+	expect_class(ETL_UID, "be\n", "label:moat.io/class");
+	expect_class(NEW_UID, "be\n", "label:moat.io/class");
+	cr_expect(wait_knob("groups/" ETL_UID "/name", "batch/etl-1\n", 5), "%s", out);
+	cr_assert_eq(ctl(out, err, "status", NULL, NULL), 0, "%s", err);
+	cr_expect(strstr(out, "pods: the API server is away"), "%s", out);
+	port = http_port();
+	cr_assert_eq(http_get(port, "/healthz", page, sizeof(page), &body), 200,
+		     "the API server's absence is not moatd's failure");
+	cr_assert_eq(http_get(port, "/metrics", page, sizeof(page), &body), 200);
+	cr_expect(strstr(body, "\nmoat_kube_pods_synced 0\n"), "synced in /metrics");
+	cr_expect(count_of(body, "\nmoat_kube_pods_sync_age_seconds "), "no sync age");
+	cr_expect_leq(log_count("watch: no answer") + log_count("list: no answer"), 2,
+		      "said more than once a kind");
+	stop(&daemon_pid);
+}
+
+Test(moatd, bad_pod_data_keeps_the_last_good_and_is_said_once, .timeout = 120)
+{
+	struct MHD_Daemon *api = start("");
+	char token[PATH_MAX], label[70000];
+	struct stub_req r;
+	unsigned long errors;
+	int lists;
+
+	expect_class(ETL_UID, "be\n", "label:moat.io/class");
+	lists = stub_count("GET", "/api/v1/pods", "limit=500");
+
+	/* malformed objects, an unknown type, not JSON, no UID */
+	stub_raw_event("{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"etl-1\"}}}");
+	stub_raw_event("{\"type\":\"SURPRISE\",\"object\":{}}");
+	stub_raw_event("{{{ not json");
+	stub_raw_event("{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"uid\":\"" ETL_UID
+		       "\",\"namespace\":\"batch\",\"name\":\"etl-1\"},\"spec\":[1]}}");
+	/* a label value of 64 KiB: no label value the API server takes */
+	strcpy(label, "\"moat.io/class\":\"");
+	memset(label + strlen(label), 'l', 65536);
+	strcpy(label + strlen(label), "\"");
+	stub_pod(ETL_UID, "batch", "etl-1", label, "", "etl=" ETL_CTR);
+	stub_pod(NEW_UID, "shop", "cart-1", "", "", "");
+	cr_expect(wait_knob("kube/pods_known", "3\n", 50), "the next good event: %s", out);
+	expect_class(ETL_UID, "be\n", "label:moat.io/class");
+	cr_expect_eq(log_count("a watch event left out"), 1, "said %d times",
+		     log_count("a watch event left out"));
+
+	/*
+	 * A 500 storm: kept, said once, in sync again after.  Three
+	 * failures, so backoffs of 1, 2 and 4 s: in sync within 7 s of the
+	 * first.
+	 */
+	stub_fail_pods(500, 3);
+	stub_close_watches();
+	cr_expect(wait_knob("kube/pods_state", "away", 50), "%s", out);
+	expect_class(ETL_UID, "be\n", "label:moat.io/class");
+	expect_log("in sync with the API server again", 1, 15000,
+		   "not in sync again after the storm");
+	cr_expect_eq(log_count("watch: HTTP 500"), 1, "said %d times",
+		     log_count("watch: HTTP 500"));
+	errors = (unsigned long)get_number("kube/pods_errors");
+	cr_expect_geq(errors, 3, "the failures were not counted");
+
+	/* a 401 after the token rotated: the next request has the new one */
+	snprintf(token, sizeof(token), "%s/sa/token", dir);
+	write_file(token, "t0ken-456\n");
+	stub_fail_pods(401, 1);
+	stub_close_watches();
+	expect_log("in sync with the API server again", 2, 15000,
+		   "not in sync again after the 401");
+	cr_expect(wait_log("watch: HTTP 401", 1, 100), "the 401 was not said");
+	cr_expect(wait_knob("kube/pods_state", "synced", 50), "%s", out);
+	for (int i = 0; i < 50 && !stub_count("GET", "/api/v1/pods", NULL); i++)
+		sleep_ms(100);
+	cr_expect(stub_seen("GET", "/api/v1/pods", NULL, NULL, &r) &&
+		  !strcmp(r.auth, "Bearer t0ken-456"), "the rotated token was not read: %s",
+		  r.auth);
+	expect_class(ETL_UID, "be\n", "label:moat.io/class");
+	cr_expect_eq(stub_count("GET", "/api/v1/pods", "limit=500"), lists,
+		     "errors on the watch made a list");
+	stop(&daemon_pid);
+	stub_stop(api);
+}
+
+Test(moatd, a_list_of_ten_thousand_pods_is_paged_and_kept, .timeout = 120)
+{
+	struct MHD_Daemon *api;
+	char uid[40], name[32];
+
+	stop(&daemon_pid);
+	kube_node(&node, false);
+	kube_add_pod(&node, &etl, 2);
+	api = stub_start();
+	for (int i = 0; i < 10000; i++) {
+		snprintf(uid, sizeof(uid), "%08x-0000-0000-0000-000000000000", i);
+		snprintf(name, sizeof(name), "p-%d", i);
+		stub_pod(uid, "many", name, "\"moat.io/class\":\"lc\"", "", "");
+	}
+	stub_pod(ETL_UID, "batch", "etl-1", "\"moat.io/class\":\"be\"", "", "etl=" ETL_CTR);
+	start_with_config("pods.conf", PODS_CONF);
+	moatd_env[0] = NULL;
+	cr_expect(wait_knob("kube/pods_known", "10001\n", 200), "%s", out);
+	cr_expect_geq(stub_count("GET", "/api/v1/pods", "continue=c"), 20,
+		      "not paged: %d pages", stub_count("GET", "/api/v1/pods", "limit=500"));
+	expect_class(ETL_UID, "be\n", "label:moat.io/class");
+	cr_assert_eq(ctl(out, err, "get", "version", NULL), 0, "%s", err);
+	stop(&daemon_pid);
+	stub_stop(api);
+}
