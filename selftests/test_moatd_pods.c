@@ -298,6 +298,16 @@ Test(moatd, bad_pod_data_keeps_the_last_good_and_is_said_once, .timeout = 120)
 	expect_class(ETL_UID, "be\n", "label:moat.io/class");
 	cr_expect_eq(stub_count("GET", "/api/v1/pods", "limit=500"), lists,
 		     "errors on the watch made a list");
+
+	/* an ERROR event that is no 410: the watch failed, made again */
+	stub_raw_event("{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\","
+		       "\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":500}}");
+	expect_log("watch: the API server's error 500", 1, 5000, "the error event was not said");
+	expect_log("in sync with the API server again", 3, 15000,
+		   "not in sync again after the error event");
+	expect_class(ETL_UID, "be\n", "label:moat.io/class");
+	cr_expect_eq(stub_count("GET", "/api/v1/pods", "limit=500"), lists,
+		     "an error event made a list");
 	stop(&daemon_pid);
 	stub_stop(api);
 }

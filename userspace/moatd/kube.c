@@ -28,7 +28,6 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,7 +249,6 @@ static void *worker(void *arg)
 static int kube_start(struct moatd *d)
 {
 	struct kube_api api;
-	sigset_t all, old;
 	struct kube *k;
 	int err;
 
@@ -269,18 +267,10 @@ static int kube_start(struct moatd *d)
 	k->want.be_cpu_milli = k->want.be_memory = -1;
 	pthread_mutex_init(&k->lock, NULL);
 	pthread_cond_init(&k->cond, NULL);
-	/*
-	 * The thread takes no signal: SIGTERM must reach moatd's signalfd,
-	 * which puts back what it changed, not kill the process from here.
-	 */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	err = pthread_create(&k->thread, NULL, worker, k);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	err = kube_api_thread(&k->thread, worker, k);
 	if (err) {
-		pr_err("kube: no thread for the API server's requests");
 		free(k);
-		return -EAGAIN;
+		return err;
 	}
 	pr_info("kube: hints go to node %s through %s", k->api.node, k->api.server);
 	K(d)->k = k;

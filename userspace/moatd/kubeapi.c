@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,6 +311,20 @@ long kube_api_stream(const struct kube_api *a, const char *path, long timeout_s,
 	else
 		free(b.p);
 	return status;
+}
+
+int kube_api_thread(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int err;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	err = pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		pr_err("kube: no thread for the API server's requests: %s", strerror(err));
+	return err ? -EAGAIN : 0;
 }
 
 void kube_api_escape(const char *s, char *out, size_t len)

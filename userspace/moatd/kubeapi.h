@@ -14,6 +14,7 @@
  * (pods.c) make them from threads of their own.
  */
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -58,6 +59,13 @@ static inline bool kube_api_ok(long status)
 {
 	return status >= 200 && status < 300;
 }
+
+/*
+ * A thread for the requests that takes no signal: SIGTERM must reach
+ * moatd's signalfd, which puts back what it changed, not kill the process
+ * from there.  Return: 0, or -EAGAIN (logged).
+ */
+int kube_api_thread(pthread_t *t, void *(*fn)(void *), void *arg);
 
 /* @s escaped for a URL's query. */
 void kube_api_escape(const char *s, char *out, size_t len);

@@ -123,6 +123,8 @@ struct group_meta {
 	char container[MOAT_POD_CTR_NAME_MAX];	/* "": none, or not named */
 	int label_class;		/* moat.io/class: podmeta.h */
 	char priority_class[MOAT_POD_NAME_MAX];
+	long long priority;		/* spec.priority: eviction's order */
+	char qos[16];			/* status.qosClass */
 };
 
 struct moatd_group {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * The node's pods, from the API server: namespace, name, the label
- * moat.io/class, the priority class and the containers' names, per pod
- * UID, for classes (groups.c) and for names in every output.
+ * moat.io/class, the priority class, priority and QoS class and the
+ * containers' names, per pod UID, for classes (groups.c) and for names in
+ * every output.
  *
  * What kubelet itself does (its pod config source): list then watch
  * GET /api/v1/pods?fieldSelector=spec.nodeName=<node>, so that the API
@@ -31,7 +32,6 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +53,8 @@
 struct pod_entry {
 	char uid[MOAT_POD_UID_MAX];
 	char *ns, *name, *priority_class;
+	long long priority;
+	char qos[16];
 	int label_class;
 	char label_value[MOAT_POD_CTR_NAME_MAX];
 	size_t nr;
@@ -89,6 +91,7 @@ struct podsrc {
 	char rv[MOAT_POD_RV_MAX];	/* "": list again */
 	bool gone;			/* the watch said 410 */
 	bool open;			/* the watch was answered 2xx */
+	bool failed;			/* it ended on another ERROR event */
 	unsigned int noted;		/* enum note bits logged */
 };
 
@@ -135,6 +138,8 @@ static struct pod_entry *entry_new(const struct moat_pod_meta *p)
 	e->ns = strdup(p->ns);
 	e->name = strdup(p->name);
 	e->priority_class = strdup(p->priority_class);
+	e->priority = p->priority;
+	strcpy(e->qos, p->qos);
 	e->label_class = p->label_class;
 	strcpy(e->label_value, p->label_value);
 	e->nr = p->nr_containers;
@@ -252,6 +257,16 @@ static void note(struct podsrc *ps, enum note kind, const char *fmt, ...)
 	pr_warn("kube: pods: %s (said once, until in sync again)", msg);
 }
 
+/* A request that failed: its HTTP status and body, or no answer. */
+static void note_failed(struct podsrc *ps, enum note kind, const char *what,
+			long status, const char *body)
+{
+	if (status >= 0)
+		note(ps, kind, "%s: HTTP %ld: %.200s", what, status, body ? body : "");
+	else
+		note(ps, kind, "%s: no answer from %s", what, ps->api.server);
+}
+
 /* In step with the API server (a list, an event, a watch's end). */
 static void synced(struct podsrc *ps)
 {
@@ -314,11 +329,7 @@ static int relist(struct podsrc *ps)
 		status = kube_api_request(&ps->api, "GET", path, NULL, NULL, LIST_MAX,
 					  ps->noted & (1u << NOTE_LIST), &body);
 		if (!kube_api_ok(status)) {
-			if (status >= 0)
-				note(ps, NOTE_LIST, "list: HTTP %ld: %.200s", status,
-				     body ? body : "");
-			else
-				note(ps, NOTE_LIST, "list: no answer from %s", ps->api.server);
+			note_failed(ps, NOTE_LIST, "list", status, body);
 			free(body);
 			table_free(&t);
 			return -EIO;
@@ -370,6 +381,7 @@ static int on_event(const char *line, size_t len, void *ctx)
 			return 1;
 		}
 		note(ps, NOTE_WATCH, "watch: the API server's error %d", ev.code);
+		ps->failed = true;
 		return 1;
 	}
 	pthread_mutex_lock(&ps->lock);
@@ -415,16 +427,12 @@ static long watch(struct podsrc *ps)
 		 "&allowWatchBookmarks=true&timeoutSeconds=%ld", sel, ps->rv, t);
 	ps->gone = false;
 	ps->open = false;
+	ps->failed = false;
 	status = kube_api_stream(&ps->api, path, t + 30, EVENT_MAX, on_event,
 				 stopping, opened, ps, ps->noted & (1u << NOTE_WATCH),
 				 &body);
-	if (!kube_api_ok(status) && status != 410 && !stopping(ps)) {
-		if (status >= 0)
-			note(ps, NOTE_WATCH, "watch: HTTP %ld: %.200s", status,
-			     body ? body : "");
-		else
-			note(ps, NOTE_WATCH, "watch: no answer from %s", ps->api.server);
-	}
+	if (!kube_api_ok(status) && status != 410 && !stopping(ps))
+		note_failed(ps, NOTE_WATCH, "watch", status, body);
 	free(body);
 	return status;
 }
@@ -480,13 +488,13 @@ static void *worker(void *arg)
 		status = watch(ps);
 		if (stopping(ps))
 			break;
-		if (ps->open)
+		if (ps->open && !ps->failed)
 			backoff = 0;	/* the failures, if any, are over */
 		if (ps->gone || status == 410) {
 			ps->rv[0] = '\0';	/* compacted away: list again, now */
 			continue;
 		}
-		if (!kube_api_ok(status)) {
+		if (!kube_api_ok(status) || ps->failed) {
 			unsynced(ps);
 			backoff = next_backoff(backoff);
 			if (wait_ms(ps, backoff))
@@ -512,7 +520,6 @@ static int pods_start(struct moatd *d)
 {
 	struct pods_mod *pm = P(d);
 	struct kube_api api;
-	sigset_t all, old;
 	struct podsrc *ps;
 	int err;
 
@@ -530,15 +537,10 @@ static int pods_start(struct moatd *d)
 	ps->api = api;
 	pthread_mutex_init(&ps->lock, NULL);
 	pthread_cond_init(&ps->cond, NULL);
-	/* no signal for the thread: they are the loop's (signalfd) */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	err = pthread_create(&ps->thread, NULL, worker, ps);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	err = kube_api_thread(&ps->thread, worker, ps);
 	if (err) {
-		pr_err("kube: pods: no thread for the API server's requests");
 		free(ps);
-		return -EAGAIN;
+		return err;
 	}
 	pr_info("kube: pods: node %s's pods from %s", api.node, api.server);
 	pm->ps = ps;
@@ -579,6 +581,8 @@ static void meta_of(const struct moatd_group *g, const struct pod_entry *e,
 	snprintf(m->priority_class, sizeof(m->priority_class), "%s",
 		 e->priority_class);
 	m->label_class = e->label_class;
+	m->priority = e->priority;
+	snprintf(m->qos, sizeof(m->qos), "%s", e->qos);
 	if (g->gid.kind != MOAT_GROUP_CONTAINER)
 		return;
 	for (i = 0; i < e->nr; i++)
