@@ -45,6 +45,23 @@ Test(podmeta, a_pod_gives_what_moat_uses)
 	cr_expect_str_eq(moat_pod_container(&p, CID)->name, "etl");
 	cr_expect_str_eq(moat_pod_container(&p, "abc123")->name, "init");
 	cr_expect_null(moat_pod_container(&p, "abc"), "a prefix is not the id");
+	cr_expect_not(p.daemonset);
+	cr_expect_not(p.mirror);
+}
+
+Test(podmeta, owners_a_daemonset_and_a_static_pod)
+{
+	cr_assert_eq(parse(POD(",\"ownerReferences\":[{\"apiVersion\":\"apps/v1\","
+			       "\"kind\":\"ReplicaSet\",\"name\":\"x\"},{\"apiVersion\":\"apps/v1\","
+			       "\"kind\":\"DaemonSet\",\"name\":\"moatd\",\"controller\":true}]",
+			       "", "")), 0, "%s", why);
+	cr_expect(p.daemonset);
+	cr_expect_not(p.mirror);
+	cr_assert_eq(parse(POD(",\"annotations\":{\"kubernetes.io/config.mirror\":\"abc\"},"
+			       "\"ownerReferences\":[{\"kind\":\"Node\",\"name\":\"n\"}]", "", "")), 0,
+		     "%s", why);
+	cr_expect(p.mirror);
+	cr_expect_not(p.daemonset);
 }
 
 Test(podmeta, labels_that_are_no_class_are_kept_to_be_said)

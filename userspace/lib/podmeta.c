@@ -138,6 +138,23 @@ static int label_class(json_object *labels, struct moat_pod_meta *p, char *why,
 	return 0;
 }
 
+/* Who owns it, for eviction: never a DaemonSet's pod, never a static one. */
+static void owners(json_object *meta, struct moat_pod_meta *p)
+{
+	json_object *refs = member(meta, "ownerReferences", json_type_array);
+	json_object *ann = member(meta, "annotations", json_type_object), *v;
+	size_t i, n = refs ? json_object_array_length(refs) : 0;
+
+	for (i = 0; i < n; i++) {
+		json_object *kind = member(json_object_array_get_idx(refs, i), "kind",
+					   json_type_string);
+
+		if (kind && !strcmp(json_object_get_string(kind), "DaemonSet"))
+			p->daemonset = true;
+	}
+	p->mirror = ann && json_object_object_get_ex(ann, "kubernetes.io/config.mirror", &v);
+}
+
 static void containers(json_object *status, const char *key,
 		       struct moat_pod_meta *p)
 {
@@ -207,6 +224,7 @@ static int pod_from(json_object *pod, struct moat_pod_meta *p, char *rv,
 	err = label_class(member(meta, "labels", json_type_object), p, why, len);
 	if (err)
 		return err;
+	owners(meta, p);
 	containers(status, "containerStatuses", p);
 	containers(status, "initContainerStatuses", p);
 	containers(status, "ephemeralContainerStatuses", p);

@@ -39,6 +39,8 @@ struct moat_pod_meta {
 	long long priority;			/* spec.priority, 0 when absent */
 	char qos[16];				/* status.qosClass, "" when absent */
 	int label_class;	/* enum moat_class, or MOAT_POD_LABEL_NONE/BAD */
+	bool daemonset;		/* an ownerReference of kind DaemonSet */
+	bool mirror;		/* a static pod's mirror (kubernetes.io/config.mirror) */
 	char label_value[MOAT_POD_CTR_NAME_MAX];	/* a bad value, cut, for the log */
 	size_t nr_containers;
 	struct moat_pod_container c[MOAT_POD_CONTAINERS];
