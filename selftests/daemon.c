@@ -18,7 +18,7 @@ const struct moatd_module *const moatd_modules[MOD_NR] = {
 	[MOD_CPI] = &none,
 	[MOD_ENFORCE] = &enforce_module,
 	[MOD_RDT] = &none, [MOD_HINTS] = &none, [MOD_HTTP] = &none,
-	[MOD_KUBE] = &none, [MOD_PODS] = &none,
+	[MOD_KUBE] = &none, [MOD_PODS] = &none, [MOD_EVICT] = &none,
 };
 
 struct moatd *daemon_new(const struct moat_cg_hierarchy *cpu)

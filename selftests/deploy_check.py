@@ -13,8 +13,8 @@ container's, the probes' and the Service's; --host-root, --state-dir,
 --socket and --config are mounted from the host or the ConfigMap, and
 the ConfigMap holds the config file; $NODE_NAME and $POD_IP come from
 the downward API; the ServiceAccount is the one the ClusterRoleBinding
-binds; and the ClusterRole grants exactly the requests kube.c and pods.c
-(beside it) make.
+binds; and the ClusterRole grants exactly the requests kube.c, pods.c
+and evict.c (beside it) make.
 Prints one line per problem; exits 1 if there is any.
 """
 import json
@@ -210,6 +210,15 @@ def check_moatd(objs, help_path, kube_c):
             problem("pods.c: no request found: update deploy_check.py")
         for res, query in paths:
             need.add((res[len("/api/v1/"):], "watch" if "watch=1" in query else "list"))
+        # and what evict.c, beside it, POSTs: an Eviction of a pod, an
+        # Event on it
+        evict_c = os.path.join(os.path.dirname(kube_c), "evict.c")
+        src = open(evict_c).read()
+        posts = re.findall(r'"/api/v1/namespaces/%s/([a-z/%]+)"', src)
+        if not posts:
+            problem("evict.c: no request found: update deploy_check.py")
+        for sub in posts:
+            need.add(("pods/eviction" if sub == "pods/%s/eviction" else sub, "create"))
         have = set()
         for r in role.get("rules", []):
             if r.get("apiGroups") != [""]:
@@ -218,7 +227,7 @@ def check_moatd(objs, help_path, kube_c):
                 for v in r.get("verbs", []):
                     have.add((res, v))
         for n in sorted(need - have):
-            problem("ClusterRole lacks %s %s, which moatd sends (kube.c, pods.c)" % n)
+            problem("ClusterRole lacks %s %s, which moatd sends (kube.c, pods.c, evict.c)" % n)
         for n in sorted(have - need):
             problem("ClusterRole grants %s %s, which moatd never uses" % n)
 

@@ -43,6 +43,8 @@ static struct {
 	size_t nr_ev;
 	unsigned long rv, compacted, bookmarks, closes;
 	int fail_status, fail_n;
+	int evict_status, evict_n;
+	void (*on_evict)(const char *ns, const char *name);
 	bool stopping;
 } stub = {
 	.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
@@ -147,11 +149,11 @@ static void put_pod(const char *uid, bool elsewhere, char *obj)
 	free(obj);
 }
 
-void stub_pod(const char *uid, const char *ns, const char *name,
-	      const char *labels, const char *priority_class,
-	      const char *containers)
+void stub_pod_ex(const char *uid, const char *ns, const char *name,
+		 const char *labels, const char *priority_class, int priority,
+		 const char *owner_kind, const char *containers)
 {
-	char statuses[4096] = "", cname[64], cid[80];
+	char statuses[4096] = "", owners[256] = "", cname[64], cid[80];
 	const char *p = containers;
 	size_t n = 0;
 	int used;
@@ -162,15 +164,28 @@ void stub_pod(const char *uid, const char *ns, const char *name,
 			      "\"ready\":true,\"restartCount\":0}", n ? "," : "", cname, cid);
 		p += used + (p[used] == ',');
 	}
+	if (*owner_kind)
+		snprintf(owners, sizeof(owners),
+			 ",\"ownerReferences\":[{\"apiVersion\":\"apps/v1\",\"kind\":\"%s\","
+			 "\"name\":\"%s-owner\",\"uid\":\"00000000-0000-0000-0000-000000000001\","
+			 "\"controller\":true}]", owner_kind, name);
 	put_pod(uid, false, format(
 		"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"%s\","
 		"\"namespace\":\"%s\",\"uid\":\"%s\",\"resourceVersion\":\"@RV@\","
-		"\"labels\":{%s}},\"spec\":{\"nodeName\":\"" NODE "\"%s%s%s,"
+		"\"labels\":{%s}%s},\"spec\":{\"nodeName\":\"" NODE "\"%s%s%s,"
 		"\"priority\":%d,\"containers\":[]},\"status\":{\"phase\":\"Running\","
 		"\"qosClass\":\"Burstable\",\"containerStatuses\":[%s]}}",
-		name, ns, uid, labels, *priority_class ? ",\"priorityClassName\":\"" : "",
-		priority_class, *priority_class ? "\"" : "", *priority_class ? 1000 : 0,
-		statuses));
+		name, ns, uid, labels, owners,
+		*priority_class ? ",\"priorityClassName\":\"" : "",
+		priority_class, *priority_class ? "\"" : "", priority, statuses));
+}
+
+void stub_pod(const char *uid, const char *ns, const char *name,
+	      const char *labels, const char *priority_class,
+	      const char *containers)
+{
+	stub_pod_ex(uid, ns, name, labels, priority_class, *priority_class ? 1000 : 0,
+		    "", containers);
 }
 
 void stub_pod_elsewhere(const char *uid, const char *ns, const char *name)
@@ -238,6 +253,83 @@ void stub_fail_pods(int status, int n)
 	stub.fail_status = status;
 	stub.fail_n = n;
 	pthread_mutex_unlock(&stub.lock);
+}
+
+void stub_evict_answer(int status, int n)
+{
+	pthread_mutex_lock(&stub.lock);
+	stub.evict_status = status;
+	stub.evict_n = n;
+	pthread_mutex_unlock(&stub.lock);
+}
+
+void stub_on_evict(void (*fn)(const char *ns, const char *name))
+{
+	pthread_mutex_lock(&stub.lock);
+	stub.on_evict = fn;
+	pthread_mutex_unlock(&stub.lock);
+}
+
+int stub_posts(const char *what, const char *name)
+{
+	char tail[256];
+	int i, n = 0;
+
+	snprintf(tail, sizeof(tail), "/%s", what);
+	pthread_mutex_lock(&stub.lock);
+	for (i = 0; i < stub.n; i++) {
+		const char *p = stub.req[i].path;
+		size_t lp = strlen(p), lt = strlen(tail);
+
+		if (strcmp(stub.req[i].method, "POST") || lp < lt ||
+		    strcmp(p + lp - lt, tail))
+			continue;
+		if (*name && !strstr(stub.req[i].body, name))
+			continue;
+		n++;
+	}
+	pthread_mutex_unlock(&stub.lock);
+	return n;
+}
+
+/*
+ * POST /api/v1/namespaces/<ns>/pods/<name>/eviction, a policy/v1
+ * Eviction of that pod; POST /api/v1/namespaces/<ns>/events.
+ */
+static enum MHD_Result namespaced(struct MHD_Connection *c, const char *url,
+				  const char *method, const struct stub_req *r)
+{
+	char ns[64], name[256], want[512];
+	void (*fn)(const char *, const char *) = NULL;
+	int code = 201, end = 0;
+
+	if (strcmp(method, "POST"))
+		return stub_status(c, 405, "MethodNotAllowed");
+	if (sscanf(url, "/api/v1/namespaces/%63[^/]/events%n", ns, &end) == 1 && end &&
+	    !url[end])
+		return stub_reply(c, 201, r->body);
+	if (sscanf(url, "/api/v1/namespaces/%63[^/]/pods/%255[^/]/eviction", ns, name) != 2)
+		return stub_status(c, 404, "NotFound");
+	snprintf(want, sizeof(want), "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"}",
+		 name, ns);
+	if (!strstr(r->body, "\"apiVersion\":\"policy/v1\"") ||
+	    !strstr(r->body, "\"kind\":\"Eviction\"") || !strstr(r->body, want))
+		return stub_status(c, 400, "BadRequest");
+	pthread_mutex_lock(&stub.lock);
+	if (stub.evict_n > 0) {
+		stub.evict_n--;
+		code = stub.evict_status;
+	}
+	if (code / 100 == 2)
+		fn = stub.on_evict;
+	pthread_mutex_unlock(&stub.lock);
+	if (fn)
+		fn(ns, name);
+	if (code / 100 == 2)
+		return stub_reply(c, code, "{\"kind\":\"Status\",\"apiVersion\":\"v1\","
+				  "\"metadata\":{},\"status\":\"Success\",\"code\":201}");
+	return stub_status(c, code, code == 429 ? "TooManyRequests" :
+				    code == 404 ? "NotFound" : "InternalError");
 }
 
 unsigned long stub_rv(void)
@@ -471,6 +563,13 @@ static enum MHD_Result stub_handle(void *cls, struct MHD_Connection *c,
 		fail = stub.fail_status;
 	}
 	pthread_mutex_unlock(&stub.lock);
+	if (!strncmp(url, "/api/v1/namespaces/", 19)) {
+		enum MHD_Result ret = namespaced(c, url, method, &sc->r);
+
+		free(sc);
+		*state = NULL;
+		return ret;
+	}
 	free(sc);
 	*state = NULL;
 	if (!strcmp(url, "/api/v1/pods")) {
@@ -580,6 +679,8 @@ struct MHD_Daemon *stub_start(void)
 	stub.rv = 100;
 	stub.compacted = stub.bookmarks = stub.closes = 0;
 	stub.fail_n = 0;
+	stub.evict_n = 0;
+	stub.on_evict = NULL;
 	stub.stopping = false;
 	pthread_mutex_unlock(&stub.lock);
 	api = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |

@@ -17,6 +17,7 @@
  *    resourceVersion asked for, one JSON event a line (ADDED, MODIFIED,
  *    DELETED, BOOKMARK when asked for, ERROR 410 for a version compacted
  *    away), until timeoutSeconds or the test closes it.
+ *  - Evictions and Events: POSTs recorded and answered (below).
  *
  * Every request is recorded, for the tests to look at.
  */
@@ -55,6 +56,10 @@ int stub_count(const char *method, const char *path, const char *has);
 void stub_pod(const char *uid, const char *ns, const char *name,
 	      const char *labels, const char *priority_class,
 	      const char *containers);
+/* The same with its spec.priority and an owner of kind @owner_kind ("": none). */
+void stub_pod_ex(const char *uid, const char *ns, const char *name,
+		 const char *labels, const char *priority_class, int priority,
+		 const char *owner_kind, const char *containers);
 /* A pod on another node: listed only without the field selector. */
 void stub_pod_elsewhere(const char *uid, const char *ns, const char *name);
 void stub_pod_delete(const char *uid);
@@ -68,6 +73,17 @@ void stub_compact(void);
 void stub_close_watches(void);
 /* The next @n pod requests answer HTTP @status (401, 500...). */
 void stub_fail_pods(int status, int n);
+/*
+ * Evictions (POST .../pods/<name>/eviction, policy/v1) answer 201 Created,
+ * or the next @n answer @status (429, 404, 500...); @fn, if set, is called
+ * with each pod whose eviction was answered 2xx, as kubelet would then
+ * kill it.  Events (POST .../events) answer 201.
+ */
+void stub_evict_answer(int status, int n);
+void stub_on_evict(void (*fn)(const char *ns, const char *name));
+/* POSTs of @what ("eviction" or "events") seen, for pod @name ("": any). */
+int stub_posts(const char *what, const char *name);
+
 /* The latest resourceVersion. */
 unsigned long stub_rv(void);
 

@@ -282,6 +282,18 @@ static void pods_line(const struct kv *t)
 		       state);
 }
 
+/* Eviction: its mode, the BE pods in the order they would go, the last ones. */
+static void evict_line(const struct kv *t)
+{
+	const char *mode = lookup(t, "evict/mode"), *c = lookup(t, "evict/candidates");
+	const char *last = lookup(t, "evict/last");
+
+	if (!strcmp(mode, "-"))
+		return;
+	printf("evict: %s; candidates, first first: %s; last: %s\n\n", mode,
+	       *c && strcmp(c, "-") ? c : "none", *last && strcmp(last, "-") ? last : "none");
+}
+
 static int cmd_status(int argc, char **argv)
 {
 	char *body, path[512], id[128], last[128] = "";
@@ -311,6 +323,7 @@ static int cmd_status(int argc, char **argv)
 	       lookup(&t, "node/pressure/memory_some_avg10"),
 	       lookup(&t, "node/pressure/io_some_avg10"));
 	pods_line(&t);
+	evict_line(&t);
 	printf("%-38s %-5s %-9s %8s %9s %9s %7s  %s\n", "GROUP", "CLASS", "KIND",
 	       "WAITS", "P50_US", "P99_US", "CPUS", "PATH");
 	for (i = 0; i < t.nr; i++) {

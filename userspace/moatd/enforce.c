@@ -1035,6 +1035,22 @@ int enforce_left_alone(const struct moatd *d, FILE *f)
 	return n;
 }
 
+bool enforce_exhausted(const struct moatd *d, const struct moatd_group *g,
+		       enum moat_resource r)
+{
+	const struct moat_ctl_limit *l = &EG(g)->lim[r];
+	struct moat_ctl_params prm;
+	struct moat_ctl_be b = { 0 };
+
+	/* no lever for it on this group: nothing more it can do */
+	if (!actuator[r] || !moat_act_supported(actuator[r], g->dir, d->cpu->v2))
+		return true;
+	if (isinf(l->limit))
+		return false;
+	prm = params(d, &d->period);
+	return l->limit <= moat_ctl_floor(&prm, &b, r, l) * 1.001;
+}
+
 unsigned long long enforce_throttles(const struct moatd_group *g)
 {
 	return EG(g)->throttles;

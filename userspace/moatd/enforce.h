@@ -36,6 +36,12 @@ void enforce_commit_rdt(struct moatd *d, const struct plan *plan, int err);
  * force, 0 where it has only the per-task lever.
  */
 double enforce_limit(const struct moatd_group *g, enum moat_resource r);
+/*
+ * Whether moat can hold @g's @r back no further: held at its floor, or
+ * no lever for it on this group (a v1 cpu hierarchy has no memory.high).
+ */
+bool enforce_exhausted(const struct moatd *d, const struct moatd_group *g,
+		       enum moat_resource r);
 unsigned long long enforce_throttles(const struct moatd_group *g);
 /* For reporters: the counters by chain, resource and action, and errors. */
 unsigned long long enforce_actions(const struct moatd *d, enum moat_resource chain,

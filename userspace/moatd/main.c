@@ -35,6 +35,7 @@
 #include "hints.h"
 #include "hostroot.h"
 #include "http.h"
+#include "evict.h"
 #include "kube.h"
 #include "pods.h"
 #include "log.h"
@@ -65,6 +66,7 @@ const struct moatd_module *const moatd_modules[MOD_NR] = {
 	[MOD_HTTP] = &http_module,
 	[MOD_KUBE] = &kube_module,
 	[MOD_PODS] = &pods_module,
+	[MOD_EVICT] = &evict_module,
 };
 
 struct options {
@@ -519,9 +521,11 @@ static void cycle(struct moatd *d)
 	cpi_detect(d, p);
 	stage_done(d, STAGE_CPI, &t);
 	enforce_decide(d, p, &d->plan);
+	evict_decide(d, p, &d->plan);	/* the last resort */
 
 	/* the actuators: the plan out, through the journal */
 	enforce_act(d, &d->plan);
+	evict_act(d, &d->plan);
 	stage_done(d, STAGE_ENFORCE, &t);
 	err = rdt_act(d, &d->plan);
 	stage_done(d, STAGE_RDT, &t);

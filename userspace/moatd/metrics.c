@@ -23,6 +23,7 @@
 #include "hostroot.h"
 #include "kube.h"
 #include "metrics.h"
+#include "evict.h"
 #include "pods.h"
 #include "prom.h"
 #include "rdt.h"
@@ -461,6 +462,7 @@ static void daemon_metrics(FILE *f, const struct moatd *d)
 	fprintf(f, "moat_errors_total{op=\"kube_api\"} %llu\n",
 		kube_counter(d, true));
 	fprintf(f, "moat_errors_total{op=\"kube_pods\"} %llu\n", pods.errors);
+	fprintf(f, "moat_errors_total{op=\"kube_evict\"} %llu\n", evict_errors(d));
 	fprintf(f, "moat_errors_total{op=\"journal_save\"} %llu\n",
 		d->journal ? d->journal->save_errors : 0);
 	prom_family(f, "moat_kube_node_updates_total", "counter",
@@ -491,6 +493,20 @@ static void daemon_metrics(FILE *f, const struct moatd *d)
 		       "Lists of the node's pods (at start, and after a 410 Gone).");
 		fprintf(f, "moat_kube_pods_relists_total %llu\n", pods.relists);
 	}
+
+	prom_family(f, "moat_evictions_total", "counter",
+	       "BE pods whose eviction moatd asked for (mode on) or would have (dry-run), by what decided.");
+	for (i = 0; i < EVICT_REASONS; i++)
+		fprintf(f, "moat_evictions_total{reason=\"%s\",mode=\"on\"} %llu\n"
+			"moat_evictions_total{reason=\"%s\",mode=\"dry-run\"} %llu\n",
+			evict_reason_names[i], evict_count(d, i, false),
+			evict_reason_names[i], evict_count(d, i, true));
+	prom_family(f, "moat_evictions_refused_total", "counter",
+	       "Evictions a PodDisruptionBudget refused (429), to be asked again.");
+	fprintf(f, "moat_evictions_refused_total %llu\n", evict_refused(d));
+	prom_family(f, "moat_evictions_stuck_total", "counter",
+	       "Evictions accepted whose pod was still on the node a cooldown later.");
+	fprintf(f, "moat_evictions_stuck_total %llu\n", evict_stuck(d));
 
 	prom_family(f, "moat_actions_total", "counter",
 	       "The controller's steps, by the chain (signal) that decided, resource and action.");

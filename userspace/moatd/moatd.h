@@ -52,6 +52,7 @@ enum moatd_mod {
 	MOD_HTTP,	/* http.c: /metrics, /hints, /healthz */
 	MOD_KUBE,	/* kube.c: the Node publisher */
 	MOD_PODS,	/* pods.c: pod metadata from the API server */
+	MOD_EVICT,	/* evict.c: the last resort */
 	MOD_NR,
 };
 
@@ -125,6 +126,7 @@ struct group_meta {
 	char priority_class[MOAT_POD_NAME_MAX];
 	long long priority;		/* spec.priority: eviction's order */
 	char qos[16];			/* status.qosClass */
+	bool daemonset, mirror;		/* never evicted (podmeta.h) */
 };
 
 struct moatd_group {
@@ -254,6 +256,10 @@ struct plan {
 	 * pod is held to (INFINITY: none), for the weight lever (weights.h).
 	 */
 	double be_weight;
+	/* The BE pod to evict (evict.h), or NULL; why, for the log and its Event. */
+	struct moatd_group *evict;
+	unsigned int evict_reason;	/* enum evict_reason */
+	char evict_why[200];
 };
 
 /* The stages of a cycle, in its order, each timed (moatd_stage_names). */

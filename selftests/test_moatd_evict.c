@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Eviction, the last resort, against the stub API server (kubestub.h):
+ * which pods, in which order, through the Eviction API with an Event,
+ * dry-run, cool-down and rate, and the faults.  The node's memory is made
+ * "short" by a threshold over any real figure (100% available).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <criterion/criterion.h>
+#include "helpers.h"
+#include "kubestub.h"
+#include "moatd_harness.h"
+
+#define WEB_UID		"0a1b2c3d-4e5f-6789-abcd-ef0123456789"
+#define LOW_UID		"11111111-2222-3333-4444-555555555555"
+#define ETL_UID		"bbbbbbbb-cccc-dddd-eeee-ffffffffffff"
+#define ETL2_UID	"cccccccc-dddd-eeee-ffff-000000000000"
+#define DS_UID		"dddddddd-eeee-ffff-0000-111111111111"
+#define ANON_UID	"eeeeeeee-ffff-0000-1111-222222222222"
+
+static struct kube_node node;
+static struct kube_pod pods[] = {
+	{ .uid = WEB_UID, .tier = KUBE_BURSTABLE, .shares = 512 },
+	{ .uid = LOW_UID, .tier = KUBE_BESTEFFORT },
+	{ .uid = ETL_UID, .tier = KUBE_BURSTABLE, .shares = 256 },
+	{ .uid = ETL2_UID, .tier = KUBE_BURSTABLE, .shares = 256 },
+	{ .uid = DS_UID, .tier = KUBE_BESTEFFORT },
+	{ .uid = ANON_UID, .tier = KUBE_BESTEFFORT },
+};
+static const char *const names[] = { "web", "low", "etl", "etl2", "agent", "" };
+
+/* As kubelet, once the eviction is accepted: the pod's processes and cgroups go. */
+static void kill_pod(const char *ns, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(pods) / sizeof(pods[0]); i++)
+		if (!strcmp(names[i], name)) {
+			if (rmdir(pods[i].ctr.dir) || rmdir(pods[i].pod.dir))
+				fprintf(stderr, "kill_pod %s: %s: %s\n", name, pods[i].ctr.dir,
+					strerror(errno));
+			stub_pod_delete(pods[i].uid);
+		}
+}
+
+/*
+ * The node: an LC pod, BE pods of priority -10 (low), 0 (etl, etl2), a
+ * DaemonSet's BE pod and a BE pod the API server does not know; moatd in
+ * a pod, enforcing, memory "short" from the start.
+ */
+static struct MHD_Daemon *start(const char *mode, const char *extra)
+{
+	char conf[1024];
+	struct MHD_Daemon *api;
+	size_t i;
+
+	stop(&daemon_pid);
+	kube_node(&node, false);
+	for (i = 0; i < sizeof(pods) / sizeof(pods[0]); i++)
+		kube_add_pod(&node, &pods[i], (int)i + 1);
+	api = stub_start();
+	stub_pod_ex(WEB_UID, "shop", "web", "\"moat.io/class\":\"lc\"", "", 1000, "", "");
+	stub_pod_ex(LOW_UID, "batch", "low", "", "", -10, "", "");
+	stub_pod_ex(ETL_UID, "batch", "etl", "\"moat.io/class\":\"be\"", "", 0, "", "");
+	stub_pod_ex(ETL2_UID, "batch", "etl2", "\"moat.io/class\":\"be\"", "", 0, "", "");
+	stub_pod_ex(DS_UID, "kube-system", "agent", "", "", -100, "DaemonSet", "");
+	snprintf(conf, sizeof(conf),
+		 "period_ms = 100\nhttp/listen = 127.0.0.1:0\nkube/publish = 0\n"
+		 "mode = enforce\nevict/mode = %s\nevict/memory_available_pct = 100\n"
+		 "evict/memory_release_pct = 100\nevict/memory_periods = 2\n"
+		 "evict/memory_after_high = %d\nevict/cooldown_s = 1\n%s",
+		 mode, tcg_hierarchy()->v2 ? 0 : 1, extra);
+	start_with_config("evict.conf", conf);
+	moatd_env[0] = NULL;
+	return api;
+}
+
+Test(moatd, be_pods_are_evicted_in_order_through_the_api_with_an_event, .timeout = 90)
+{
+	struct MHD_Daemon *api;
+	struct stub_req r;
+	char *body;
+
+	stub_on_evict(NULL);
+	api = start("on", "evict/max_per_10min = 2\n");
+	stub_on_evict(kill_pod);
+
+	/* the lowest priority first, with its Event */
+	cr_assert(wait_stub("POST", "/api/v1/namespaces/batch/pods/low/eviction", NULL,
+			    NULL, &r, 15000), "no eviction of batch/low");
+	cr_expect(strstr(r.body, "\"apiVersion\":\"policy/v1\"") &&
+		  strstr(r.body, "\"kind\":\"Eviction\""), "%s", r.body);
+	cr_expect_str_eq(r.auth, "Bearer t0ken-123");
+	cr_expect(wait_stub("POST", "/api/v1/namespaces/batch/events", "\"reason\":\"MoatEviction\"",
+			    NULL, &r, 5000), "no Event");
+	cr_expect(strstr(r.body, "\"involvedObject\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\","
+			 "\"namespace\":\"batch\",\"name\":\"low\",\"uid\":\"" LOW_UID "\"}"),
+		  "%s", r.body);
+	cr_expect(strstr(r.body, "node memory available"), "the figure: %s", r.body);
+
+	/* then one of priority 0, after the cooldown; then the rate stops it */
+	cr_expect(wait_log("evict: pod batch/etl", 1, 15000), "no second eviction");
+	cr_expect(wait_log("evict/max_per_10min", 1, 5000), "the rate limit was not said");
+	sleep_ms(1500);
+	cr_expect_eq(stub_posts("eviction", ""), 2, "%d evictions with a rate of 2",
+		     stub_posts("eviction", ""));
+	cr_expect_eq(stub_posts("eviction", "web"), 0, "an LC pod was evicted");
+	cr_expect_eq(stub_posts("eviction", "agent"), 0, "a DaemonSet's pod was evicted");
+	cr_expect_eq(stub_count("POST", "/api/v1/namespaces/batch/pods/" ANON_UID "/eviction",
+				NULL), 0);
+	cr_expect(wait_knob("evict/last", "batch/low memory evicted", 5), "%s", out);
+	cr_assert_eq(http_get(http_port(), "/metrics", page, sizeof(page), &body), 200);
+	cr_expect(strstr(body, "\nmoat_evictions_total{reason=\"memory\",mode=\"on\"} 2\n"),
+		  "the metric");
+	cr_assert_eq(ctl(out, err, "status", NULL, NULL), 0, "%s", err);
+	cr_expect(strstr(out, "evict: on; candidates, first first: batch/etl"), "%s", out);
+	stop(&daemon_pid);
+	stub_stop(api);
+}
+
+Test(moatd, dry_run_evicts_nothing_and_says_what_it_would, .timeout = 60)
+{
+	struct MHD_Daemon *api;
+	char *body;
+
+	stub_on_evict(NULL);
+	api = start("dry-run", "");
+	cr_expect(wait_log("evict: would evict pod batch/low", 1, 15000), "not said");
+	cr_expect(wait_log("evict: would evict pod batch/low", 2, 5000),
+		  "not said again after the cooldown");
+	cr_expect_eq(stub_posts("eviction", ""), 0, "dry-run POSTed");
+	cr_expect_eq(stub_posts("events", ""), 0, "dry-run recorded an Event");
+	cr_assert_eq(http_get(http_port(), "/metrics", page, sizeof(page), &body), 200);
+	cr_expect(!strstr(body, "moat_evictions_total{reason=\"memory\",mode=\"dry-run\"} 0\n"),
+		  "dry-run not counted");
+	stop(&daemon_pid);
+	stub_stop(api);
+}
+
+Test(moatd, eviction_faults_429_404_500_401_and_a_pod_that_stays, .timeout = 120)
+{
+	struct MHD_Daemon *api;
+	char token[PATH_MAX];
+	struct stub_req r;
+
+	stub_on_evict(NULL);
+	api = start("on", "evict/max_per_10min = 20\n");
+	/* a disruption budget says no, once: asked again after 5 s */
+	stub_evict_answer(429, 1);
+	cr_expect(wait_log("a disruption budget refuses it now (429)", 1, 15000), "429");
+	cr_expect(wait_knob("evict/refused", "1\n", 20), "%s", out);
+	cr_expect(wait_log("evict: pod batch/low evicted", 1, 15000), "not asked again");
+	/* accepted, but the pod stays (no kubelet here): counted, another goes */
+	cr_expect(wait_log("is still here", 1, 10000), "a pod that stayed was not said");
+	cr_expect(wait_knob("evict/stuck", "1\n", 20), "%s", out);
+	/* 500, then a 401 after the token rotated: failures, asked again */
+	snprintf(token, sizeof(token), "%s/sa/token", dir);
+	write_file(token, "t0ken-456\n");
+	stub_evict_answer(500, 1);
+	cr_expect(wait_log("not evicted (HTTP 500)", 1, 15000), "500");
+	stub_evict_answer(401, 1);
+	cr_expect(wait_log("not evicted (HTTP 401)", 1, 20000), "401");
+	cr_expect(wait_stub("POST", "/api/v1/namespaces/batch/pods/etl/eviction", NULL, NULL,
+			    &r, 1000) || wait_stub("POST", "/api/v1/namespaces/batch/pods/low/eviction",
+						   NULL, NULL, &r, 1000), "no eviction seen");
+	cr_expect_str_eq(r.auth, "Bearer t0ken-456", "the rotated token was not read");
+	/* 404: the pod was gone already, as good as evicted */
+	stub_evict_answer(404, 1);
+	cr_expect(wait_log("was gone already", 1, 40000), "404");
+	/* the API server away: nothing evicted, moatd goes on */
+	stub_stop(api);
+	cr_expect(wait_log("not evicted (no answer", 1, 60000), "the API away was not said");
+	cr_assert_eq(ctl(out, err, "get", "cycle_us", NULL), 0, "moatd went away: %s", err);
+	stop(&daemon_pid);
+}

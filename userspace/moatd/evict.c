@@ -1,0 +1,645 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Eviction, the last resort (evict.h).
+ *
+ * Who may go: a pod (a unit, never a container or a rule's cgroup) of
+ * class be whose metadata came from the API server (pods.c), owned by no
+ * DaemonSet (moat's own pod is one) and no static pod's mirror.  Never an
+ * LC pod, never one not classed, never one not known.  The first to go:
+ * the lowest priority, then the largest memory user (lib/evict.c).
+ *
+ * When: the node's memory available under evict/memory_available_pct for
+ * evict/memory_periods periods while BE pods' memory.high is at its floor
+ * (or there is none to lower) starts it, one pod at a time, until the
+ * available memory is back at evict/memory_release_pct; with evict/cpu, a
+ * BE pod held at its CPU quota's floor for evict/cpu_starved_s while it
+ * uses 90% of that quota goes too, so that the scheduler may place it
+ * where it can run.  Between two: evict/cooldown_s, and no more than
+ * evict/max_per_10min in ten minutes.
+ *
+ * How: POST /api/v1/namespaces/<ns>/pods/<name>/eviction with a
+ * policy/v1 Eviction, then an Event on the pod (reason MoatEviction, the
+ * figure that decided).  201/200 is evicted; 404 is gone already, as
+ * good; 429 is a PodDisruptionBudget saying not now: the same decision is
+ * taken again after a doubling backoff; anything else is logged and
+ * retried likewise.  A pod whose eviction was accepted but which is still
+ * there a cooldown later is counted (evict/stuck) and another may go.
+ * Requests block, so they run in a thread of their own; the loop hands it
+ * one pod at a time and reads its answer at the next decision.
+ *
+ * evict/mode: off, dry-run (the default: what would go is logged and
+ * counted, nothing is asked for) or on; in observe mode it is dry-run at
+ * most, since observe mode changes nothing.
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <json-c/json.h>
+#include "enforce.h"
+#include "evict.h"
+#include "evictpol.h"
+#include "kubeapi.h"
+#include "log.h"
+
+#define RECENT		32
+#define LAST		8
+#define RETRY_MIN_S	5
+#define RETRY_MAX_S	300
+
+enum evict_mode { EVICT_OFF, EVICT_DRY_RUN, EVICT_ON };
+static const char *const mode_names[] = { "off", "dry-run", "on", NULL };
+const char *const evict_reason_names[EVICT_REASONS] = { "memory", "cpu" };
+
+/* What the thread is asked, and what it answers. */
+struct evict_req {
+	char uid[MOAT_POD_UID_MAX], ns[MOAT_POD_NS_MAX], name[MOAT_POD_NAME_MAX];
+	unsigned int reason;
+	char why[256];
+};
+
+struct evictor {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stop;
+	struct kube_api api;
+	/* under lock */
+	bool pending, done;
+	struct evict_req req;
+	long status;		/* the eviction's answer; -1: none */
+	bool event_ok;
+};
+
+/* A line of evict/last. */
+struct evict_last {
+	time_t at;
+	char who[MOAT_POD_NS_MAX + MOAT_POD_NAME_MAX + 2];
+	unsigned int reason;
+	char result[48];
+};
+
+struct evict_mod {
+	/* knobs */
+	unsigned int mode, mem_pct, release_pct, mem_periods, after_high;
+	unsigned int cooldown_s, max_per_10min, cpu, cpu_starved_s;
+	/* the policy's state */
+	struct moat_evict_mem mem;
+	double last_s;			/* CLOCK_MONOTONIC of the last decision */
+	double recent[RECENT];		/* of the last evictions asked for */
+	unsigned int next_recent;
+	double retry_s, retry_wait;	/* after a refusal or failure */
+	bool said_rate, said_unavailable;
+	/* the pod in flight, then the one that should be leaving */
+	bool in_flight;
+	struct evict_req flight;
+	char leaving[MOAT_POD_UID_MAX];
+	double leaving_s;
+	/* counters and the record */
+	unsigned long long count[EVICT_REASONS][2], refused, stuck, errors;
+	struct evict_last last[LAST];
+	unsigned int next_last;
+	char candidates[512];
+	struct evictor *ev;
+};
+
+/* Each group's: since when it is starved at its CPU floor (NAN: not). */
+struct evict_group {
+	double starved_s;
+};
+
+static struct evict_mod *V(const struct moatd *d)
+{
+	return moatd_mod(d, MOD_EVICT);
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* ---- the thread ---- */
+
+static void rfc3339(char *buf, size_t len)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&now, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* The Event on the pod: what moat did, and the figure that decided it. */
+static bool post_event(struct evictor *ev, const struct evict_req *r)
+{
+	json_object *o = json_object_new_object(), *m, *io, *src;
+	char path[512], when[32], gen[MOAT_POD_NAME_MAX + 8], *resp;
+	long status;
+
+	rfc3339(when, sizeof(when));
+	snprintf(gen, sizeof(gen), "%.200s.moat-", r->name);
+	json_object_object_add(o, "apiVersion", json_object_new_string("v1"));
+	json_object_object_add(o, "kind", json_object_new_string("Event"));
+	m = json_object_new_object();
+	json_object_object_add(m, "generateName", json_object_new_string(gen));
+	json_object_object_add(m, "namespace", json_object_new_string(r->ns));
+	json_object_object_add(o, "metadata", m);
+	io = json_object_new_object();
+	json_object_object_add(io, "apiVersion", json_object_new_string("v1"));
+	json_object_object_add(io, "kind", json_object_new_string("Pod"));
+	json_object_object_add(io, "namespace", json_object_new_string(r->ns));
+	json_object_object_add(io, "name", json_object_new_string(r->name));
+	json_object_object_add(io, "uid", json_object_new_string(r->uid));
+	json_object_object_add(o, "involvedObject", io);
+	json_object_object_add(o, "reason", json_object_new_string("MoatEviction"));
+	json_object_object_add(o, "message", json_object_new_string(r->why));
+	json_object_object_add(o, "type", json_object_new_string("Warning"));
+	src = json_object_new_object();
+	json_object_object_add(src, "component", json_object_new_string("moatd"));
+	json_object_object_add(src, "host", json_object_new_string(ev->api.node));
+	json_object_object_add(o, "source", src);
+	json_object_object_add(o, "reportingComponent", json_object_new_string("moatd"));
+	json_object_object_add(o, "reportingInstance", json_object_new_string(ev->api.node));
+	json_object_object_add(o, "firstTimestamp", json_object_new_string(when));
+	json_object_object_add(o, "lastTimestamp", json_object_new_string(when));
+	json_object_object_add(o, "count", json_object_new_int(1));
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", r->ns);
+	status = kube_api_request(&ev->api, "POST", path, "application/json",
+				  json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+								 JSON_C_TO_STRING_NOSLASHESCAPE),
+				  1 << 20, false, &resp);
+	if (!kube_api_ok(status) && status >= 0)
+		pr_warn("evict: the Event on pod %s/%s: HTTP %ld: %.200s", r->ns, r->name,
+			status, resp ? resp : "");
+	free(resp);
+	json_object_put(o);
+	return kube_api_ok(status);
+}
+
+static long post_eviction(struct evictor *ev, const struct evict_req *r)
+{
+	char path[512], body[1024], *resp;
+	long status;
+
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/eviction", r->ns,
+		 r->name);
+	snprintf(body, sizeof(body),
+		 "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\","
+		 "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"}}", r->name, r->ns);
+	status = kube_api_request(&ev->api, "POST", path, "application/json", body,
+				  1 << 20, false, &resp);
+	if (!kube_api_ok(status) && status != 404 && status != 429 && status >= 0)
+		pr_warn("evict: pod %s/%s: HTTP %ld: %.200s", r->ns, r->name, status,
+			resp ? resp : "");
+	free(resp);
+	return status;
+}
+
+static void *worker(void *arg)
+{
+	struct evictor *ev = arg;
+
+	pthread_mutex_lock(&ev->lock);
+	while (!ev->stop) {
+		struct evict_req r;
+		long status;
+		bool event = false;
+
+		if (!ev->pending) {
+			pthread_cond_wait(&ev->cond, &ev->lock);
+			continue;
+		}
+		r = ev->req;
+		ev->pending = false;
+		pthread_mutex_unlock(&ev->lock);
+		status = post_eviction(ev, &r);
+		if (kube_api_ok(status))
+			event = post_event(ev, &r);
+		pthread_mutex_lock(&ev->lock);
+		ev->status = status;
+		ev->event_ok = event;
+		ev->done = true;
+	}
+	pthread_mutex_unlock(&ev->lock);
+	return NULL;
+}
+
+static int evict_start(struct moatd *d)
+{
+	struct kube_api api;
+	struct evictor *ev;
+
+	if (V(d)->ev || kube_api_init(&api))
+		return 0;	/* not in a pod: said when a pod would go */
+	if (kube_api_load())
+		return 0;
+	ev = calloc(1, sizeof(*ev));
+	if (!ev)
+		return -ENOMEM;
+	ev->api = api;
+	pthread_mutex_init(&ev->lock, NULL);
+	pthread_cond_init(&ev->cond, NULL);
+	if (kube_api_thread(&ev->thread, worker, ev)) {
+		free(ev);
+		return -EAGAIN;
+	}
+	V(d)->ev = ev;
+	return 0;
+}
+
+static void evict_stop(struct moatd *d)
+{
+	struct evictor *ev = V(d)->ev;
+
+	if (!ev)
+		return;
+	pthread_mutex_lock(&ev->lock);
+	ev->stop = true;
+	pthread_cond_signal(&ev->cond);
+	pthread_mutex_unlock(&ev->lock);
+	pthread_join(ev->thread, NULL);
+	pthread_mutex_destroy(&ev->lock);
+	pthread_cond_destroy(&ev->cond);
+	free(ev);
+	V(d)->ev = NULL;
+}
+
+/* ---- the policy ---- */
+
+static void remember(struct evict_mod *vm, const struct evict_req *r, const char *result)
+{
+	struct evict_last *l = &vm->last[vm->next_last++ % LAST];
+
+	l->at = time(NULL);
+	snprintf(l->who, sizeof(l->who), "%s/%s", r->ns, r->name);
+	l->reason = r->reason;
+	snprintf(l->result, sizeof(l->result), "%s", result);
+}
+
+static struct moatd_group *pod_by_uid(const struct moatd *d, const char *uid)
+{
+	size_t i;
+
+	for (i = 0; i < d->nr_groups; i++)
+		if (d->groups[i]->gid.kind == MOAT_GROUP_POD &&
+		    !strcmp(d->groups[i]->gid.kube.pod_uid, uid))
+			return d->groups[i];
+	return NULL;
+}
+
+/* The thread's answer to the pod in flight, if it came. */
+static void take_answer(struct moatd *d, struct evict_mod *vm)
+{
+	struct evictor *ev = vm->ev;
+	bool done;
+	long status = -1;
+	bool event = false;
+
+	if (!vm->in_flight || !ev)
+		return;
+	pthread_mutex_lock(&ev->lock);
+	done = ev->done;
+	if (done) {
+		status = ev->status;
+		event = ev->event_ok;
+		ev->done = false;
+	}
+	pthread_mutex_unlock(&ev->lock);
+	if (!done)
+		return;
+	vm->in_flight = false;
+	if (kube_api_ok(status) || status == 404) {
+		pr_info("evict: pod %s/%s %s (%s)%s", vm->flight.ns, vm->flight.name,
+			status == 404 ? "was gone already" : "evicted", vm->flight.why,
+			kube_api_ok(status) && !event ? "; its Event was not recorded" : "");
+		vm->count[vm->flight.reason][0]++;
+		remember(vm, &vm->flight, status == 404 ? "gone" : "evicted");
+		vm->recent[vm->next_recent++ % RECENT] = mono_s();
+		vm->retry_wait = 0;
+		if (status != 404) {
+			snprintf(vm->leaving, sizeof(vm->leaving), "%s", vm->flight.uid);
+			vm->leaving_s = mono_s();
+		}
+		return;
+	}
+	vm->retry_wait = vm->retry_wait ? fmin(vm->retry_wait * 2, RETRY_MAX_S) :
+					  RETRY_MIN_S;
+	vm->retry_s = mono_s() + vm->retry_wait;
+	if (status == 429) {
+		vm->refused++;
+		remember(vm, &vm->flight, "refused (429: a disruption budget)");
+		pr_info("evict: pod %s/%s: a disruption budget refuses it now (429); again in %.0f s",
+			vm->flight.ns, vm->flight.name, vm->retry_wait);
+	} else {
+		vm->errors++;
+		remember(vm, &vm->flight, status < 0 ? "failed (no answer)" : "failed");
+		pr_warn("evict: pod %s/%s not evicted (%s %ld); again in %.0f s",
+			vm->flight.ns, vm->flight.name, status < 0 ? "no answer" : "HTTP",
+			status, vm->retry_wait);
+	}
+}
+
+/* A pod whose eviction was accepted: gone, or counted as stuck. */
+static bool still_leaving(struct moatd *d, struct evict_mod *vm, double now)
+{
+	struct moatd_group *g;
+
+	if (!vm->leaving[0])
+		return false;
+	g = pod_by_uid(d, vm->leaving);
+	if (!g) {
+		vm->leaving[0] = '\0';
+		return false;
+	}
+	if (now - vm->leaving_s < vm->cooldown_s)
+		return true;
+	vm->stuck++;
+	pr_warn("evict: pod %s/%s is still here %.0f s after its eviction was accepted: another may go",
+		g->meta.ns, g->meta.name, now - vm->leaving_s);
+	vm->leaving[0] = '\0';
+	return false;
+}
+
+static bool candidate(const struct moatd_group *g)
+{
+	return g->gid.kind == MOAT_GROUP_POD && g->unit == g &&
+	       g->class == MOAT_CLASS_BE && g->meta.known && !g->meta.daemonset &&
+	       !g->meta.mirror;
+}
+
+static int cmp_cand(const void *a, const void *b)
+{
+	const struct moatd_group *x = *(struct moatd_group *const *)a;
+	const struct moatd_group *y = *(struct moatd_group *const *)b;
+	struct moat_evict_cand cx = { x->meta.priority, x->win.memory_bytes };
+	struct moat_evict_cand cy = { y->meta.priority, y->win.memory_bytes };
+
+	return moat_evict_cmp(&cx, &cy);
+}
+
+/* Whether BE pods' memory.high can go no lower, or an LC unit suffers with BE held. */
+static bool memory_exhausted(const struct moatd *d, struct moatd_group **c, size_t n)
+{
+	const struct period *p = &d->period;
+	bool held = false;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		held |= !isinf(enforce_limit(c[i], MOAT_RES_MEMORY));
+	for (i = 0; held && i < p->nr_units; i++) {
+		const struct moat_ctl_lc *lc = &p->units[i].lc;
+
+		if (p->units[i].class == MOAT_CLASS_LC &&
+		    lc->target[MOAT_SIG_MEMORY_PRESSURE] > 0 &&
+		    lc->value[MOAT_SIG_MEMORY_PRESSURE] > lc->target[MOAT_SIG_MEMORY_PRESSURE])
+			return true;
+	}
+	for (i = 0; i < n; i++)
+		if (!enforce_exhausted(d, c[i], MOAT_RES_MEMORY))
+			return false;
+	return true;
+}
+
+void evict_decide(struct moatd *d, const struct period *p, struct plan *plan)
+{
+	struct evict_mod *vm = V(d);
+	struct moatd_group **c, *pick = NULL;
+	double now = mono_s(), avail = NAN;
+	size_t i, n = 0, len = 0;
+	bool memory;
+
+	plan->evict = NULL;
+	take_answer(d, vm);
+	if (vm->mode == EVICT_OFF) {
+		vm->candidates[0] = '\0';
+		return;
+	}
+	c = calloc(d->nr_groups ? d->nr_groups : 1, sizeof(*c));
+	if (!c)
+		return;
+	for (i = 0; i < d->nr_groups; i++)
+		if (candidate(d->groups[i]))
+			c[n++] = d->groups[i];
+	qsort(c, n, sizeof(*c), cmp_cand);
+	vm->candidates[0] = '\0';
+	for (i = 0; i < n && len < sizeof(vm->candidates); i++)
+		len += snprintf(vm->candidates + len, sizeof(vm->candidates) - len, "%s%s/%s",
+				i ? " " : "", c[i]->meta.ns, c[i]->meta.name);
+
+	/* the node's memory */
+	if (p->node.mem_total > 0 && !isnan(p->node.mem_available))
+		avail = p->node.mem_available / p->node.mem_total * 100;
+	memory = moat_evict_memory(&vm->mem, avail, vm->mem_pct, vm->release_pct,
+				   vm->mem_periods,
+				   !vm->after_high || d->mode != MOATD_ENFORCE ||
+				   memory_exhausted(d, c, n));
+	if (memory && n) {
+		pick = c[0];
+		plan->evict_reason = EVICT_MEMORY;
+		snprintf(plan->evict_why, sizeof(plan->evict_why),
+			 "node memory available %.1f%% < %u%% for %u periods, BE memory.high exhausted; priority %lld, %.0f MiB in use",
+			 avail, vm->mem_pct, vm->mem_periods, pick->meta.priority,
+			 pick->win.memory_bytes / (1 << 20));
+	}
+
+	/* starved at the CPU quota's floor, using all of it */
+	for (i = 0; i < n; i++) {
+		struct evict_group *vg = group_mod(c[i], MOD_EVICT);
+		double q = enforce_limit(c[i], MOAT_RES_CPU);
+		double used = c[i]->win.cpu_usage;
+
+		if (!vm->cpu || isinf(q) || !enforce_exhausted(d, c[i], MOAT_RES_CPU) ||
+		    !(used >= 0.9 * q)) {
+			vg->starved_s = NAN;
+			continue;
+		}
+		if (isnan(vg->starved_s))
+			vg->starved_s = now;
+		if (!pick && now - vg->starved_s >= vm->cpu_starved_s) {
+			pick = c[i];
+			plan->evict_reason = EVICT_CPU;
+			snprintf(plan->evict_why, sizeof(plan->evict_why),
+				 "held at its CPU floor (%.3f CPUs) for %.0f s, using %.3f",
+				 q, now - vg->starved_s, used);
+		}
+	}
+	free(c);
+	if (!pick)
+		return;
+	/* one at a time, a cooldown between, a rate, a retry's backoff */
+	if (vm->in_flight || still_leaving(d, vm, now) ||
+	    (vm->last_s && now - vm->last_s < vm->cooldown_s) || now < vm->retry_s)
+		return;
+	if (vm->mode == EVICT_ON && d->mode == MOATD_ENFORCE &&
+	    !moat_evict_allowed(vm->recent, RECENT, vm->max_per_10min, now)) {
+		if (!vm->said_rate)
+			pr_warn("evict: pod %s/%s would go (%s), but %u evictions in ten minutes is evict/max_per_10min",
+				pick->meta.ns, pick->meta.name, plan->evict_why, vm->max_per_10min);
+		vm->said_rate = true;
+		return;
+	}
+	vm->said_rate = false;
+	plan->evict = pick;
+}
+
+void evict_act(struct moatd *d, const struct plan *plan)
+{
+	struct evict_mod *vm = V(d);
+	const struct moatd_group *g = plan->evict;
+	struct evict_req r = { .reason = plan->evict_reason };
+
+	if (!g)
+		return;
+	snprintf(r.uid, sizeof(r.uid), "%s", g->gid.kube.pod_uid);
+	snprintf(r.ns, sizeof(r.ns), "%s", g->meta.ns);
+	snprintf(r.name, sizeof(r.name), "%s", g->meta.name);
+	snprintf(r.why, sizeof(r.why), "moat: %s", plan->evict_why);
+	vm->last_s = mono_s();
+	if (vm->mode != EVICT_ON || d->mode != MOATD_ENFORCE) {
+		vm->count[r.reason][1]++;
+		remember(vm, &r, "dry-run");
+		pr_info("evict: would evict pod %s/%s (%s): evict/mode %s%s", r.ns, r.name,
+			plan->evict_why, mode_names[vm->mode],
+			d->mode == MOATD_ENFORCE ? "" : ", observe mode");
+		return;
+	}
+	if (!vm->ev) {
+		if (!vm->said_unavailable)
+			pr_warn("evict: pod %s/%s should go (%s), but eviction needs the API server (in a pod): throttling goes on",
+				r.ns, r.name, plan->evict_why);
+		vm->said_unavailable = true;
+		return;
+	}
+	pr_info("evict: asking for pod %s/%s's eviction (%s)", r.ns, r.name, plan->evict_why);
+	pthread_mutex_lock(&vm->ev->lock);
+	vm->ev->req = r;
+	vm->ev->pending = true;
+	vm->ev->done = false;
+	pthread_cond_signal(&vm->ev->cond);
+	pthread_mutex_unlock(&vm->ev->lock);
+	vm->flight = r;
+	vm->in_flight = true;
+}
+
+/* ---- what reporters read ---- */
+
+unsigned long long evict_count(const struct moatd *d, enum evict_reason r, bool dry)
+{
+	return V(d)->count[r][dry];
+}
+
+unsigned long long evict_refused(const struct moatd *d)
+{
+	return V(d)->refused;
+}
+
+unsigned long long evict_stuck(const struct moatd *d)
+{
+	return V(d)->stuck;
+}
+
+unsigned long long evict_errors(const struct moatd *d)
+{
+	return V(d)->errors;
+}
+
+/* ---- knobs ---- */
+
+static int show_candidates(const struct moat_knob *k, char *buf, size_t len)
+{
+	return snprintf(buf, len, "%s", V(k->owner)->candidates) >= (int)len ?
+	       -EOVERFLOW : 0;
+}
+
+/* The last evictions, newest first: "<time> <ns>/<name> <reason> <result>". */
+static int show_last(const struct moat_knob *k, char *buf, size_t len)
+{
+	const struct evict_mod *vm = V(k->owner);
+	size_t n = 0;
+	unsigned int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < LAST && i < vm->next_last && n < len; i++) {
+		const struct evict_last *l = &vm->last[(vm->next_last - 1 - i) % LAST];
+		char when[32];
+		struct tm tm;
+
+		gmtime_r(&l->at, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		n += snprintf(buf + n, len - n, "%s%s %s %s %s", i ? "; " : "", when, l->who,
+			      evict_reason_names[l->reason], l->result);
+	}
+	return n >= len ? -EOVERFLOW : 0;
+}
+
+static int show_counter(const struct moat_knob *k, char *buf, size_t len)
+{
+	const struct moatd *d = k->owner;
+	unsigned long long v;
+
+	if (!strcmp(k->path, "evict/evictions"))
+		v = evict_count(d, EVICT_MEMORY, false) + evict_count(d, EVICT_CPU, false);
+	else if (!strcmp(k->path, "evict/refused"))
+		v = evict_refused(d);
+	else
+		v = evict_stuck(d);
+	return snprintf(buf, len, "%llu", v) >= (int)len ? -EOVERFLOW : 0;
+}
+
+static int evict_init(struct moatd *d)
+{
+	struct evict_mod *vm = V(d);
+#define U32(p, lo, hi, v) { .path = p, .type = MOAT_KNOB_U32, .writable = true, \
+			    .min = lo, .max = hi, .data = v }
+	const struct moat_knob knobs[] = {
+		{ .path = "evict/mode", .type = MOAT_KNOB_CHOICE, .writable = true,
+		  .choices = mode_names, .data = &vm->mode },
+		U32("evict/memory_available_pct", 1, 100, &vm->mem_pct),
+		U32("evict/memory_release_pct", 1, 100, &vm->release_pct),
+		U32("evict/memory_periods", 1, 1000, &vm->mem_periods),
+		U32("evict/memory_after_high", 0, 1, &vm->after_high),
+		U32("evict/cooldown_s", 0, 3600, &vm->cooldown_s),
+		U32("evict/max_per_10min", 0, 100, &vm->max_per_10min),
+		U32("evict/cpu", 0, 1, &vm->cpu),
+		U32("evict/cpu_starved_s", 10, 86400, &vm->cpu_starved_s),
+		{ .path = "evict/candidates", .type = MOAT_KNOB_SHOW, .show = show_candidates },
+		{ .path = "evict/last", .type = MOAT_KNOB_SHOW, .show = show_last },
+		{ .path = "evict/evictions", .type = MOAT_KNOB_SHOW, .show = show_counter },
+		{ .path = "evict/refused", .type = MOAT_KNOB_SHOW, .show = show_counter },
+		{ .path = "evict/stuck", .type = MOAT_KNOB_SHOW, .show = show_counter },
+	};
+#undef U32
+
+	vm->mode = EVICT_DRY_RUN;
+	vm->mem_pct = 10;
+	vm->release_pct = 15;
+	vm->mem_periods = 3;
+	vm->after_high = 1;
+	vm->cooldown_s = 10;
+	vm->max_per_10min = 3;
+	vm->cpu = 0;
+	vm->cpu_starved_s = 300;
+	return moat_knob_add_all(d->tree, "", knobs, sizeof(knobs) / sizeof(knobs[0]), d);
+}
+
+static int evict_group_add(struct moatd *d, struct moatd_group *g)
+{
+	((struct evict_group *)group_mod(g, MOD_EVICT))->starved_s = NAN;
+	return 0;
+}
+
+const struct moatd_module evict_module = {
+	.name = "evict",
+	.size = sizeof(struct evict_mod),
+	.group_size = sizeof(struct evict_group),
+	.init = evict_init,
+	.start = evict_start,
+	.close = evict_stop,
+	.group_add = evict_group_add,
+};
