@@ -62,6 +62,19 @@ static void group_labels(FILE *f, const struct moatd_group *g)
 		label(f, "container", g->meta.container);
 }
 
+/* <side>_namespace and <side>_pod of a blame pair's group, where known. */
+static void pair_names(FILE *f, const char *side, const struct moatd_group *g)
+{
+	char name[32];
+
+	if (g->gid.kind == MOAT_GROUP_RULE || !g->meta.known)
+		return;
+	snprintf(name, sizeof(name), "%s_namespace", side);
+	label(f, name, g->meta.ns);
+	snprintf(name, sizeof(name), "%s_pod", side);
+	label(f, name, g->meta.name);
+}
+
 static void group_sample(FILE *f, const char *name, size_t i,
 			 const char *extra, double v)
 {
@@ -339,7 +352,10 @@ static void blame(FILE *f, const struct moatd *d)
 		prom_label_value(f, v->gid.id);
 		fputs("\",culprit=\"", f);
 		prom_label_value(f, c->gid.id);
-		fputs("\"}", f);
+		fputc('"', f);
+		pair_names(f, "victim", v);
+		pair_names(f, "culprit", c);
+		fputc('}', f);
 		prom_value(f, p->blame[i].wait_ns / 1e9);
 	}
 }
