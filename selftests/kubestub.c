@@ -43,7 +43,7 @@ static struct {
 	size_t nr_ev;
 	unsigned long rv, compacted, bookmarks, closes;
 	int fail_status, fail_n;
-	int evict_status, evict_n;
+	int evict_status, evict_n, evict_delay_ms, evicting;
 	void (*on_evict)(const char *ns, const char *name);
 	bool stopping;
 } stub = {
@@ -263,6 +263,23 @@ void stub_evict_answer(int status, int n)
 	pthread_mutex_unlock(&stub.lock);
 }
 
+void stub_evict_delay(int ms)
+{
+	pthread_mutex_lock(&stub.lock);
+	stub.evict_delay_ms = ms;
+	pthread_mutex_unlock(&stub.lock);
+}
+
+int stub_evicts_in_progress(void)
+{
+	int n;
+
+	pthread_mutex_lock(&stub.lock);
+	n = stub.evicting;
+	pthread_mutex_unlock(&stub.lock);
+	return n;
+}
+
 void stub_on_evict(void (*fn)(const char *ns, const char *name))
 {
 	pthread_mutex_lock(&stub.lock);
@@ -301,7 +318,7 @@ static enum MHD_Result namespaced(struct MHD_Connection *c, const char *url,
 {
 	char ns[64], name[256], want[512];
 	void (*fn)(const char *, const char *) = NULL;
-	int code = 201, end = 0;
+	int code = 201, end = 0, delay;
 
 	if (strcmp(method, "POST"))
 		return stub_status(c, 405, "MethodNotAllowed");
@@ -316,6 +333,14 @@ static enum MHD_Result namespaced(struct MHD_Connection *c, const char *url,
 	    !strstr(r->body, "\"kind\":\"Eviction\"") || !strstr(r->body, want))
 		return stub_status(c, 400, "BadRequest");
 	pthread_mutex_lock(&stub.lock);
+	delay = stub.evict_delay_ms;
+	stub.evict_delay_ms = 0;
+	stub.evicting++;
+	pthread_mutex_unlock(&stub.lock);
+	if (delay)		/* (a thread per connection: the others go on) */
+		sleep_ms(delay);
+	pthread_mutex_lock(&stub.lock);
+	stub.evicting--;
 	if (stub.evict_n > 0) {
 		stub.evict_n--;
 		code = stub.evict_status;
@@ -680,6 +705,8 @@ struct MHD_Daemon *stub_start(void)
 	stub.compacted = stub.bookmarks = stub.closes = 0;
 	stub.fail_n = 0;
 	stub.evict_n = 0;
+	stub.evict_delay_ms = 0;
+	stub.evicting = 0;
 	stub.on_evict = NULL;
 	stub.stopping = false;
 	pthread_mutex_unlock(&stub.lock);

@@ -80,6 +80,10 @@ void stub_fail_pods(int status, int n);
  * kill it.  Events (POST .../events) answer 201.
  */
 void stub_evict_answer(int status, int n);
+/* The next eviction is answered only after @ms (past moatd's 10 s timeout). */
+void stub_evict_delay(int ms);
+/* Evictions being answered now (one held by stub_evict_delay()). */
+int stub_evicts_in_progress(void);
 void stub_on_evict(void (*fn)(const char *ns, const char *name));
 /* POSTs of @what ("eviction" or "events") seen, for pod @name ("": any). */
 int stub_posts(const char *what, const char *name);

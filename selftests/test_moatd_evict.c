@@ -50,9 +50,10 @@ static void kill_pod(const char *ns, const char *name)
 /*
  * The node: an LC pod, BE pods of priority -10 (low), 0 (etl, etl2), a
  * DaemonSet's BE pod and a BE pod the API server does not know; moatd in
- * a pod, enforcing, memory "short" from the start.
+ * a pod, enforcing; memory "short" from the start at @mem_pct 100 (the
+ * threshold and the release: over any real figure), never at 1.
  */
-static struct MHD_Daemon *start(const char *mode, const char *extra)
+static struct MHD_Daemon *start(const char *mode, unsigned int mem_pct, const char *extra)
 {
 	char conf[1024];
 	struct MHD_Daemon *api;
@@ -70,10 +71,10 @@ static struct MHD_Daemon *start(const char *mode, const char *extra)
 	stub_pod_ex(DS_UID, "kube-system", "agent", "", "", -100, "DaemonSet", "");
 	snprintf(conf, sizeof(conf),
 		 "period_ms = 100\nhttp/listen = 127.0.0.1:0\nkube/publish = 0\n"
-		 "mode = enforce\nevict/mode = %s\nevict/memory_available_pct = 100\n"
-		 "evict/memory_release_pct = 100\nevict/memory_periods = 2\n"
+		 "mode = enforce\nevict/mode = %s\nevict/memory_available_pct = %u\n"
+		 "evict/memory_release_pct = %u\nevict/memory_periods = 2\n"
 		 "evict/memory_after_high = %d\nevict/cooldown_s = 1\n%s",
-		 mode, tcg_hierarchy()->v2 ? 0 : 1, extra);
+		 mode, mem_pct, mem_pct, tcg_hierarchy()->v2 ? 0 : 1, extra);
 	start_with_config("evict.conf", conf);
 	moatd_env[0] = NULL;
 	return api;
@@ -86,7 +87,7 @@ Test(moatd, be_pods_are_evicted_in_order_through_the_api_with_an_event, .timeout
 	char *body;
 
 	stub_on_evict(NULL);
-	api = start("on", "evict/max_per_10min = 2\n");
+	api = start("on", 100, "evict/max_per_10min = 2\n");
 	stub_on_evict(kill_pod);
 
 	/* the lowest priority first, with its Event */
@@ -128,7 +129,7 @@ Test(moatd, dry_run_evicts_nothing_and_says_what_it_would, .timeout = 60)
 	char *body;
 
 	stub_on_evict(NULL);
-	api = start("dry-run", "");
+	api = start("dry-run", 100, "");
 	cr_expect(wait_log("evict: would evict pod batch/low", 1, 15000), "not said");
 	cr_expect(wait_log("evict: would evict pod batch/low", 2, 5000),
 		  "not said again after the cooldown");
@@ -141,14 +142,14 @@ Test(moatd, dry_run_evicts_nothing_and_says_what_it_would, .timeout = 60)
 	stub_stop(api);
 }
 
-Test(moatd, eviction_faults_429_404_500_401_and_a_pod_that_stays, .timeout = 120)
+Test(moatd, eviction_faults_429_404_500_401_a_timeout_and_a_pod_that_stays, .timeout = 180)
 {
 	struct MHD_Daemon *api;
 	char token[PATH_MAX];
 	struct stub_req r;
 
 	stub_on_evict(NULL);
-	api = start("on", "evict/max_per_10min = 20\n");
+	api = start("on", 100, "evict/max_per_10min = 20\n");
 	/* a disruption budget says no, once: asked again after 5 s */
 	stub_evict_answer(429, 1);
 	cr_expect(wait_log("a disruption budget refuses it now (429)", 1, 15000), "429");
@@ -168,12 +169,54 @@ Test(moatd, eviction_faults_429_404_500_401_and_a_pod_that_stays, .timeout = 120
 			    &r, 1000) || wait_stub("POST", "/api/v1/namespaces/batch/pods/low/eviction",
 						   NULL, NULL, &r, 1000), "no eviction seen");
 	cr_expect_str_eq(r.auth, "Bearer t0ken-456", "the rotated token was not read");
+	/* no answer within moatd's 10 s: a failure, asked again */
+	stub_evict_delay(12000);
+	cr_expect(wait_log("not evicted (no answer", 1, 40000), "the timeout was not said");
+	/* (its answer, 2 s later, must not take the 404 meant for the next) */
+	for (int i = 0; i < 100 && stub_evicts_in_progress(); i++)
+		sleep_ms(100);
 	/* 404: the pod was gone already, as good as evicted */
 	stub_evict_answer(404, 1);
 	cr_expect(wait_log("was gone already", 1, 40000), "404");
 	/* the API server away: nothing evicted, moatd goes on */
 	stub_stop(api);
-	cr_expect(wait_log("not evicted (no answer", 1, 60000), "the API away was not said");
+	cr_expect(wait_log("not evicted (no answer", 2, 60000), "the API away was not said");
 	cr_assert_eq(ctl(out, err, "get", "cycle_us", NULL), 0, "moatd went away: %s", err);
 	stop(&daemon_pid);
+}
+
+/*
+ * CPU starvation (evict/cpu): a BE pod held at its quota's floor while
+ * it uses all of it, for evict/cpu_starved_s, goes.  An LC probe and a
+ * BE hog on one CPU; the config steps the quota to its floor at once.
+ */
+Test(moatd, a_be_pod_starved_at_its_cpu_floor_is_evicted, .timeout = 120)
+{
+	static struct work_periodic probe = { 1000000, 1500 };
+	struct MHD_Daemon *api;
+	struct stub_req r;
+	pid_t hog, lcp;
+	int cpu;
+
+	if (!tcg_hierarchy()->v2)
+		skip("cgroup v1: the pod's CPU usage is cpuacct's, a hierarchy in which the test makes no group (make vmtest runs it)");
+	stub_on_evict(NULL);
+	api = start("on", 1, "evict/cpu = 1\nevict/cpu_starved_s = 10\nlc/rqlat_p99_target_us = 50\n"
+		    "enforce/min_waits = 5\nenforce/cpu_prio_backoff_periods = 0\n"
+		    "enforce/cpu_backoff_periods = 0\nenforce/release_periods = 1000\n"
+		    "be/cpu_min_pct = 50\nenforce/cpu_decrease_pct = 90\n");
+	tcg_lock_cpu();
+	cpu = tcg_pick_cpu();
+	hog = tcg_spawn(&pods[2].ctr, cpu, work_hog, NULL);	/* batch/etl */
+	lcp = tcg_spawn(&pods[0].ctr, cpu, work_periodic, &probe);
+	cr_assert(hog > 0 && lcp > 0);
+	cr_expect(wait_stub("POST", "/api/v1/namespaces/batch/pods/etl/eviction", NULL, NULL,
+			    &r, 60000), "the starved pod was not evicted");
+	cr_expect(wait_stub("POST", "/api/v1/namespaces/batch/events", "held at its CPU floor",
+			    NULL, &r, 5000), "no Event with the figure");
+	cr_expect_eq(stub_posts("eviction", "low"), 0, "a pod not starved went");
+	tcg_kill(hog);
+	tcg_kill(lcp);
+	stop(&daemon_pid);
+	stub_stop(api);
 }
