@@ -45,7 +45,7 @@ static struct {
 	int fail_status, fail_n;
 	int evict_status, evict_n, evict_delay_ms, evicting;
 	void (*on_evict)(const char *ns, const char *name);
-	bool stopping;
+	bool stopping, gone_always;
 } stub = {
 	.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
 };
@@ -236,6 +236,13 @@ void stub_compact(void)
 	pthread_mutex_lock(&stub.lock);
 	/* (other objects' changes moved the version on) */
 	stub.compacted = ++stub.rv;
+	pthread_mutex_unlock(&stub.lock);
+}
+
+void stub_gone_always(bool on)
+{
+	pthread_mutex_lock(&stub.lock);
+	stub.gone_always = on;
 	pthread_mutex_unlock(&stub.lock);
 }
 
@@ -457,7 +464,7 @@ static enum MHD_Result pods_watch(struct MHD_Connection *c)
 	w->closes = stub.closes;
 	w->want_bookmarks = b && !strcmp(b, "true");
 	w->until = time(NULL) + (t ? atol(t) : 1800);
-	if (rv && w->rv < stub.compacted) {
+	if (rv && (w->rv < stub.compacted || stub.gone_always)) {
 		/* as the API server: 200, then an ERROR event, then the end */
 		w->pending = format("{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\","
 				    "\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
@@ -707,6 +714,7 @@ struct MHD_Daemon *stub_start(void)
 	stub.evict_n = 0;
 	stub.evict_delay_ms = 0;
 	stub.evicting = 0;
+	stub.gone_always = false;
 	stub.on_evict = NULL;
 	stub.stopping = false;
 	pthread_mutex_unlock(&stub.lock);

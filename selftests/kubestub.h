@@ -69,6 +69,8 @@ void stub_raw_event(const char *line);
 void stub_bookmark(void);
 /* Versions before now are compacted away: watches from them get 410. */
 void stub_compact(void);
+/* Every watch, whatever its version, gets 410 (@on), or as usual again. */
+void stub_gone_always(bool on);
 /* End every open watch (as timeoutSeconds does). */
 void stub_close_watches(void);
 /* The next @n pod requests answer HTTP @status (401, 500...). */

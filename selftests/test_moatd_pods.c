@@ -198,6 +198,20 @@ Test(moatd, the_pod_watch_resumes_takes_bookmarks_and_relists_on_410, .timeout =
 	cr_expect_eq(stub_count("GET", "/api/v1/pods", "limit=500"), 2);
 	cr_expect(wait_knob("kube/pods_state", "synced", 20), "%s", out);
 	expect_class(ETL_UID, "be\n", "label:moat.io/class");
+
+	/*
+	 * A server that says 410 of every version, even a fresh list's: the
+	 * lists back off (at once, then 1, 2 s...), not a loop.
+	 */
+	lists = stub_count("GET", "/api/v1/pods", "limit=500");
+	stub_gone_always(true);
+	stub_close_watches();
+	sleep_ms(4000);
+	stub_gone_always(false);
+	lists = stub_count("GET", "/api/v1/pods", "limit=500") - lists;
+	cr_expect(lists >= 2 && lists <= 5, "%d lists in 4 s of 410s", lists);
+	stub_close_watches();
+	cr_expect(wait_knob("kube/pods_state", "synced", 80), "%s", out);
 	stop(&daemon_pid);
 	stub_stop(api);
 }

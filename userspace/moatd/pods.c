@@ -471,6 +471,8 @@ static void *worker(void *arg)
 {
 	struct podsrc *ps = arg;
 	double backoff = 0;
+	bool gone_again = false;	/* the last watch said 410 too */
+	double gone_wait = 0;		/* and how long it waited then */
 
 	while (!stopping(ps)) {
 		unsigned long long events;
@@ -494,9 +496,26 @@ static void *worker(void *arg)
 		if (ps->open && !ps->failed)
 			backoff = 0;	/* the failures, if any, are over */
 		if (ps->gone || status == 410) {
-			ps->rv[0] = '\0';	/* compacted away: list again, now */
+			/*
+			 * Compacted away: list again, at once the first time;
+			 * a server that says so of every fresh list's version
+			 * is asked again after a doubling backoff, not in a
+			 * loop.
+			 */
+			ps->rv[0] = '\0';
+			pthread_mutex_lock(&ps->lock);
+			events = ps->events - events;
+			pthread_mutex_unlock(&ps->lock);
+			if (gone_again && !events) {
+				gone_wait = next_backoff(gone_wait);
+				if (wait_ms(ps, gone_wait))
+					break;
+			}
+			gone_again = true;
 			continue;
 		}
+		gone_again = false;
+		gone_wait = 0;
 		if (!kube_api_ok(status) || ps->failed) {
 			unsynced(ps);
 			backoff = next_backoff(backoff);
