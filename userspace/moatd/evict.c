@@ -106,9 +106,13 @@ struct evict_mod {
 	struct evictor *ev;
 };
 
-/* Each group's: since when it is starved at its CPU floor (NAN: not). */
+/*
+ * Each group's: since when it is held at its CPU floor (NAN: not), and
+ * the CPU it used in that time.
+ */
 struct evict_group {
 	double starved_s;
+	double used_s, wall_s;		/* CPU time and time since */
 };
 
 static struct evict_mod *V(const struct moatd *d)
@@ -448,25 +452,35 @@ void evict_decide(struct moatd *d, const struct period *p, struct plan *plan)
 			 pick->win.memory_bytes / (1 << 20));
 	}
 
-	/* starved at the CPU quota's floor, using all of it */
+	/*
+	 * Starved at the CPU quota's floor, using all of it: its usage over
+	 * the whole time at the floor, not each window's, which a window out
+	 * of phase with the CFS period reads as 0 to 2 quotas.
+	 */
 	for (i = 0; i < n; i++) {
 		struct evict_group *vg = group_mod(c[i], MOD_EVICT);
 		double q = enforce_limit(c[i], MOAT_RES_CPU);
 		double used = c[i]->win.cpu_usage;
 
-		if (!vm->cpu || isinf(q) || !enforce_exhausted(d, c[i], MOAT_RES_CPU) ||
-		    !(used >= 0.9 * q)) {
+		if (!vm->cpu || isinf(q) || !enforce_exhausted(d, c[i], MOAT_RES_CPU)) {
 			vg->starved_s = NAN;
 			continue;
 		}
-		if (isnan(vg->starved_s))
+		if (isnan(vg->starved_s)) {
 			vg->starved_s = now;
-		if (!pick && now - vg->starved_s >= vm->cpu_starved_s) {
+			vg->used_s = vg->wall_s = 0;
+		}
+		if (!isnan(used) && p->secs > 0) {
+			vg->used_s += used * p->secs;
+			vg->wall_s += p->secs;
+		}
+		if (!pick && now - vg->starved_s >= vm->cpu_starved_s && vg->wall_s > 0 &&
+		    vg->used_s / vg->wall_s >= 0.9 * q) {
 			pick = c[i];
 			plan->evict_reason = EVICT_CPU;
 			snprintf(plan->evict_why, sizeof(plan->evict_why),
 				 "held at its CPU floor (%.3f CPUs) for %.0f s, using %.3f",
-				 q, now - vg->starved_s, used);
+				 q, now - vg->starved_s, vg->used_s / vg->wall_s);
 		}
 	}
 	free(c);
