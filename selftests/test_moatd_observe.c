@@ -87,7 +87,10 @@ Test(moatd, observes_throttling_and_its_latency)
 			 * period's 10 ms and the start of the next's: 0.2 CPUs,
 			 * and more where the timer made the window a few ms
 			 * short (0.206 seen under TCG); 0.25 is two quotas in a
-			 * window a fifth short.  An unlimited hog uses 1.
+			 * window a fifth short.  The window is the time between
+			 * the reads themselves: timed from the period's start,
+			 * a VM's stall before the reads made it 0.295.  An
+			 * unlimited hog uses 1.
 			 */
 			cr_expect(cpu > 0.02 && cpu < 0.25, "%s: %.3f CPUs used under a 0.1 CPU quota",
 				  sources[s], cpu);

@@ -18,6 +18,14 @@ const char *moatd_version(void)
 	return MOAT_VERSION;
 }
 
+double moatd_mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 double moatd_since_cycle_us(const struct moatd *d)
 {
 	struct timespec now;

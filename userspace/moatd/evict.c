@@ -120,14 +120,6 @@ static struct evict_mod *V(const struct moatd *d)
 	return moatd_mod(d, MOD_EVICT);
 }
 
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* ---- the thread ---- */
 
 static void rfc3339(char *buf, size_t len)
@@ -324,17 +316,17 @@ static void take_answer(struct moatd *d, struct evict_mod *vm)
 			kube_api_ok(status) && !event ? "; its Event was not recorded" : "");
 		vm->count[vm->flight.reason][0]++;
 		remember(vm, &vm->flight, status == 404 ? "gone" : "evicted");
-		vm->recent[vm->next_recent++ % RECENT] = mono_s();
+		vm->recent[vm->next_recent++ % RECENT] = moatd_mono_s();
 		vm->retry_wait = 0;
 		if (status != 404) {
 			snprintf(vm->leaving, sizeof(vm->leaving), "%s", vm->flight.uid);
-			vm->leaving_s = mono_s();
+			vm->leaving_s = moatd_mono_s();
 		}
 		return;
 	}
 	vm->retry_wait = vm->retry_wait ? fmin(vm->retry_wait * 2, RETRY_MAX_S) :
 					  RETRY_MIN_S;
-	vm->retry_s = mono_s() + vm->retry_wait;
+	vm->retry_s = moatd_mono_s() + vm->retry_wait;
 	if (status == 429) {
 		vm->refused++;
 		remember(vm, &vm->flight, "refused (429: a disruption budget)");
@@ -414,7 +406,7 @@ void evict_decide(struct moatd *d, const struct period *p, struct plan *plan)
 {
 	struct evict_mod *vm = V(d);
 	struct moatd_group **c, *pick = NULL;
-	double now = mono_s(), avail = NAN;
+	double now = moatd_mono_s(), avail = NAN;
 	size_t i, n = 0, len = 0;
 	bool memory;
 
@@ -514,7 +506,7 @@ void evict_act(struct moatd *d, const struct plan *plan)
 	snprintf(r.ns, sizeof(r.ns), "%s", g->meta.ns);
 	snprintf(r.name, sizeof(r.name), "%s", g->meta.name);
 	snprintf(r.why, sizeof(r.why), "moat: %s", plan->evict_why);
-	vm->last_s = mono_s();
+	vm->last_s = moatd_mono_s();
 	if (vm->mode != EVICT_ON || d->mode != MOATD_ENFORCE) {
 		vm->count[r.reason][1]++;
 		remember(vm, &r, "dry-run");

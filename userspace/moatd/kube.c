@@ -83,10 +83,7 @@ static struct kube_mod *K(const struct moatd *d)
 
 static double mono_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+	return moatd_mono_s() * 1e3;
 }
 
 static void state_free(struct kube_state *s)

@@ -420,10 +420,7 @@ static int arm_timer(int fd, unsigned int ms)
 
 static double now_us(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+	return moatd_mono_s() * 1e6;
 }
 
 /* Take the cgroup events in; the tasks among them go to resctrl at once. */

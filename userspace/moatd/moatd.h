@@ -311,6 +311,8 @@ struct moatd {
 
 /* core.c */
 const char *moatd_version(void);
+/* CLOCK_MONOTONIC in seconds. */
+double moatd_mono_s(void);
 /* Microseconds since the last control cycle ended. */
 double moatd_since_cycle_us(const struct moatd *d);
 /**

@@ -57,8 +57,10 @@ enum group_file {
  * gone for a moment) has no window now and none the next period either:
  * its last good value is a period or more older than the others'.
  */
+/* A counter's last read, and when it was read (CLOCK_MONOTONIC, s). */
 struct counter {
 	__u64 v;
+	double at;
 	bool valid;
 };
 
@@ -75,6 +77,7 @@ struct observe {
 	unsigned int source;		/* observe/source */
 	struct moat_cgstat_prog *prog;	/* NULL: the files */
 	struct moat_cgstat_walk *walk;	/* of the scan root */
+	double walk_at;			/* when the walk was read */
 	unsigned int replaced;		/* 1 << GF_*: files the walk stands in
 					   for, not opened */
 	bool opened;			/* after the start's open */
@@ -232,17 +235,24 @@ static bool pressure(struct observe *o, struct observe_group *og,
 }
 
 /*
- * The counter read @now (@ok: the read worked) over its last read:
- * (now - last) * @scale, or NAN unless both reads worked a period apart
- * (@secs > 0); @last becomes this read.
+ * The counter read @now at @at (@ok: the read worked) over its last read:
+ * (now - last) * @scale, divided by the seconds between the two reads
+ * where @per_s, or NAN unless both reads worked; @last becomes this read.
+ *
+ * The seconds are those between the reads themselves, not the period's:
+ * the period's clock is read before the other sources, and a stall
+ * between it and these reads (a VM's ~100 ms) in one period but not the
+ * next made a window's usage up to a third too high (a hog under a 0.1
+ * CPU quota seen at 0.295).
  */
-static double rate(struct counter *last, bool ok, __u64 now, double secs,
-		   double scale)
+static double rate(struct counter *last, bool ok, __u64 now, double at,
+		   double scale, bool per_s)
 {
+	double secs = at - last->at;
 	double r = ok && last->valid && secs > 0 && now >= last->v ?
-		   (now - last->v) * scale : NAN;
+		   (now - last->v) * scale / (per_s ? secs : 1) : NAN;
 
-	*last = (struct counter){ .v = now, .valid = ok };
+	*last = (struct counter){ .v = now, .at = at, .valid = ok };
 	return r;
 }
 
@@ -252,7 +262,7 @@ static double pct(double v)
 	return v > 100 ? 100 : v;	/* NAN stays NAN */
 }
 
-static void observe_group(struct moatd *d, struct moatd_group *g, double secs)
+static void observe_group(struct moatd *d, struct moatd_group *g)
 {
 	struct observe_group *og = group_mod(g, MOD_OBSERVE);
 	struct observe *o = O(d);
@@ -263,6 +273,7 @@ static void observe_group(struct moatd *d, struct moatd_group *g, double secs)
 	struct counters *last = &og->last;
 	bool cpu_ok, thr_ok, cpsi_ok, mpsi_ok, mem_ok;
 	__u64 cpu_ns = 0, nr_thr = 0, thr_ns = 0, cpu_us = 0, mem_us = 0, v = 0;
+	double cpu_at, psi_at;
 	char buf[1024];
 
 	/* cpu.stat: usage (v2) and throttling (v1 and v2). */
@@ -287,8 +298,11 @@ static void observe_group(struct moatd *d, struct moatd_group *g, double secs)
 	}
 	if (!d->cpu->v2)
 		cpu_ok = !read_number(og->fd[GF_CPUACCT_USAGE], &cpu_ns);
+	/* when they were read: the walk's, or just now (v1's cpuacct: now) */
+	cpu_at = r && d->cpu->v2 && cpu_ok ? o->walk_at : moatd_mono_s();
 	cpsi_ok = pressure(o, og, r, false, &cpu_us);
 	mpsi_ok = pressure(o, og, r, true, &mem_us);
+	psi_at = moatd_mono_s();
 
 	s->cpu_s = cpu_ok ? cpu_ns / 1e9 : NAN;
 	s->nr_throttled = thr_ok ? nr_thr : NAN;
@@ -296,13 +310,15 @@ static void observe_group(struct moatd *d, struct moatd_group *g, double secs)
 	s->cpu_stall_s = cpsi_ok ? cpu_us / 1e6 : NAN;
 	s->memory_stall_s = mpsi_ok ? mem_us / 1e6 : NAN;
 
-	w->cpu_usage = rate(&last->cpu_ns, cpu_ok, cpu_ns, secs, 1e-9 / secs);
-	w->throttled_periods = rate(&last->nr_throttled, thr_ok, nr_thr, secs, 1);
-	w->throttled_ms = rate(&last->throttled_ns, thr_ok, thr_ns, secs, 1e-6);
-	w->cpu_pressure_pct = pct(rate(&last->cpu_some_us, cpsi_ok, cpu_us, secs,
-				       1e-4 / secs));
+	w->cpu_usage = rate(&last->cpu_ns, cpu_ok, cpu_ns, cpu_at, 1e-9, true);
+	w->throttled_periods = rate(&last->nr_throttled, thr_ok, nr_thr, cpu_at,
+				    1, false);
+	w->throttled_ms = rate(&last->throttled_ns, thr_ok, thr_ns, cpu_at,
+			       1e-6, false);
+	w->cpu_pressure_pct = pct(rate(&last->cpu_some_us, cpsi_ok, cpu_us, psi_at,
+				       1e-4, true));
 	w->memory_pressure_pct = pct(rate(&last->memory_some_us, mpsi_ok, mem_us,
-					  secs, 1e-4 / secs));
+					  psi_at, 1e-4, true));
 	if (r && (r->has & MOAT_CGSTAT_MEMORY)) {
 		v = r->memory_bytes;
 		mem_ok = true;
@@ -400,6 +416,7 @@ void observe_sample(struct moatd *d, struct period *p)
 
 	o->walked = false;
 	n = o->walk ? moat_cgstat_walk_read(o->walk) : 0;
+	o->walk_at = moatd_mono_s();
 	if (n == -E2BIG) {
 		pr_warn("observe: %zu cgroups below %s, more than the cgroup iterator has room for (%zu): each group's cgroup files from now on",
 			moat_cgstat_walk_found(o->walk), d->scan.root,
@@ -416,7 +433,7 @@ void observe_sample(struct moatd *d, struct period *p)
 		o->walked = n > 0;
 	}
 	for (i = 0; i < d->nr_groups; i++)
-		observe_group(d, d->groups[i], p->secs);
+		observe_group(d, d->groups[i]);
 }
 
 bool observe_cgroups_fingerprint(const struct moatd *d, __u64 *fp)

@@ -108,14 +108,6 @@ static struct pods_mod *P(const struct moatd *d)
 	return moatd_mod(d, MOD_PODS);
 }
 
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* ---- the table ---- */
 
 static void entry_free(struct pod_entry *e)
@@ -278,7 +270,7 @@ static void synced(struct podsrc *ps)
 	pthread_mutex_lock(&ps->lock);
 	again = !ps->synced && ps->noted;
 	ps->synced = true;
-	ps->sync_s = mono_s();
+	ps->sync_s = moatd_mono_s();
 	pthread_mutex_unlock(&ps->lock);
 	if (again) {
 		pr_info("kube: pods: in sync with the API server again");
@@ -486,7 +478,7 @@ static void *worker(void *arg)
 				break;
 			continue;
 		}
-		start = mono_s();
+		start = moatd_mono_s();
 		pthread_mutex_lock(&ps->lock);
 		events = ps->events;
 		pthread_mutex_unlock(&ps->lock);
@@ -532,7 +524,7 @@ static void *worker(void *arg)
 		 * One that ends at once, every time, is not made again at
 		 * once: a second between, as the backoff's first step.
 		 */
-		if (mono_s() - start < 1 && !events && wait_ms(ps, BACKOFF_MIN_MS))
+		if (moatd_mono_s() - start < 1 && !events && wait_ms(ps, BACKOFF_MIN_MS))
 			break;
 	}
 	return NULL;
@@ -668,7 +660,7 @@ void pods_status(const struct moatd *d, struct pods_status *s)
 	pthread_mutex_lock(&ps->lock);
 	s->synced = ps->synced;
 	if (ps->sync_s)
-		s->sync_age_s = mono_s() - ps->sync_s;
+		s->sync_age_s = moatd_mono_s() - ps->sync_s;
 	s->known = ps->t.n;
 	s->errors = ps->errors;
 	s->relists = ps->relists;
