@@ -230,6 +230,8 @@ int tcg_wait(pid_t pid)
 
 void tcg_kill(pid_t pid)
 {
+	if (pid <= 0)		/* kill(0) or kill(-1): far more than a child */
+		return;
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	forget_child(pid);
