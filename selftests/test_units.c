@@ -4,6 +4,7 @@
  * (daemon.h): which group is in which unit, and what a unit is when the
  * groups change under it.
  */
+#include <math.h>
 #include <criterion/criterion.h>
 #include "daemon.h"
 #include "units.h"
@@ -36,5 +37,35 @@ Test(units, a_removed_pods_container_never_points_at_it)
 	cr_expect_eq(ctr->unit, ctr);
 	cr_expect_eq(d->period.nr_units, 2);
 	cr_expect_not_null(unit_of(&d->period, ctr));
+	daemon_free(d);
+}
+
+/*
+ * An LC pod whose container its own CFS quota throttled in the window:
+ * its unit says so, and no other unit does; NAN throttling (not read) is
+ * none.  The controller then leaves its run-queue signal out (enforce.c).
+ */
+Test(units, a_pod_throttled_by_its_own_limit_is_marked)
+{
+	struct moatd *d = daemon_new(&nowhere);
+	struct moatd_group *pod, *ctr, *other;
+	const struct unit *u;
+
+	pod = daemon_add(d, "pod-a", MOAT_GROUP_POD, MOAT_CLASS_LC, "/k/pod-a", 1);
+	ctr = daemon_add(d, "ctr-a", MOAT_GROUP_CONTAINER, MOAT_CLASS_LC, "/k/pod-a/c", 2);
+	other = daemon_add(d, "pod-b", MOAT_GROUP_POD, MOAT_CLASS_LC, "/k/pod-b", 3);
+	pod->win.throttled_periods = 0;
+	ctr->win.throttled_periods = 3;
+	other->win.throttled_periods = NAN;
+	cr_assert_eq(units_build(d, &d->period), 0);
+	u = unit_of(&d->period, pod);
+	cr_assert_not_null(u);
+	cr_expect(u->self_throttled, "a pod whose container was throttled is not marked");
+	u = unit_of(&d->period, other);
+	cr_assert_not_null(u);
+	cr_expect(!u->self_throttled, "a pod not known throttled is marked");
+	ctr->win.throttled_periods = 0;
+	cr_assert_eq(units_build(d, &d->period), 0);
+	cr_expect(!unit_of(&d->period, pod)->self_throttled, "the mark outlived its window");
 	daemon_free(d);
 }

@@ -618,6 +618,9 @@ void enforce_decide(struct moatd *d, const struct period *p, struct plan *plan)
 		if (u->class == MOAT_CLASS_LC) {
 			idx[i] = nlc;
 			lc[nlc] = u->lc;
+			/* its own limit's waits are not BE's doing (units.c) */
+			if (u->self_throttled)
+				lc[nlc].value[MOAT_SIG_RQLAT_P99] = NAN;
 			/* CPI is a signal of the controller's only when it acts on it */
 			if (!e->ek.cpi2_act)
 				lc[nlc].target[MOAT_SIG_CPI] = 0;

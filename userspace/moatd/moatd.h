@@ -182,6 +182,12 @@ struct unit {
 	/* An LC unit's signals and targets, as the controller takes them;
 	   value NAN: not measured this period, target 0: none. */
 	struct moat_ctl_lc lc;
+	/*
+	 * It or a member was throttled by its own CFS quota in this window:
+	 * its waits hold that throttling, which no step on BE shortens, so
+	 * the controller does not take its run-queue signal this period.
+	 */
+	bool self_throttled;
 	double cpu_usage;		/* CPUs */
 	/*
 	 * CPI², this period (cpi.c): its CPI over its members' counters;

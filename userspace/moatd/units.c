@@ -157,6 +157,8 @@ int units_build(struct moatd *d, struct period *p)
 		struct signals_group *usg = group_mod(g->unit, MOD_SIGNALS);
 
 		moat_hist_add(&p->units[usg->unit].waits, &g->win_hist);
+		if (g->win.throttled_periods > 0)
+			p->units[usg->unit].self_throttled = true;
 	}
 	for (i = 0; i < p->nr_units; i++)
 		lc_signals(s, &p->units[i], p->secs);
