@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <criterion/criterion.h>
+#include "burst.h"
 #include "daemon.h"
 #include "enforce.h"
 #include "units.h"
@@ -19,6 +20,7 @@ const struct moatd_module *const moatd_modules[MOD_NR] = {
 	[MOD_ENFORCE] = &enforce_module,
 	[MOD_RDT] = &none, [MOD_HINTS] = &none, [MOD_HTTP] = &none,
 	[MOD_KUBE] = &none, [MOD_PODS] = &none, [MOD_EVICT] = &none,
+	[MOD_BURST] = &burst_module,
 };
 
 struct moatd *daemon_new(const struct moat_cg_hierarchy *cpu)

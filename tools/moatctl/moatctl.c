@@ -294,6 +294,22 @@ static void evict_line(const struct kv *t)
 	       *c && strcmp(c, "-") ? c : "none", *last && strcmp(last, "-") ? last : "none");
 }
 
+/* CPU burst: on or off, the LC groups throttled now and those with burst. */
+static void burst_line(const struct kv *t)
+{
+	const char *on = lookup(t, "burst/enabled"), *sup = lookup(t, "burst/supported");
+
+	if (!strcmp(on, "-"))
+		return;
+	if (!strcmp(sup, "no"))
+		printf("burst: none (this kernel has no CFS burst)");
+	else
+		printf("burst: %s, %s%% of the quota", strcmp(on, "1") ? "off" : "on",
+		       lookup(t, "burst/max_pct"));
+	printf("; LC groups throttled by their own limit this period: %s; with moat's burst: %s\n\n",
+	       lookup(t, "burst/throttled"), lookup(t, "burst/held"));
+}
+
 static int cmd_status(int argc, char **argv)
 {
 	char *body, path[512], id[128], last[128] = "";
@@ -324,6 +340,7 @@ static int cmd_status(int argc, char **argv)
 	       lookup(&t, "node/pressure/io_some_avg10"));
 	pods_line(&t);
 	evict_line(&t);
+	burst_line(&t);
 	printf("%-38s %-5s %-9s %8s %9s %9s %7s  %s\n", "GROUP", "CLASS", "KIND",
 	       "WAITS", "P50_US", "P99_US", "CPUS", "PATH");
 	for (i = 0; i < t.nr; i++) {

@@ -66,8 +66,8 @@ static int cpu_max_v2(const char *dir, long long *quota, long long *period)
 	return sscanf(q, "%lld%c", quota, &end) == 1 && *quota > 0 ? 0 : -EBADMSG;
 }
 
-static int cpu_max_get(const char *dir, bool v2, long long *quota,
-		       long long *period)
+int moat_cpu_max_get(const char *dir, bool v2, long long *quota,
+		     long long *period)
 {
 	int err;
 
@@ -82,7 +82,7 @@ static int cpu_max_get(const char *dir, bool v2, long long *quota,
 static int cpu_max_read(const char *dir, bool v2, double *val)
 {
 	long long quota, period;
-	int err = cpu_max_get(dir, v2, &quota, &period);
+	int err = moat_cpu_max_get(dir, v2, &quota, &period);
 
 	if (!err)
 		*val = quota < 0 ? INFINITY : (double)quota / period;
@@ -94,7 +94,7 @@ static int cpu_max_apply(struct moat_journal *j, const char *dir, bool v2,
 {
 	long long quota, period;
 	char buf[64];
-	int err = cpu_max_get(dir, v2, &quota, &period);
+	int err = moat_cpu_max_get(dir, v2, &quota, &period);
 
 	if (err)
 		return err;
@@ -236,6 +236,39 @@ const struct moat_actuator moat_act_cpu_prio = {
 	.name = "cpu_prio", .unit = "weight",
 	.files = { { "cpu.idle", "cpu.shares" }, { "cpu.idle", "cpu.weight" } },
 	.read = cpu_prio_read, .apply = cpu_prio_apply,
+};
+
+/*
+ * CFS burst (v5.14+): unused quota a group may carry into a later period,
+ * in seconds of CPU time; v2 cpu.max.burst, v1 cpu.cfs_burst_us, both in
+ * us.  The kernel refuses a burst over the quota, and a quota written
+ * under the burst in force (sched/core.c, tg_set_cfs_bandwidth()).
+ */
+static int cpu_burst_read(const char *dir, bool v2, double *val)
+{
+	long long v;
+	int err = read_ll(dir, v2 ? "cpu.max.burst" : "cpu.cfs_burst_us", &v);
+
+	if (!err)
+		*val = v / 1e6;
+	return err;
+}
+
+static int cpu_burst_apply(struct moat_journal *j, const char *dir, bool v2,
+			   double secs)
+{
+	char buf[32];
+
+	if (isnan(secs) || secs < 0 || secs > 1e6)
+		return -EINVAL;
+	snprintf(buf, sizeof(buf), "%lld", llround(secs * 1e6));
+	return write_file(j, dir, v2 ? "cpu.max.burst" : "cpu.cfs_burst_us", buf);
+}
+
+const struct moat_actuator moat_act_cpu_burst = {
+	.name = "cpu_burst", .unit = "s",
+	.files = { { "cpu.cfs_burst_us" }, { "cpu.max.burst" } },
+	.read = cpu_burst_read, .apply = cpu_burst_apply,
 };
 
 static int memory_high_read(const char *dir, bool v2, double *val)

@@ -26,6 +26,9 @@
  *                clears cpu.idle before it writes the weight, and a restore
  *                puts cpu.idle back first: while a group is idle the
  *                kernel refuses writes to its weight.
+ *   cpu_burst    seconds of CPU time a group may carry over from periods
+ *                it did not use its quota in (v5.14+): v2 cpu.max.burst,
+ *                v1 cpu.cfs_burst_us, in us.  At most the quota.
  *   memory_high  bytes; INFINITY: "max".  v2 only: v1 has no memory.high,
  *                and its memory.limit_in_bytes would OOM-kill where
  *                memory.high reclaims, so moat does not touch it.
@@ -51,6 +54,14 @@ extern const struct moat_actuator moat_act_cpu_weight;
 extern const struct moat_actuator moat_act_cpu_idle;
 extern const struct moat_actuator moat_act_cpu_prio;
 extern const struct moat_actuator moat_act_memory_high;
+extern const struct moat_actuator moat_act_cpu_burst;
+
+/**
+ * moat_cpu_max_get() - the CFS quota and period at @dir, in us; a quota
+ * of -1 is none.  Return: 0, -EBADMSG, or the read's -errno.
+ */
+int moat_cpu_max_get(const char *dir, bool v2, long long *quota,
+		     long long *period);
 
 /**
  * moat_act_supported() - whether @a has a file at @dir on this kernel.

@@ -45,6 +45,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "actuator.h"
+#include "burst.h"
 #include "enforce.h"
 #include "levers.h"
 #include "log.h"
@@ -68,7 +69,7 @@ struct enforce_knobs {
 /* The files moat holds, by name, for the count of outside writes. */
 static const char *const outside_files[] = {
 	"cpu.max", "cpu.cfs_quota_us", "cpu.weight", "cpu.shares", "cpu.idle",
-	"memory.high", "other",
+	"memory.high", "cpu.max.burst", "cpu.cfs_burst_us", "other",
 };
 #define OUTSIDE_FILES	(sizeof(outside_files) / sizeof(outside_files[0]))
 /* The outside writes of a group's file that are remembered. */
@@ -295,6 +296,10 @@ static void outside(void *ctx, const struct moat_journal_entry *je, const char *
 	e->outside_total++;
 	if (!g)
 		return;		/* not a group's now: the journal dropped it */
+	if (burst_file(name)) {	/* the burst module's, on an LC group */
+		burst_outside(d, g, je->path, je->last, now);
+		return;
+	}
 	eg = EG(g);
 	eg->adopted[r] = true;
 	moatd_group_name(g, who, sizeof(who));

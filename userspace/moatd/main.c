@@ -36,6 +36,7 @@
 #include "hostroot.h"
 #include "http.h"
 #include "evict.h"
+#include "burst.h"
 #include "kube.h"
 #include "pods.h"
 #include "log.h"
@@ -67,6 +68,7 @@ const struct moatd_module *const moatd_modules[MOD_NR] = {
 	[MOD_KUBE] = &kube_module,
 	[MOD_PODS] = &pods_module,
 	[MOD_EVICT] = &evict_module,
+	[MOD_BURST] = &burst_module,
 };
 
 struct options {
@@ -511,17 +513,21 @@ static void cycle(struct moatd *d)
 		pr_warn("out of memory: no units this period");
 	stage_done(d, STAGE_UNITS, &t);
 	enforce_sample(d, p);	/* the originals a first step starts from */
+	burst_sample(d, p);	/* throttled LC groups' quotas and bursts */
 
 	/* the policies: the period in, a plan out */
 	d->plan.nr = 0;
+	d->plan.nr_burst = 0;
 	stage_done(d, STAGE_ENFORCE, &t);
 	cpi_detect(d, p);
 	stage_done(d, STAGE_CPI, &t);
 	enforce_decide(d, p, &d->plan);
+	burst_decide(d, p, &d->plan);	/* throttled LC groups' burst */
 	evict_decide(d, p, &d->plan);	/* the last resort */
 
 	/* the actuators: the plan out, through the journal */
 	enforce_act(d, &d->plan);
+	burst_act(d, &d->plan);
 	evict_act(d, &d->plan);
 	stage_done(d, STAGE_ENFORCE, &t);
 	err = rdt_act(d, &d->plan);
@@ -864,6 +870,7 @@ out:
 	free(d->period.blame);
 	free(d->period.units);
 	free(d->plan.steps);
+	free(d->plan.burst);
 	free(d);
 	/* what went wrong was said where it went wrong, with what and why */
 	if (err && started)

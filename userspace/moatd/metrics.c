@@ -23,6 +23,7 @@
 #include "hostroot.h"
 #include "kube.h"
 #include "metrics.h"
+#include "burst.h"
 #include "evict.h"
 #include "pods.h"
 #include "prom.h"
@@ -186,6 +187,16 @@ static double g_nr_throttled(const struct moatd_group *g)
 static double g_throttled(const struct moatd_group *g)
 {
 	return g->sample.throttled_s;
+}
+
+static double g_lc_throttled(const struct moatd_group *g)
+{
+	return burst_lc(g) ? g->sample.throttled_s : NAN;
+}
+
+static double g_burst(const struct moatd_group *g)
+{
+	return burst_held(g);
 }
 
 static double g_cpu_stall(const struct moatd_group *g)
@@ -479,6 +490,7 @@ static void daemon_metrics(FILE *f, const struct moatd *d)
 		kube_counter(d, true));
 	fprintf(f, "moat_errors_total{op=\"kube_pods\"} %llu\n", pods.errors);
 	fprintf(f, "moat_errors_total{op=\"kube_evict\"} %llu\n", evict_errors(d));
+	fprintf(f, "moat_errors_total{op=\"burst_write\"} %llu\n", burst_errors(d));
 	fprintf(f, "moat_errors_total{op=\"journal_save\"} %llu\n",
 		d->journal ? d->journal->save_errors : 0);
 	prom_family(f, "moat_kube_node_updates_total", "counter",
@@ -523,6 +535,12 @@ static void daemon_metrics(FILE *f, const struct moatd *d)
 	prom_family(f, "moat_evictions_stuck_total", "counter",
 	       "Evictions accepted whose pod was still on the node a cooldown later.");
 	fprintf(f, "moat_evictions_stuck_total %llu\n", evict_stuck(d));
+	prom_family(f, "moat_burst_writes_total", "counter",
+	       "Writes of CFS burst to LC groups throttled by their own CPU limit.");
+	fprintf(f, "moat_burst_writes_total %llu\n", burst_writes(d));
+	prom_family(f, "moat_burst_releases_total", "counter",
+	       "LC groups' bursts put back: not throttled for burst/hold_s, or no longer LC.");
+	fprintf(f, "moat_burst_releases_total %llu\n", burst_releases(d));
 
 	prom_family(f, "moat_actions_total", "counter",
 	       "The controller's steps, by the chain (signal) that decided, resource and action.");
@@ -573,6 +591,12 @@ static const struct group_family {
 	{ "moat_group_cpu_throttled_seconds_total", "counter",
 	  "Time the group was throttled (cpu.stat throttled_usec or throttled_time).",
 	  g_throttled },
+	{ "moat_lc_throttled_seconds_total", "counter",
+	  "Time an LC group was throttled by its own CPU limit (its cpu.stat): not interference, and not in the blame or /hints.",
+	  g_lc_throttled },
+	{ "moat_group_cpu_burst_seconds", "gauge",
+	  "The CFS burst moat gave the LC group (cpu.max.burst, v1 cpu.cfs_burst_us), in seconds of CPU.  Absent: none.",
+	  g_burst },
 	{ "moat_group_cpu_pressure_stalled_seconds_total", "counter",
 	  "Time some task of the group waited for a CPU (cpu.pressure some total; cgroup v2).",
 	  g_cpu_stall },

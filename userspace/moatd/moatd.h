@@ -47,6 +47,7 @@ enum moatd_mod {
 	MOD_SIGNALS,	/* units.c: units, LC signals and targets */
 	MOD_CPI,	/* cpi.c: PMU counters and CPI² */
 	MOD_ENFORCE,	/* enforce.c: the controller and the cgroup actuators */
+	MOD_BURST,	/* burst.c: CFS burst for throttled LC groups */
 	MOD_RDT,	/* rdt.c: resctrl */
 	MOD_HINTS,	/* hints.c: placement hints */
 	MOD_HTTP,	/* http.c: /metrics, /hints, /healthz */
@@ -262,6 +263,15 @@ struct plan {
 	 * pod is held to (INFINITY: none), for the weight lever (weights.h).
 	 */
 	double be_weight;
+	/*
+	 * CFS burst on LC groups (burst.h): each group's burst after the
+	 * step, in s of CPU; NAN: its original back.
+	 */
+	struct burst_step {
+		struct moatd_group *g;
+		double secs;
+	} *burst;
+	size_t nr_burst, cap_burst;
 	/* The BE pod to evict (evict.h), or NULL; why, for the log and its Event. */
 	struct moatd_group *evict;
 	unsigned int evict_reason;	/* enum evict_reason */
