@@ -9,7 +9,11 @@
  * request due while every connection is busy waits, and its wait counts.
  *
  *   moat-loadgen [-r RATE] [-d SECONDS] [-c CONNS] [-w WINDOW_MS]
- *                [-s SKIP_S] HOST PORT PATH
+ *                [-s SKIP_S] [-b ON_MS:OFF_MS] HOST PORT PATH
+ *
+ * -b: arrivals in bursts, as a service's clients bring them: RATE for
+ * ON_MS, then none for OFF_MS, over and over (the average is RATE *
+ * ON / (ON + OFF)); request i of a burst is due i / RATE into it.
  *
  * Prints "key value" lines: the latency percentiles of the requests due
  * at or after SKIP_S, then per window of WINDOW_MS, "window <start_s>
@@ -43,6 +47,9 @@ struct conn {
 };
 
 static struct conn conns[MAX_CONNS];
+/* The arrivals: RATE, in bursts of @on_s every @on_s + @off_s (off 0: none). */
+static double rate = 1000, on_s, off_s;
+static size_t per_burst;
 static struct sockaddr_in addr;
 static char request[512];
 static size_t request_len;
@@ -112,6 +119,14 @@ static double quantile(const double *v, size_t n, double q)
 	return n ? v[i ? i - 1 : 0] : NAN;
 }
 
+/* When request @i is due, in s from the start. */
+static double due_of(size_t i)
+{
+	if (!per_burst)
+		return i / rate;
+	return (double)(i / per_burst) * (on_s + off_s) + (i % per_burst) / rate;
+}
+
 struct sample {
 	double due, lat;
 };
@@ -125,20 +140,31 @@ static int cmp_due(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-	double rate = 1000, secs = 10, skip = 0, window = 1.0, start, t;
+	double secs = 10, skip = 0, window = 1.0, start, t;
+	char trail;
 	unsigned long errors = 0;
 	size_t nconns = 16, total, sent = 0, done = 0, i, n, w;
 	struct sample *samples;
 	double *lat;
 	int ep, c;
 
-	while ((c = getopt(argc, argv, "r:d:c:w:s:")) != -1) {
+	while ((c = getopt(argc, argv, "r:d:c:w:s:b:")) != -1) {
 		switch (c) {
 		case 'r': rate = atof(optarg); break;
 		case 'd': secs = atof(optarg); break;
 		case 'c': nconns = strtoul(optarg, NULL, 10); break;
 		case 'w': window = atof(optarg) / 1000; break;
 		case 's': skip = atof(optarg); break;
+		case 'b':
+			if (sscanf(optarg, "%lf:%lf%c", &on_s, &off_s, &trail) != 2 ||
+			    !(on_s > 0) || !(off_s > 0)) {
+				fprintf(stderr, "moat-loadgen: -b: '%s' is not ON_MS:OFF_MS, both over 0\n",
+					optarg);
+				return 2;
+			}
+			on_s /= 1000;
+			off_s /= 1000;
+			break;
 		default: goto usage;
 		}
 	}
@@ -155,7 +181,13 @@ int main(int argc, char **argv)
 	request_len = snprintf(request, sizeof(request),
 			       "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n",
 			       argv[optind + 2], argv[optind]);
-	total = (size_t)(rate * secs);
+	if (off_s > 0) {
+		per_burst = (size_t)ceil(rate * on_s);
+		if (!per_burst)
+			per_burst = 1;
+	}
+	for (total = 0; due_of(total) < secs; total++)
+		;
 	samples = calloc(total, sizeof(*samples));
 	lat = calloc(total, sizeof(*lat));
 	ep = epoll_create1(EPOLL_CLOEXEC);
@@ -173,7 +205,7 @@ int main(int argc, char **argv)
 
 		/* Send every request now due, while a connection is free. */
 		t = now_s() - start;
-		for (i = 0; i < nconns && sent < total && sent / rate <= t; i++) {
+		for (i = 0; i < nconns && sent < total && due_of(sent) <= t; i++) {
 			struct conn *cn = &conns[i];
 
 			if (cn->busy)
@@ -186,13 +218,13 @@ int main(int argc, char **argv)
 				continue;
 			}
 			cn->busy = true;
-			cn->due = sent / rate;
+			cn->due = due_of(sent);
 			sent++;
 		}
 		for (i = 0; i < nconns && conns[i].busy; i++)
 			;
 		next = sent < total && i < nconns ?
-		       sent / rate - (now_s() - start) : 0.05;	/* a response */
+		       due_of(sent) - (now_s() - start) : 0.05;	/* a response */
 		if (next < 0)
 			next = 0;
 		timeout.tv_sec = (time_t)next;
@@ -255,6 +287,6 @@ int main(int argc, char **argv)
 	}
 	return 0;
 usage:
-	fprintf(stderr, "usage: moat-loadgen [-r RATE] [-d SECONDS] [-c CONNS] [-w WINDOW_MS] [-s SKIP_S] HOST PORT PATH\n");
+	fprintf(stderr, "usage: moat-loadgen [-r RATE] [-d SECONDS] [-c CONNS] [-w WINDOW_MS] [-s SKIP_S] [-b ON_MS:OFF_MS] HOST PORT PATH\n");
 	return 2;
 }

@@ -35,6 +35,17 @@
 #   burst-slices burst, the slices set by hand from the start: nginx's
 #                threads LC_SLICE_US (100), the batch pod's BE_SLICE_US
 #                (100; 0 leaves them): the slice lever, by hand
+# and, with no BE at all, nginx held back by its own CPU limit: the load
+# comes in bursts (LIMIT_RATE requests/s for ON_MS, none for OFF_MS;
+# 12000, 100, 200: nginx needs ~0.4 CPU in a burst, ~0.13 on average),
+# more than LIMIT CPUs (0.2) within a CFS period and well under it on
+# average:
+#   unlimited    no limit on the LC pod
+#   limit        limits.cpu LIMIT on the pod and its container, as
+#                kubelet and runc write it (Kubernetes as is)
+#   limit-moatd  limit, plus moatd in enforce mode: CFS burst
+# these report the LC pod's throttled periods (pod and container) and
+# its CPU over the run against its limit.
 # moatd runs in every scenario, observing where it does not enforce, with
 # a period of one loadgen window (1 s): each run also records moatd's LC
 # signals for every window next to the client's p99 of that window, and
@@ -73,12 +84,17 @@ case $TREE in
 kubelet)
 	PERIOD_MS=${PERIOD_MS:-1000}
 	SCENARIOS=${SCENARIOS:-alone none k8s moatd-pod burst burst-moatd burst2 burst2-moatd} ;;
+	# (unlimited limit limit-moatd: named in SCENARIOS)
 flat)
 	PERIOD_MS=${PERIOD_MS:-500}
 	SCENARIOS=${SCENARIOS:-alone none k8s static moatd moatd-pod moatd-only} ;;
 *)
 	echo "protect.sh: TREE: '$TREE' is neither kubelet nor flat" >&2; exit 2 ;;
 esac
+LIMIT=${LIMIT:-0.2}
+LIMIT_RATE=${LIMIT_RATE:-12000}
+ON_MS=${ON_MS:-100}
+OFF_MS=${OFF_MS:-200}
 BE_AT=2
 SKIP=$((BE_AT + 2))
 PORT=18080
@@ -226,6 +242,35 @@ lc_ticks() {
 	echo "$t"
 }
 
+# lc_limit CPUS|max: limits.cpu on nginx's pod and its container, as
+# kubelet (the pod) and runc (the container) write it; on v1 a child's
+# quota may not exceed its parent's, so the pod's goes first, and last
+# when the limit goes.
+lc_limit() {
+	local q g
+	if [ "$1" = max ]; then
+		for g in "$LC" "$LC_POD"; do
+			if [ "$v2" = 1 ]; then echo "max 100000" >"$prefix/$g/cpu.max"
+			else echo -1 >"$prefix/$g/cpu.cfs_quota_us"; fi
+		done
+		return
+	fi
+	q=$(awk -v c="$1" 'BEGIN { printf "%d", c * 100000 }')
+	for g in "$LC_POD" "$LC"; do
+		if [ "$v2" = 1 ]; then echo "$q 100000" >"$prefix/$g/cpu.max"
+		else echo "$q" >"$prefix/$g/cpu.cfs_quota_us"; fi
+	done
+}
+# The CFS periods a cgroup was throttled in (cpu.stat nr_throttled).
+cg_throttled() {
+	local k v
+	while read -r k v; do
+		[ "$k" = nr_throttled ] && { echo "$v"; return; }
+	done <"$prefix/$1/cpu.stat"
+}
+# Whether scenario $1 has BE work.
+has_be() { case $1 in alone | unlimited | limit*) return 1 ;; esac; }
+
 set_quota() {	# CPUs
 	local q
 	q=$(awk -v c="$1" 'BEGIN { q = int(c * 100000); print q < 1000 ? 1000 : q }')
@@ -342,13 +387,16 @@ cg_usage_us() {
 }
 
 # One run: "p50 p99 p999 cpu_ops cache_ops first_action_s recovery_s
-# be_split"; be_split is the first batch pod's CPU over the second's
-# from the latency window's start to the end (burst2*; "-" elsewhere).
+# be_split stalled throttled lc_cpus"; be_split is the first batch pod's
+# CPU over the second's from the latency window's start to the end
+# (burst2*; "-" elsewhere); throttled, the LC pod's and container's
+# throttled periods over the run, and lc_cpus its pod's CPU over the run
+# (unlimited and limit*; "-" elsewhere).
 # On the kubelet tree, the run's windows go to $work/$sc.sig as
 # "run window_s client_p99_us wp99_us ap99_us".
 run_one() {
 	local sc=$1 run=$2 lg=$work/lg.out be_pid= be2_pid= helper= t0= first=- ops mode=
-	local split=- u0= u1= stalled=-
+	local split=- u0= u1= stalled=- thr=- lcpu=- th0= c0= tl0= lg_args=()
 	moatd_pid=
 	BE= BE2=
 	if [ "$TREE" = kubelet ]; then
@@ -379,8 +427,11 @@ run_one() {
 			set_shares "$(dirname "$BE")" 1024
 			set_shares "$BE" 1024 ;;
 		esac
+		case $sc in
+		limit*) lc_limit "$LIMIT" ;;
+		esac
 		mode=observe
-		case $sc in moatd-pod | burst-moatd | burst2-moatd) mode=enforce ;; esac
+		case $sc in moatd-pod | burst-moatd | burst2-moatd | limit-moatd) mode=enforce ;; esac
 		start_moatd "$mode"
 		case $sc in burst-moatd | burst2-moatd)
 			ctl set --runtime "groups/$BATCH_UID/class" be >/dev/null ;; esac
@@ -397,11 +448,18 @@ run_one() {
 		moatd-pod) mode=enforce; start_moatd enforce 0 ;;
 		esac
 	fi
-	taskset -c "$CLIENT_CPU" "$O/moat-loadgen" -r "$RATE" -d "$SECS" -c 32 \
+	lg_args=(-r "$RATE")
+	case $sc in unlimited | limit*)
+		lg_args=(-r "$LIMIT_RATE" -b "$ON_MS:$OFF_MS")
+		th0=$(($(cg_throttled "$LC_POD") + $(cg_throttled "$LC")))
+		c0=$(cg_usage_us "$LC_POD")
+		tl0=$(now) ;;
+	esac
+	taskset -c "$CLIENT_CPU" "$O/moat-loadgen" "${lg_args[@]}" -d "$SECS" -c 32 \
 		-s "$SKIP" 127.0.0.1 "$PORT" /index.html >"$lg" &
 	local lg_pid=$!
 	sleep "$BE_AT"
-	if [ "$sc" != alone ]; then
+	if has_be "$sc"; then
 		t0=$(now)
 		(join_group "$BE" "$BASHPID"
 		 exec taskset -c "$SHARED_CPU" stress-ng --cpu 1 --cache 1 \
@@ -430,6 +488,14 @@ run_one() {
 		u0="$(cg_usage_us "$(dirname "$BE")") $(cg_usage_us "$(dirname "$BE2")")"
 	fi
 	wait "$lg_pid"
+	if [ -n "$th0" ]; then
+		thr=$(($(cg_throttled "$LC_POD") + $(cg_throttled "$LC") - th0))
+		lcpu=$(awk -v a="$c0" -v b="$(cg_usage_us "$LC_POD")" -v t0="$tl0" -v t1="$(now)" \
+			'BEGIN { printf "%.3f", (b - a) / 1e6 / (t1 - t0) }')
+		# moatd's first burst, from the load's start
+		[ "$mode" = enforce ] && first=$(awk -v t0="$tl0" '/burst: group .* throttled by its own/ {
+			printf "%.2f", $1 - t0; f = 1; exit } END { if (!f) print "-" }' "$work/moatd.log")
+	fi
 	if [ -n "$BE2" ]; then
 		u1="$(cg_usage_us "$(dirname "$BE")") $(cg_usage_us "$(dirname "$BE2")")"
 		split=$(awk -v a="$u0" -v b="$u1" 'BEGIN { split(a, x, " "); split(b, y, " ")
@@ -478,6 +544,7 @@ run_one() {
 	fi
 	[ -z "$BE" ] || rm_group "$BE"
 	[ -z "$BE2" ] || rm_group "$BE2"
+	case $sc in limit*) lc_limit max ;; esac
 	[ "$TREE" = kubelet ] && set_shares kubepods/burstable 512
 	ops="- -"
 	if [ -n "$be_pid" ]; then
@@ -487,14 +554,14 @@ run_one() {
 			END { print v["cpu"], v["cache"] }' "$work/be.yaml" ${be2_pid:+"$work/be2.yaml"})
 	fi
 	awk -v ops="$ops" -v first="$first" -v be="$BE_AT" -v alone="${ALONE_P99:-0}" \
-		-v bsplit="$split" -v stalled="$stalled" '
+		-v bsplit="$split" -v stalled="$stalled" -v thr="$thr" -v lcpu="$lcpu" '
 		$1 == "p50_us" { p50 = $2 } $1 == "p99_us" { p99 = $2 }
 		$1 == "p999_us" { p999 = $2 } $1 == "errors" { errors = $2 }
 		$1 == "window" && $2 >= be && rec == "" && alone > 0 && $4 <= 1.5 * alone {
 			rec = sprintf("%.0f", $2 + 1 - be) }
 		END { if (errors > 0) print "errors", errors > "/dev/stderr"
 		      print p50, p99, p999, ops, first, (rec == "" ? "-" : rec), bsplit,
-			    stalled }' "$lg"
+			    stalled, thr, lcpu }' "$lg"
 }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : "-" }'; }
@@ -515,13 +582,13 @@ for r in $(seq "$REPS"); do
 	for sc in $SCENARIOS; do
 		run_one "$sc" "$r" >"$work/line"	# not $(...): its pids stay ours
 		line=$(cat "$work/line")
-		echo "# $sc run $r: p50 p99 p999 (us), cpu cache (bogo-ops/s), first action (s), recovery (s), BE split, stalled windows: $line"
+		echo "# $sc run $r: p50 p99 p999 (us), cpu cache (bogo-ops/s), first action (s), recovery (s), BE split, stalled windows, LC throttled periods, LC CPUs: $line"
 		echo "$line" >>"$work/$sc.runs"
 		[ "$sc" = alone ] && ALONE_P99=$(awk '{ print $2 }' "$work/alone.runs" | median)
 	done
 done
 for sc in $SCENARIOS; do
-	for f in 1 2 3 4 5 6 7 8; do
+	for f in 1 2 3 4 5 6 7 8 10 11; do
 		res[$sc,$f]=$(awk -v f=$f '$f != "-" { print $f }' "$work/$sc.runs" | median)
 	done
 	# the runs no stall disturbed, and the p99 and p99.9 of those
@@ -550,6 +617,25 @@ for sc in $SCENARIOS; do
 done
 echo "# calm: runs with no window a stall outside nginx's run queue disturbed (its client p99 over"
 echo "# 50 ms, nginx's ap99 under 5 ms); calm_p99, calm_p999: their medians. Every run is listed above."
+
+# nginx held back by its own limit: against unlimited's p99 and limit's
+# throttling, and its CPU against the limit.
+if [[ " $SCENARIOS " == *" limit"* || " $SCENARIOS " == *" unlimited "* ]]; then
+	echo
+	echo "# limits.cpu $LIMIT, load $LIMIT_RATE req/s for $ON_MS ms every $((ON_MS + OFF_MS)) ms"
+	printf '%-12s %10s %10s %10s %10s %10s %10s %10s %9s\n' scenario p50_us p99_us p999_us \
+		p99/unlim throttled thr/limit lc_cpus first_s
+	for sc in $SCENARIOS; do
+		case $sc in unlimited | limit*) ;; *) continue ;; esac
+		awk -v sc="$sc" -v p50="${res[$sc,1]}" -v p99="${res[$sc,2]}" -v p999="${res[$sc,3]}" \
+			-v u99="${res[unlimited,2]:-}" -v thr="${res[$sc,10]}" \
+			-v lthr="${res[limit,10]:-}" -v cpu="${res[$sc,11]}" -v first="${res[$sc,6]}" 'BEGIN {
+			r = (u99 > 0) ? sprintf("%.2f", p99 / u99) : "-"
+			t = (lthr > 0 && thr != "-") ? sprintf("%.3f", thr / lthr) : "-"
+			printf "%-12s %10s %10s %10s %10s %10s %10s %10s %9s\n", sc, p50, p99, p999,
+				r, thr, t, cpu, first }'
+	done
+fi
 
 [ "$TREE" = kubelet ] || exit 0
 # Does moatd's LC signal agree with the client?  Each signal against the
