@@ -71,6 +71,18 @@ static void set_quota(const struct tcg *cg)
 	}
 }
 
+/* @cg's CFS quota in us; -1: none, -2: not read. */
+static long quota_of(const struct tcg *cg)
+{
+	char path[PATH_MAX + 32], buf[64];
+
+	snprintf(path, sizeof(path), "%s/%s", cg->dir,
+		 tcg_hierarchy()->v2 ? "cpu.max" : "cpu.cfs_quota_us");
+	if (moat_kfile_read(path, buf, sizeof(buf)))
+		return -2;
+	return strncmp(buf, "max", 3) ? strtol(buf, NULL, 10) : -1;
+}
+
 /* Wait up to @ms for @cg's burst to be @want; what it is then. */
 static long wait_burst(const struct tcg *cg, long want, int ms)
 {
@@ -149,6 +161,9 @@ static void expect_only_lc(const struct burst_node *b, const char *when)
 	cr_expect_eq(burst_of(&b->be.ctr), 0, "%s: a BE container got burst", when);
 	cr_expect_eq(burst_of(&b->idle.pod), 0, "%s: an LC pod never throttled got burst", when);
 	cr_expect_eq(burst_of(&b->idle.ctr), 0, "%s: its container got burst", when);
+	/* burst/lift is off: an LC pod's limit is never written */
+	cr_expect_eq(quota_of(&b->lc.pod), QUOTA_US, "%s: the LC pod's quota was written", when);
+	cr_expect_eq(quota_of(&b->lc.ctr), QUOTA_US, "%s: the container's quota was written", when);
 }
 
 static void expect_none(const struct burst_node *b, const char *when)
@@ -309,5 +324,67 @@ Test(moatd, burst_goes_after_hold_s_and_never_when_off, .timeout = 90)
 	}
 	cr_assert_eq(ctl(out, err, "get", "burst/throttled", NULL), 0, "%s", err);
 	cr_expect_neq(strtol(out, NULL, 10), 0, "the LC pod was not seen throttled");
+	burst_node_stop(&b);
+}
+
+/*
+ * burst/lift on, a pod with a limit of its own (its container none, as
+ * with pod-level resources): throttled with its burst spent and the node
+ * idle, its quota goes up, never over lift_max_pct of its limit; two BE
+ * hogs make the node busy and it comes back down to its limit exactly;
+ * lifted again, a resize is its new limit, which SIGTERM leaves.
+ */
+Test(moatd, a_quota_lift_past_the_burst_goes_up_idle_and_down_busy, .timeout = 90)
+{
+	struct burst_node b;
+	pid_t be[2];
+	long q = 0;
+	int i;
+
+	burst_node(&b, false, BURST_CONF "burst/lift = 1\nburst/lift_max_pct = 200\n"
+		   "burst/lift_node_busy_pct = 80\n");
+	stop(&daemon_pid);
+	/* the container without a limit: the pod's alone throttles */
+	cr_assert_eq(tcg_write(&b.lc.ctr, tcg_hierarchy()->v2 ? "cpu.max" : "cpu.cfs_quota_us",
+			       tcg_hierarchy()->v2 ? "max" : "-1"), 0);
+	tcg_kill(b.hog[1]);	/* the node idle but for the LC hog */
+	b.hog[1] = 0;
+	enforce_with(BURST_CONF "burst/lift = 1\nburst/lift_max_pct = 200\n"
+		     "burst/lift_node_busy_pct = 80\n");
+	for (i = 0; i < 100 && (q = quota_of(&b.lc.pod)) < 2 * QUOTA_US; i++)
+		sleep_ms(100);
+	cr_assert_eq(q, 2 * QUOTA_US, "the quota went to %ld, not lift_max_pct of %d", q,
+		     QUOTA_US);
+	cr_expect(wait_log("quota lifted", 1, 0), "moatd did not say so");
+	cr_expect_eq(burst_of(&b.lc.pod), QUOTA_US, "the burst is not of the original quota");
+	cr_assert_eq(ctl(out, err, "get", "groups/" LC_UID "/burst", NULL), 0, "%s", err);
+	cr_expect(strstr(out, "quota 0.400 (0.200 its own)"), "the knob: %s", out);
+	/* the node busy (the batch pod without its limit): down by steps,
+	   to its limit exactly */
+	cr_assert_eq(tcg_write(&b.be.ctr, tcg_hierarchy()->v2 ? "cpu.max" : "cpu.cfs_quota_us",
+			       tcg_hierarchy()->v2 ? "max" : "-1"), 0);
+	cr_assert_eq(tcg_write(&b.be.pod, tcg_hierarchy()->v2 ? "cpu.max" : "cpu.cfs_quota_us",
+			       tcg_hierarchy()->v2 ? "max" : "-1"), 0);
+	be[0] = tcg_spawn(&b.be.ctr, 0, work_hog, NULL);
+	be[1] = tcg_spawn(&b.be.ctr, 1, work_hog, NULL);
+	cr_assert(be[0] > 0 && be[1] > 0);
+	for (i = 0; i < 100 && (q = quota_of(&b.lc.pod)) != QUOTA_US; i++)
+		sleep_ms(100);
+	cr_expect_eq(q, QUOTA_US, "a busy node and the quota stays %ld", q);
+	cr_expect(wait_log("its quota back to", 1, 2000), "moatd did not say so");
+	tcg_kill(be[0]);
+	tcg_kill(be[1]);
+	/* up again, and SIGTERM puts it back */
+	for (i = 0; i < 100 && (q = quota_of(&b.lc.pod)) <= QUOTA_US; i++)
+		sleep_ms(100);
+	cr_assert_gt(q, QUOTA_US, "not lifted again");
+	/* "kubelet" resizes the pod: its new limit is the original now */
+	cr_assert_eq(tcg_write(&b.lc.pod, tcg_hierarchy()->v2 ? "cpu.max" : "cpu.cfs_quota_us",
+			       tcg_hierarchy()->v2 ? "30000 100000" : "30000"), 0);
+	cr_expect(wait_log("quota changed by someone else", 1, 3000),
+		  "the resize was not taken as the new original");
+	stop(&daemon_pid);
+	cr_expect_eq(quota_of(&b.lc.pod), 30000, "SIGTERM put back the old limit, not the resize");
+	cr_expect_eq(burst_of(&b.lc.pod), 0, "SIGTERM left the burst");
 	burst_node_stop(&b);
 }

@@ -306,8 +306,11 @@ static void burst_line(const struct kv *t)
 	else
 		printf("burst: %s, %s%% of the quota", strcmp(on, "1") ? "off" : "on",
 		       lookup(t, "burst/max_pct"));
-	printf("; LC groups throttled by their own limit this period: %s; with moat's burst: %s\n\n",
+	printf("; LC groups throttled by their own limit this period: %s; with moat's burst: %s",
 	       lookup(t, "burst/throttled"), lookup(t, "burst/held"));
+	if (!strcmp(lookup(t, "burst/lift"), "1"))
+		printf("; quotas lifted: %s", lookup(t, "burst/lifted"));
+	printf("\n\n");
 }
 
 static int cmd_status(int argc, char **argv)

@@ -32,6 +32,19 @@
  * The kernel refuses a quota written under the burst in force: while a
  * pod holds moat's burst, an in-place resize down to under it fails until
  * moat lets go (burst/hold_s); enforce.rst says so.
+ *
+ * The quota lift (burst/lift, off by default): where the burst is not
+ * enough (the unit still throttled with its burst in force, or no burst
+ * on this kernel) and the node is not busy (its CPU use under
+ * burst/lift_node_busy_pct of its CPUs), an LC unit's own quota (the
+ * pod's cpu.max, never a container's, which the runtime re-applies) goes
+ * up by a fifth a period, up to burst/lift_max_pct of its limit and
+ * never by more than the node's idle CPUs; it comes down by a fifth a
+ * period while the node is busy or the unit uses less than its limit,
+ * and its original is put back once it is there.  A limit kubelet set:
+ * an in-place resize (an outside write) wins, as for the weight lever.
+ * The burst stays a share of the original quota, so that the original
+ * can always be written back under it.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -45,13 +58,19 @@
 #include "journal.h"
 #include "log.h"
 
+/* Without its usage, a lifted unit not throttled this long fits its limit. */
+#define LIFT_QUIET_S	3
+
 struct burst_mod {
 	/* knobs */
 	unsigned int on, max_pct, hold_s;
+	unsigned int lift, lift_max_pct, lift_busy_pct;
 	/* whether the kernel has the burst files: -1 not known yet */
 	int supported;
 	unsigned long long writes, releases, errors, outside;
 	unsigned int held, throttled;	/* groups, this period */
+	unsigned int lifted;		/* units, this period */
+	unsigned long long lifts, lift_downs;
 };
 
 struct burst_group {
@@ -65,6 +84,10 @@ struct burst_group {
 	double held_s;			/* which */
 	bool alone;			/* someone else wrote it: theirs */
 	bool refused_said, first_said;
+	/* the quota lift, of a unit: its quota before, in us; the lift's */
+	bool lifted;
+	long long orig_quota_us;
+	double lift_cpus;
 };
 
 static struct burst_mod *B(const struct moatd *d)
@@ -146,11 +169,15 @@ void burst_sample(struct moatd *d, struct period *p)
 		b->throttled += bg->throttled;
 		bg->read_ok = false;
 		bg->burst_s = NAN;
-		if (d->mode != MOATD_ENFORCE || b->supported == 0 ||
-		    (!bg->throttled && !bg->held) || bg->alone)
+		if (d->mode != MOATD_ENFORCE ||
+		    (!bg->throttled && !bg->held && !bg->lifted))
 			continue;
 		if (moat_cpu_max_get(g->dir, d->cpu->v2, &bg->quota_us, &bg->period_us))
 			continue;
+		if (b->supported == 0 || bg->alone) {
+			bg->read_ok = true;	/* the lift may still act */
+			continue;
+		}
 		if (moat_act_cpu_burst.read(g->dir, d->cpu->v2, &v) == -ENOENT) {
 			if (b->supported < 0) {
 				b->supported = 0;
@@ -169,7 +196,7 @@ void burst_sample(struct moatd *d, struct period *p)
 
 /* ---- the policy ---- */
 
-static int step(struct plan *plan, struct moatd_group *g, double secs)
+static int step(struct plan *plan, struct moatd_group *g, double secs, bool lift)
 {
 	if (plan->nr_burst == plan->cap_burst) {
 		size_t cap = plan->cap_burst ? 2 * plan->cap_burst : 8;
@@ -180,7 +207,45 @@ static int step(struct plan *plan, struct moatd_group *g, double secs)
 		plan->burst = v;
 		plan->cap_burst = cap;
 	}
-	plan->burst[plan->nr_burst++] = (struct burst_step){ .g = g, .secs = secs };
+	plan->burst[plan->nr_burst++] = (struct burst_step){ .g = g, .value = secs,
+							   .lift = lift };
+	return 0;
+}
+
+/*
+ * The quota lift's step for unit @g, if any (the comment at the top):
+ * the quota in CPUs after it, NAN for the original back; 0: none.
+ */
+static double lift_step(const struct burst_mod *b, const struct moatd_group *g,
+			const struct node_sample *node, double want, double now)
+{
+	const struct burst_group *bg = BG(g);
+	double cur = (double)bg->quota_us / bg->period_us;
+	double orig = bg->lifted ? (double)bg->orig_quota_us / bg->period_us : cur;
+	double busy = node->cpu_usage / node->ncpus * 100, v;
+	bool burst_spent = b->supported == 0 || bg->alone || !b->on ||
+			   (bg->held && bg->held_s >= want - 0.5e-6);
+
+	if (bg->lifted && (!bg->lc || !b->lift || bg->quota_us <= 0))
+		return NAN;
+	if (bg->quota_us <= 0 || !(node->ncpus > 0))
+		return 0;
+	if (b->lift && bg->lc && bg->throttled && burst_spent &&
+	    busy < b->lift_busy_pct) {
+		v = fmin(fmin(cur * 1.2, orig * b->lift_max_pct / 100),
+			 cur + (node->ncpus - node->cpu_usage));
+		return v > cur + 0.001 ? v : 0;
+	}
+	/*
+	 * Busy (or not known), or the unit fits under its limit: its usage,
+	 * or where that is not known (v1 without cpuacct) no throttling for
+	 * LIFT_QUIET_S (a window of 100 ms can miss one).
+	 */
+	if (bg->lifted && (!(busy < b->lift_busy_pct) || g->win.cpu_usage < orig ||
+			   (isnan(g->win.cpu_usage) && now - bg->throttled_at > LIFT_QUIET_S))) {
+		v = cur * 0.8;
+		return v > orig + 0.001 ? v : NAN;
+	}
 	return 0;
 }
 
@@ -195,25 +260,76 @@ void burst_decide(struct moatd *d, const struct period *p, struct plan *plan)
 		struct burst_group *bg = BG(g);
 		double want;
 
+		double lift;
+
 		if (bg->throttled)
 			bg->throttled_at = now;
 		if (!bg->read_ok)
 			continue;
-		want = bg->quota_us > 0 ? bg->quota_us * (b->max_pct / 100.0) / 1e6 : NAN;
+		/* of the original quota, which a lift leaves below the burst */
+		want = bg->lifted ? bg->orig_quota_us * (b->max_pct / 100.0) / 1e6 :
+		       bg->quota_us > 0 ? bg->quota_us * (b->max_pct / 100.0) / 1e6 : NAN;
+		lift = g->unit == g ? lift_step(b, g, &p->node, want, now) : 0;
+		if (lift != 0 && step(plan, g, lift, true))
+			break;
+		if (b->supported == 0 || bg->alone)
+			continue;
 		if (bg->held && (!bg->lc || !b->on || isnan(want) ||
 				 (b->hold_s && now - bg->throttled_at > b->hold_s))) {
-			if (step(plan, g, NAN))
+			if (step(plan, g, NAN, false))
 				break;
 			continue;
 		}
 		/* never less than the group has: an admin's may be more */
 		if (b->on && bg->throttled && !isnan(want) &&
-		    !(bg->burst_s >= want - 0.5e-6) && step(plan, g, want))
+		    !(bg->burst_s >= want - 0.5e-6) && step(plan, g, want, false))
 			break;
 	}
 }
 
 /* ---- the actuator ---- */
+
+/* A lift step: the unit's quota up or down, or its original back. */
+static void lift_act(struct moatd *d, const struct burst_step *s, const char *who)
+{
+	struct burst_mod *b = B(d);
+	struct burst_group *bg = BG(s->g);
+	int err;
+
+	if (isnan(s->value)) {
+		err = moat_act_restore(&moat_act_cpu_max, d->journal, s->g->dir,
+				       d->cpu->v2);
+		if (!err) {
+			pr_info("burst: unit %s: its quota back to %lld us (%s)", who,
+				bg->orig_quota_us, !bg->lc ? "no longer LC" :
+				!b->lift ? "burst/lift off" : "not needed");
+			bg->lifted = false;
+			b->lift_downs++;
+		}
+	} else {
+		err = moat_act_cpu_max.apply(d->journal, s->g->dir, d->cpu->v2,
+					     s->value);
+		if (!err) {
+			if (!bg->lifted) {
+				bg->orig_quota_us = bg->quota_us;
+				pr_info("burst: unit %s throttled with its burst spent, the node not busy: quota lifted from %lld us to %.0f us a %lld us period",
+					who, bg->quota_us, s->value * bg->period_us,
+					bg->period_us);
+			}
+			b->lifts += s->value > (double)bg->quota_us / bg->period_us;
+			b->lift_downs += s->value < (double)bg->quota_us / bg->period_us;
+			bg->lifted = true;
+			bg->lift_cpus = s->value;
+		}
+	}
+	if (err) {
+		b->errors++;
+		if (!bg->refused_said)
+			pr_warn("burst: unit %s: its quota not written: %s", who,
+				moat_kfile_strerror(err));
+		bg->refused_said = true;
+	}
+}
 
 void burst_act(struct moatd *d, const struct plan *plan)
 {
@@ -227,7 +343,11 @@ void burst_act(struct moatd *d, const struct plan *plan)
 		struct burst_group *bg = BG(s->g);
 
 		moatd_group_name(s->g, who, sizeof(who));
-		if (isnan(s->secs)) {
+		if (s->lift) {
+			lift_act(d, s, who);
+			continue;
+		}
+		if (isnan(s->value)) {
 			err = moat_act_restore(&moat_act_cpu_burst, d->journal,
 					       s->g->dir, d->cpu->v2);
 			if (!err) {
@@ -239,16 +359,16 @@ void burst_act(struct moatd *d, const struct plan *plan)
 			}
 		} else {
 			err = moat_act_cpu_burst.apply(d->journal, s->g->dir,
-						       d->cpu->v2, s->secs);
+						       d->cpu->v2, s->value);
 			if (!err) {
 				bg->held = true;
-				bg->held_s = s->secs;
+				bg->held_s = s->value;
 				bg->refused_said = false;
 				b->writes++;
 				if (!bg->first_said)
 					pr_info("burst: group %s throttled by its own CPU limit (%lld us a %lld us period): %s %.0f us",
 						who, bg->quota_us, bg->period_us,
-						burst_name(d), s->secs * 1e6);
+						burst_name(d), s->value * 1e6);
 				bg->first_said = true;
 			}
 		}
@@ -260,9 +380,11 @@ void burst_act(struct moatd *d, const struct plan *plan)
 			bg->refused_said = true;
 		}
 	}
-	b->held = 0;
-	for (i = 0; i < d->nr_groups; i++)
+	b->held = b->lifted = 0;
+	for (i = 0; i < d->nr_groups; i++) {
 		b->held += BG(d->groups[i])->held;
+		b->lifted += BG(d->groups[i])->lifted;
+	}
 }
 
 void burst_outside(struct moatd *d, struct moatd_group *g, const char *path,
@@ -271,6 +393,13 @@ void burst_outside(struct moatd *d, struct moatd_group *g, const char *path,
 	struct burst_group *bg = BG(g);
 	char who[MOATD_GROUP_NAME_MAX];
 
+	if (!burst_file(strrchr(path, '/') + 1)) {
+		/* the unit's quota: a resize, its original now; lifted afresh */
+		bg->lifted = false;
+		pr_info("burst: unit %s: quota changed by someone else, '%s' -> '%s' (a resize): its original now",
+			(moatd_group_name(g, who, sizeof(who)), who), was, now);
+		return;
+	}
 	B(d)->outside++;
 	bg->held = false;
 	if (bg->alone)
@@ -292,6 +421,14 @@ static int burst_restore(struct moatd *d, const char *why)
 	for (i = 0; i < d->nr_groups; i++) {
 		struct moatd_group *g = d->groups[i];
 
+		if (BG(g)->lifted) {
+			err = moat_act_restore(&moat_act_cpu_max, d->journal, g->dir,
+					       d->cpu->v2);
+			if (!err)
+				BG(g)->lifted = false;
+			else if (!first)
+				first = err;
+		}
 		if (!BG(g)->held)
 			continue;
 		err = moat_act_restore(&moat_act_cpu_burst, d->journal, g->dir,
@@ -301,7 +438,7 @@ static int burst_restore(struct moatd *d, const char *why)
 		else if (!first)
 			first = err;
 	}
-	B(d)->held = 0;
+	B(d)->held = B(d)->lifted = 0;
 	return first;
 }
 
@@ -321,6 +458,16 @@ double burst_held(const struct moatd_group *g)
 bool burst_lc(const struct moatd_group *g)
 {
 	return BG(g)->lc;
+}
+
+bool burst_lifted(const struct moatd_group *g)
+{
+	return BG(g)->lifted;
+}
+
+double burst_lift(const struct moatd_group *g)
+{
+	return BG(g)->lifted ? BG(g)->lift_cpus : NAN;
 }
 
 unsigned long long burst_writes(const struct moatd *d)
@@ -351,6 +498,12 @@ static int show_count(const struct moat_knob *k, char *buf, size_t len)
 		v = b->writes;
 	else if (!strcmp(k->path, "burst/releases"))
 		v = b->releases;
+	else if (!strcmp(k->path, "burst/lifted"))
+		v = b->lifted;
+	else if (!strcmp(k->path, "burst/lifts"))
+		v = b->lifts;
+	else if (!strcmp(k->path, "burst/lift_downs"))
+		v = b->lift_downs;
 	else
 		v = b->outside;
 	return snprintf(buf, len, "%llu", v) >= (int)len ? -EOVERFLOW : 0;
@@ -364,7 +517,10 @@ static int show_supported(const struct moat_knob *k, char *buf, size_t len)
 	       (int)len ? -EOVERFLOW : 0;
 }
 
-/* A group's: "<us> us" moat holds it to, "none", or "left alone". */
+/*
+ * A group's: "<us> us" moat holds it to, "none", or "left alone"; then,
+ * where its quota is lifted, " quota <CPUs> (<CPUs> its own)".
+ */
 static int show_group(const struct moat_knob *k, char *buf, size_t len)
 {
 	const struct burst_group *bg = BG(k->owner);
@@ -376,6 +532,9 @@ static int show_group(const struct moat_knob *k, char *buf, size_t len)
 		n = snprintf(buf, len, "%.0f us", bg->held_s * 1e6);
 	else
 		n = snprintf(buf, len, "none");
+	if (bg->lifted && n >= 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - n, " quota %.3f (%.3f its own)",
+			      bg->lift_cpus, (double)bg->orig_quota_us / bg->period_us);
 	return n >= (int)len ? -EOVERFLOW : 0;
 }
 
@@ -389,9 +548,13 @@ static int burst_init(struct moatd *d)
 		U32("burst/enabled", 0, 1, &b->on),
 		U32("burst/max_pct", 1, 100, &b->max_pct),
 		U32("burst/hold_s", 0, 86400, &b->hold_s),
+		U32("burst/lift", 0, 1, &b->lift),
+		U32("burst/lift_max_pct", 100, 1000, &b->lift_max_pct),
+		U32("burst/lift_node_busy_pct", 1, 100, &b->lift_busy_pct),
 		{ .path = "burst/supported", .type = MOAT_KNOB_SHOW, .show = show_supported },
 		COUNT("burst/held"), COUNT("burst/throttled"), COUNT("burst/writes"),
 		COUNT("burst/releases"), COUNT("burst/outside_writes"),
+		COUNT("burst/lifted"), COUNT("burst/lifts"), COUNT("burst/lift_downs"),
 	};
 #undef COUNT
 #undef U32
@@ -399,6 +562,9 @@ static int burst_init(struct moatd *d)
 	b->on = 1;
 	b->max_pct = 100;
 	b->hold_s = 300;
+	b->lift = 0;
+	b->lift_max_pct = 300;
+	b->lift_busy_pct = 60;
 	b->supported = -1;
 	return moat_knob_add_all(d->tree, "", knobs, sizeof(knobs) / sizeof(knobs[0]), d);
 }

@@ -22,7 +22,8 @@ void burst_decide(struct moatd *d, const struct period *p, struct plan *plan);
 void burst_act(struct moatd *d, const struct plan *plan);
 /*
  * Someone else wrote a burst file moat holds (moat_journal_check(), in
- * enforce's source): the file is theirs from now on.
+ * enforce's source): the file is theirs from now on.  Or the quota of a
+ * unit moat lifted (a resize): its original now.
  */
 void burst_outside(struct moatd *d, struct moatd_group *g, const char *path,
 		   const char *was, const char *now);
@@ -33,6 +34,9 @@ bool burst_file(const char *name);
 double burst_held(const struct moatd_group *g);
 /* For reporters: whether @g's unit was LC this period. */
 bool burst_lc(const struct moatd_group *g);
+/* Whether moat lifted LC unit @g's quota; the quota, CPUs (NAN: none). */
+bool burst_lifted(const struct moatd_group *g);
+double burst_lift(const struct moatd_group *g);
 unsigned long long burst_writes(const struct moatd *d);
 unsigned long long burst_releases(const struct moatd *d);
 unsigned long long burst_errors(const struct moatd *d);

@@ -296,7 +296,8 @@ static void outside(void *ctx, const struct moat_journal_entry *je, const char *
 	e->outside_total++;
 	if (!g)
 		return;		/* not a group's now: the journal dropped it */
-	if (burst_file(name)) {	/* the burst module's, on an LC group */
+	if (burst_file(name) ||	/* the burst module's, on an LC group */
+	    (burst_lifted(g) && file_resource(name) == MOAT_RES_CPU)) {
 		burst_outside(d, g, je->path, je->last, now);
 		return;
 	}

@@ -199,6 +199,11 @@ static double g_burst(const struct moatd_group *g)
 	return burst_held(g);
 }
 
+static double g_lift(const struct moatd_group *g)
+{
+	return burst_lift(g);
+}
+
 static double g_cpu_stall(const struct moatd_group *g)
 {
 	return g->sample.cpu_stall_s;
@@ -597,6 +602,9 @@ static const struct group_family {
 	{ "moat_group_cpu_burst_seconds", "gauge",
 	  "The CFS burst moat gave the LC group (cpu.max.burst, v1 cpu.cfs_burst_us), in seconds of CPU.  Absent: none.",
 	  g_burst },
+	{ "moat_group_cpu_quota_lift_cpus", "gauge",
+	  "The CPU quota moat lifted the LC unit's to (burst/lift), in CPUs.  Absent: none.",
+	  g_lift },
 	{ "moat_group_cpu_pressure_stalled_seconds_total", "counter",
 	  "Time some task of the group waited for a CPU (cpu.pressure some total; cgroup v2).",
 	  g_cpu_stall },

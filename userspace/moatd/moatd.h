@@ -265,11 +265,13 @@ struct plan {
 	double be_weight;
 	/*
 	 * CFS burst on LC groups (burst.h): each group's burst after the
-	 * step, in s of CPU; NAN: its original back.
+	 * step, in s of CPU, or (lift) an LC unit's quota, in CPUs; NAN:
+	 * its original back.
 	 */
 	struct burst_step {
 		struct moatd_group *g;
-		double secs;
+		double value;
+		bool lift;
 	} *burst;
 	size_t nr_burst, cap_burst;
 	/* The BE pod to evict (evict.h), or NULL; why, for the log and its Event. */
