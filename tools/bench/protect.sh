@@ -44,6 +44,9 @@
 #   limit        limits.cpu LIMIT on the pod and its container, as
 #                kubelet and runc write it (Kubernetes as is)
 #   limit-moatd  limit, plus moatd in enforce mode: CFS burst
+#   limit-moatd-lift  limit-moatd with burst/lift = 1: the pod's quota
+#                lifted where the burst is not enough (the container's,
+#                the runtime's, stays)
 # these report the LC pod's throttled periods (pod and container) and
 # its CPU over the run against its limit.
 # moatd runs in every scenario, observing where it does not enforce, with
@@ -431,8 +434,9 @@ run_one() {
 		limit*) lc_limit "$LIMIT" ;;
 		esac
 		mode=observe
-		case $sc in moatd-pod | burst-moatd | burst2-moatd | limit-moatd) mode=enforce ;; esac
+		case $sc in moatd-pod | burst-moatd | burst2-moatd | limit-moatd*) mode=enforce ;; esac
 		start_moatd "$mode"
+		[ "$sc" = limit-moatd-lift ] && ctl set --runtime burst/lift 1 >/dev/null
 		case $sc in burst-moatd | burst2-moatd)
 			ctl set --runtime "groups/$BATCH_UID/class" be >/dev/null ;; esac
 		[ "$sc" = burst2-moatd ] && ctl set --runtime "groups/$BATCH2_UID/class" be >/dev/null
