@@ -55,11 +55,9 @@
 #include <unistd.h>
 #include "actuator.h"
 #include "burst.h"
+#include "burstpol.h"
 #include "journal.h"
 #include "log.h"
-
-/* Without its usage, a lifted unit not throttled this long fits its limit. */
-#define LIFT_QUIET_S	3
 
 struct burst_mod {
 	/* knobs */
@@ -213,40 +211,26 @@ static int step(struct plan *plan, struct moatd_group *g, double secs, bool lift
 }
 
 /*
- * The quota lift's step for unit @g, if any (the comment at the top):
- * the quota in CPUs after it, NAN for the original back; 0: none.
+ * The quota lift's step for unit @g, if any (burstpol.h): the quota in
+ * CPUs after it, NAN for the original back; 0: none.
  */
 static double lift_step(const struct burst_mod *b, const struct moatd_group *g,
 			const struct node_sample *node, double want, double now)
 {
 	const struct burst_group *bg = BG(g);
 	double cur = (double)bg->quota_us / bg->period_us;
-	double orig = bg->lifted ? (double)bg->orig_quota_us / bg->period_us : cur;
-	double busy = node->cpu_usage / node->ncpus * 100, v;
-	bool burst_spent = b->supported == 0 || bg->alone || !b->on ||
-			   (bg->held && bg->held_s >= want - 0.5e-6);
+	struct moat_lift_in in = {
+		.quota = bg->quota_us > 0 ? cur : NAN,
+		.orig = bg->lifted ? (double)bg->orig_quota_us / bg->period_us : cur,
+		.lifted = bg->lifted, .lc = bg->lc, .throttled = bg->throttled,
+		.usage = g->win.cpu_usage, .quiet_s = now - bg->throttled_at,
+		.burst_possible = b->supported != 0 && !bg->alone && b->on,
+		.burst_s = bg->held ? bg->held_s : 0, .burst_want = want,
+		.node_cpus = node->ncpus, .node_busy = node->cpu_usage,
+		.lift = b->lift, .max_pct = b->lift_max_pct, .busy_pct = b->lift_busy_pct,
+	};
 
-	if (bg->lifted && (!bg->lc || !b->lift || bg->quota_us <= 0))
-		return NAN;
-	if (bg->quota_us <= 0 || !(node->ncpus > 0))
-		return 0;
-	if (b->lift && bg->lc && bg->throttled && burst_spent &&
-	    busy < b->lift_busy_pct) {
-		v = fmin(fmin(cur * 1.2, orig * b->lift_max_pct / 100),
-			 cur + (node->ncpus - node->cpu_usage));
-		return v > cur + 0.001 ? v : 0;
-	}
-	/*
-	 * Busy (or not known), or the unit fits under its limit: its usage,
-	 * or where that is not known (v1 without cpuacct) no throttling for
-	 * LIFT_QUIET_S (a window of 100 ms can miss one).
-	 */
-	if (bg->lifted && (!(busy < b->lift_busy_pct) || g->win.cpu_usage < orig ||
-			   (isnan(g->win.cpu_usage) && now - bg->throttled_at > LIFT_QUIET_S))) {
-		v = cur * 0.8;
-		return v > orig + 0.001 ? v : NAN;
-	}
-	return 0;
+	return moat_lift_step(&in);
 }
 
 void burst_decide(struct moatd *d, const struct period *p, struct plan *plan)
@@ -258,9 +242,7 @@ void burst_decide(struct moatd *d, const struct period *p, struct plan *plan)
 	for (i = 0; i < d->nr_groups; i++) {
 		struct moatd_group *g = d->groups[i];
 		struct burst_group *bg = BG(g);
-		double want;
-
-		double lift;
+		double want, lift;
 
 		if (bg->throttled)
 			bg->throttled_at = now;
