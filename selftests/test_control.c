@@ -275,6 +275,37 @@ Test(control, memory_pressure_steps_memory_high_of_the_largest_user)
 	cr_assert_eq(be[1].action[MOAT_RES_MEMORY], MOAT_CTL_NONE);
 }
 
+/*
+ * A BE pod just started uses next to nothing: memory.high at the floor
+ * would reclaim nothing from it now and hold it there as it grows.  The
+ * largest user that a step would reclaim from goes instead, and none
+ * where none would.
+ */
+Test(control, memory_high_is_not_stepped_over_what_a_group_uses)
+{
+	struct moat_ctl_params p = params();
+	struct moat_ctl_state st = {};
+	struct moat_ctl_lc lc = lc_with(100, 1000);
+	struct moat_ctl_be be[2] = { be_using(1), be_using(1) };
+	double blame[2] = { 0, 0 };
+
+	be[0].usage[MOAT_RES_MEMORY] = 64 << 10;	/* under the 1 MiB floor */
+	be[1].usage[MOAT_RES_MEMORY] = 512 << 10;
+	lc.value[MOAT_SIG_MEMORY_PRESSURE] = 30;	/* target 10 */
+	moat_control_step(&p, &st, &lc, 1, blame, NULL, be, 2);
+	cr_assert_eq(be[0].action[MOAT_RES_MEMORY], MOAT_CTL_NONE);
+	cr_assert_eq(be[1].action[MOAT_RES_MEMORY], MOAT_CTL_NONE);
+	cr_assert(isinf(be[0].lim[MOAT_RES_MEMORY].limit));
+	cr_assert(isinf(be[1].lim[MOAT_RES_MEMORY].limit));
+
+	/* grown past the floor: now a step reclaims from it */
+	be[1].usage[MOAT_RES_MEMORY] = 2 << 20;
+	moat_control_step(&p, &st, &lc, 1, blame, NULL, be, 2);
+	cr_assert_eq(be[1].action[MOAT_RES_MEMORY], MOAT_CTL_THROTTLE);
+	cr_assert_float_eq(be[1].lim[MOAT_RES_MEMORY].limit, 0.9 * (2 << 20), 1);
+	cr_assert_eq(be[0].action[MOAT_RES_MEMORY], MOAT_CTL_NONE);
+}
+
 /* Weight 100 -> 10 -> 1 -> idle (0), and only then the quota. */
 Test(control, cpu_priority_comes_before_the_quota)
 {

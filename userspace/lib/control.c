@@ -133,6 +133,13 @@ static double step_down_to(const struct moat_ctl_params *p,
 		to = floor;
 	if (to >= l.limit || to >= b->orig[r])
 		return INFINITY;	/* at the floor, or no lower than set */
+	/*
+	 * A memory.high at or over what the group uses reclaims nothing: a
+	 * pod just started (a few KiB) would be held at the floor as it
+	 * grows, by a pressure it had no part in.
+	 */
+	if (r == MOAT_RES_MEMORY && !(usage > to))
+		return INFINITY;
 	l.prev = l.limit;
 	l.limit = to;
 	l.cooldown = s->cooldown + 1;	/* the next period counts it down */
