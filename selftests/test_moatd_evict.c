@@ -220,3 +220,95 @@ Test(moatd, a_be_pod_starved_at_its_cpu_floor_is_evicted, .timeout = 120)
 	stop(&daemon_pid);
 	stub_stop(api);
 }
+
+/* The swap devices, a line each ("" none), from /proc/swaps. */
+static void swap_devices(char *buf, size_t len)
+{
+	char line[512], dev[256];
+	size_t n = 0;
+	FILE *f = fopen("/proc/swaps", "r");
+
+	buf[0] = '\0';
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%255s", dev) == 1 && dev[0] == '/' && n < len)
+			n += snprintf(buf + n, len - n, "%s\n", dev);
+	if (f)
+		fclose(f);
+}
+
+static char swapped_off[1024];
+
+/* `@how <device>` for each of @devs' lines; false if one failed. */
+static bool swap_turn(const char *devs, const char *how)
+{
+	char copy[1024], *dev, *save = NULL, cmd[300];
+	bool ok = true;
+
+	snprintf(copy, sizeof(copy), "%s", devs);
+	for (dev = strtok_r(copy, "\n", &save); dev; dev = strtok_r(NULL, "\n", &save)) {
+		snprintf(cmd, sizeof(cmd), "%s %s", how, dev);
+		if (system(cmd)) {
+			fprintf(stderr, "%s failed\n", cmd);
+			ok = false;
+		}
+	}
+	return ok;
+}
+
+/* Swap back on, after a test turned it off (and failed, maybe): the suite's teardown follows. */
+static void swap_back_on(void)
+{
+	if (swapped_off[0] && !swap_turn(swapped_off, "swapon"))
+		fprintf(stderr, "the tests after this one lack swap\n");
+	swapped_off[0] = '\0';
+}
+
+/*
+ * The pods' memory, under kubepods' limit (node allocatable), when the
+ * node has plenty: a BE pod's 40 MiB under a 48 MiB kubepods leaves 17%,
+ * under the threshold of 30%, while the node's MemAvailable is far over
+ * it.  Nothing goes before the pod holds its memory, nor, with swap, while
+ * memory.high could still reclaim it (evict/memory_after_high 1, the
+ * default, and no step yet); without swap memory.high frees no anonymous
+ * memory, and the lowest priority goes, the figure saying why.
+ */
+Test(moatd, the_pods_memory_under_kubepods_limit_decides_eviction, .timeout = 90,
+     .fini = swap_back_on)
+{
+	static struct work_memory hold = { 40, 50 };
+	struct MHD_Daemon *api;
+	struct stub_req r;
+	char *body;
+	pid_t hog;
+
+	if (!tcg_hierarchy()->v2)
+		skip("cgroup v1: kubepods' memory limit is in the memory hierarchy, where the tests make no group (make vmtest runs it)");
+	stub_on_evict(NULL);
+	api = start("on", 30, "");
+	set_runtime("evict/memory_after_high", "1");
+	cr_assert_eq(tcg_write(&node.kp, "memory.max", "48M"), 0);
+	cr_expect(wait_knob("node/pods_memory_limit", "50331648\n", 50), "%s", out);
+	cr_expect(wait_knob("evict/candidates", "batch/low", 50), "%s", out);
+	sleep_ms(1500);
+	cr_expect_eq(stub_posts("eviction", ""), 0, "evicted with the pods' memory free");
+	hog = tcg_spawn(&pods[2].ctr, 0, work_memory, &hold);	/* batch/etl */
+	cr_assert(hog > 0);
+	swap_devices(swapped_off, sizeof(swapped_off));
+	if (swapped_off[0]) {
+		cr_expect(wait_knob("node/pods_memory_available", "", 50), "%s", out);
+		sleep_ms(3000);
+		cr_expect_eq(stub_posts("eviction", ""), 0,
+			     "evicted with swap, before memory.high was stepped");
+		cr_assert(swap_turn(swapped_off, "swapoff"), "swapoff failed");
+	}
+	cr_expect(wait_stub("POST", "/api/v1/namespaces/batch/pods/low/eviction", NULL, NULL,
+			    &r, 30000), "no eviction with the pods' memory short and no swap");
+	cr_expect(wait_stub("POST", "/api/v1/namespaces/batch/events", "pods' memory available",
+			    NULL, &r, 5000), "the Event's figure is not the pods' memory");
+	cr_expect(strstr(r.body, "no swap: memory.high frees no anonymous memory"), "%s", r.body);
+	cr_assert_eq(http_get(http_port(), "/metrics", page, sizeof(page), &body), 200);
+	cr_expect(strstr(body, "\nmoat_pods_memory_limit_bytes 50331648\n"), "the metric");
+	tcg_kill(hog);
+	stop(&daemon_pid);
+	stub_stop(api);
+}

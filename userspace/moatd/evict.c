@@ -8,10 +8,12 @@
  * LC pod, never one not classed, never one not known.  The first to go:
  * the lowest priority, then the largest memory user (lib/evict.c).
  *
- * When: the node's memory available under evict/memory_available_pct for
+ * When: the node's memory available (or the pods' under kubepods' limit,
+ * node.c, whichever is shorter) under evict/memory_available_pct for
  * evict/memory_periods periods while BE pods' memory.high is at its floor
- * (or there is none to lower) starts it, one pod at a time, until the
- * available memory is back at evict/memory_release_pct; with evict/cpu, a
+ * (or there is none to lower, or no swap for it to reclaim to) starts it,
+ * one pod at a time, until the available memory is back at
+ * evict/memory_release_pct; with evict/cpu, a
  * BE pod held at its CPU quota's floor for evict/cpu_starved_s while it
  * uses 90% of that quota goes too, so that the scheduler may place it
  * where it can run.  Between two: evict/cooldown_s, and no more than
@@ -379,13 +381,21 @@ static int cmp_cand(const void *a, const void *b)
 	return moat_evict_cmp(&cx, &cy);
 }
 
-/* Whether BE pods' memory.high can go no lower, or an LC unit suffers with BE held. */
-static bool memory_exhausted(const struct moatd *d, struct moatd_group **c, size_t n)
+/*
+ * Why BE pods' memory.high can do no more, or NULL: at its floor on each
+ * (or no lever for it), or an LC unit's memory pressure over its target
+ * with BE held; or the node has no swap, where memory.high frees no
+ * anonymous memory (the working set already leaves inactive file pages
+ * out) and the OOM killer comes before any pressure to step it by.
+ */
+static const char *memory_exhausted(const struct moatd *d, struct moatd_group **c, size_t n)
 {
 	const struct period *p = &d->period;
 	bool held = false;
 	size_t i;
 
+	if (p->node.swap_total == 0)
+		return "no swap: memory.high frees no anonymous memory";
 	for (i = 0; i < n; i++)
 		held |= !isinf(enforce_limit(c[i], MOAT_RES_MEMORY));
 	for (i = 0; held && i < p->nr_units; i++) {
@@ -394,12 +404,12 @@ static bool memory_exhausted(const struct moatd *d, struct moatd_group **c, size
 		if (p->units[i].class == MOAT_CLASS_LC &&
 		    lc->target[MOAT_SIG_MEMORY_PRESSURE] > 0 &&
 		    lc->value[MOAT_SIG_MEMORY_PRESSURE] > lc->target[MOAT_SIG_MEMORY_PRESSURE])
-			return true;
+			return "LC memory pressure over its target with BE held";
 	}
 	for (i = 0; i < n; i++)
 		if (!enforce_exhausted(d, c[i], MOAT_RES_MEMORY))
-			return false;
-	return true;
+			return NULL;
+	return "BE memory.high exhausted";
 }
 
 void evict_decide(struct moatd *d, const struct period *p, struct plan *plan)
@@ -408,7 +418,8 @@ void evict_decide(struct moatd *d, const struct period *p, struct plan *plan)
 	struct moatd_group **c, *pick = NULL;
 	double now = moatd_mono_s(), avail = NAN;
 	size_t i, n = 0, len = 0;
-	bool memory;
+	bool memory, pods = false;
+	const char *cond;
 
 	plan->evict = NULL;
 	take_answer(d, vm);
@@ -428,19 +439,29 @@ void evict_decide(struct moatd *d, const struct period *p, struct plan *plan)
 		len += snprintf(vm->candidates + len, sizeof(vm->candidates) - len, "%s%s/%s",
 				i ? " " : "", c[i]->meta.ns, c[i]->meta.name);
 
-	/* the node's memory */
+	/* the node's memory, or the pods' under kubepods' limit: the shorter */
 	if (p->node.mem_total > 0 && !isnan(p->node.mem_available))
 		avail = p->node.mem_available / p->node.mem_total * 100;
+	if (p->node.pods_mem_limit > 0 && !isnan(p->node.pods_mem_available) &&
+	    !(p->node.pods_mem_available / p->node.pods_mem_limit * 100 >= avail)) {
+		avail = p->node.pods_mem_available / p->node.pods_mem_limit * 100;
+		pods = true;
+	}
+	if (!vm->after_high)
+		cond = "evict/memory_after_high 0";
+	else if (d->mode != MOATD_ENFORCE)
+		cond = "observe mode";
+	else
+		cond = memory_exhausted(d, c, n);
 	memory = moat_evict_memory(&vm->mem, avail, vm->mem_pct, vm->release_pct,
-				   vm->mem_periods,
-				   !vm->after_high || d->mode != MOATD_ENFORCE ||
-				   memory_exhausted(d, c, n));
+				   vm->mem_periods, cond != NULL);
 	if (memory && n) {
 		pick = c[0];
 		plan->evict_reason = EVICT_MEMORY;
 		snprintf(plan->evict_why, sizeof(plan->evict_why),
-			 "node memory available %.1f%% < %u%% for %u periods, BE memory.high exhausted; priority %lld, %.0f MiB in use",
-			 avail, vm->mem_pct, vm->mem_periods, pick->meta.priority,
+			 "%s memory available %.1f%% < %u%% for %u periods, %s; priority %lld, %.0f MiB in use",
+			 pods ? "pods'" : "node", avail, vm->mem_pct, vm->mem_periods,
+			 cond ? cond : "releasing", pick->meta.priority,
 			 pick->win.memory_bytes / (1 << 20));
 	}
 

@@ -540,6 +540,16 @@ static void daemon_metrics(FILE *f, const struct moatd *d)
 	prom_family(f, "moat_evictions_stuck_total", "counter",
 	       "Evictions accepted whose pod was still on the node a cooldown later.");
 	fprintf(f, "moat_evictions_stuck_total %llu\n", evict_stuck(d));
+	if (!isnan(d->period.node.pods_mem_limit)) {
+		prom_family(f, "moat_pods_memory_limit_bytes", "gauge",
+		       "kubepods' memory limit, which bounds all pods together (node allocatable).");
+		fputs("moat_pods_memory_limit_bytes", f);
+		prom_value(f, d->period.node.pods_mem_limit);
+		prom_family(f, "moat_pods_memory_available_bytes", "gauge",
+		       "What the pods' working set (usage less inactive file) leaves under kubepods' memory limit.");
+		fputs("moat_pods_memory_available_bytes", f);
+		prom_value(f, d->period.node.pods_mem_available);
+	}
 	prom_family(f, "moat_burst_writes_total", "counter",
 	       "Writes of CFS burst to LC groups throttled by their own CPU limit.");
 	fprintf(f, "moat_burst_writes_total %llu\n", burst_writes(d));

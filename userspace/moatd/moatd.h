@@ -162,6 +162,9 @@ struct node_sample {
 	double cpu_usage;		/* busy CPUs, NAN before two reads */
 	double psi_some_avg10[3];	/* cpu, memory, io; NAN: no PSI */
 	double mem_total, mem_available;	/* bytes; NAN: not read */
+	double swap_total;			/* bytes; NAN: not read */
+	/* kubepods' memory limit and what its working set leaves; NAN: none */
+	double pods_mem_limit, pods_mem_available;
 };
 
 /*

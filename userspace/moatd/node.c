@@ -4,6 +4,15 @@
  * (/proc/meminfo) and pressure (/proc/pressure/cpu, memory and io, per
  * accounting/psi.rst), read once a period into the period's record; and
  * its knobs under node/.
+ *
+ * And the pods' memory: kubelet bounds all pods together by kubepods'
+ * memory limit (node allocatable, --enforce-node-allocatable=pods, its
+ * default), which they reach before the node runs short.  Their working
+ * set is kubelet's own eviction figure, usage less inactive file pages
+ * (memory.current less memory.stat's inactive_file; v1
+ * memory.usage_in_bytes less total_inactive_file); what is left under the
+ * limit is the pods' memory available.  kubepods is found above the pods
+ * moatd knows: a guaranteed pod's parent, another's grandparent.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "cgroup.h"
 #include "cpulist.h"
 #include "hostroot.h"
 #include "log.h"
@@ -31,17 +41,27 @@ static const char *const node_path[NF_NR] = {
 	"/proc/pressure/memory", "/proc/pressure/io",
 };
 
+/* kubepods' memory files */
+enum pods_file { PF_LIMIT, PF_USAGE, PF_STAT, PF_NR };
+static const char *const pods_v2[PF_NR] = { "memory.max", "memory.current", "memory.stat" };
+static const char *const pods_v1[PF_NR] = {
+	"memory.limit_in_bytes", "memory.usage_in_bytes", "memory.stat",
+};
+
 struct node {
 	__u64 cpu_busy, cpu_total;	/* /proc/stat jiffies at the last read */
 	int fd[NF_NR];			/* -1: not open */
 	int online;			/* /sys/devices/system/cpu/online */
+	char pods[PATH_MAX];		/* kubepods' hierarchy path; "": none */
+	int pods_fd[PF_NR];		/* its files; -1: not open */
 };
 
 static const char *const psi_res[] = { "cpu", "memory", "io" };
 
 /*
  * The start of file @f, NUL-terminated, in @buf: what the lines read
- * here need (/proc/stat's first line; MemAvailable is meminfo's third).
+ * here need (/proc/stat's first line; meminfo's SwapTotal is its 15th
+ * line or so, well inside 2 KiB).
  */
 static int reread(const struct node *n, enum node_file f, char *buf, size_t len)
 {
@@ -104,16 +124,18 @@ static double meminfo_bytes(const char *buf, const char *key)
 	return NAN;
 }
 
-/* MemTotal and MemAvailable, in bytes; NAN where missing. */
-static void read_meminfo(const struct node *n, double *total, double *avail)
+/* MemTotal, MemAvailable and SwapTotal, in bytes; NAN where missing. */
+static void read_meminfo(const struct node *n, double *total, double *avail,
+			 double *swap)
 {
-	char buf[1024];
+	char buf[2048];
 
-	*total = *avail = NAN;
+	*total = *avail = *swap = NAN;
 	if (reread(n, NF_MEMINFO, buf, sizeof(buf)))
 		return;
 	*total = meminfo_bytes(buf, "MemTotal");
 	*avail = meminfo_bytes(buf, "MemAvailable");
+	*swap = meminfo_bytes(buf, "SwapTotal");
 }
 
 /*
@@ -134,6 +156,108 @@ static long online_cpus(const struct node *n)
 	return count > 0 ? count : sysconf(_SC_NPROCESSORS_ONLN);
 }
 
+static void pods_close(struct node *n)
+{
+	size_t i;
+
+	for (i = 0; i < PF_NR; i++) {
+		if (n->pods_fd[i] >= 0)
+			close(n->pods_fd[i]);
+		n->pods_fd[i] = -1;
+	}
+	n->pods[0] = '\0';
+}
+
+/* kubepods' hierarchy path, from the first pod moatd knows; false: none. */
+static bool pods_root(const struct moatd *d, char *path, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < d->nr_groups; i++) {
+		const struct moatd_group *g = d->groups[i];
+		unsigned int up = g->gid.kube.qos == MOAT_KUBE_GUARANTEED ? 1 : 2;
+		char *slash;
+
+		if (g->gid.kind != MOAT_GROUP_POD || g->gid.kube.level != MOAT_KUBE_POD ||
+		    snprintf(path, len, "%s", g->path) >= (int)len)
+			continue;
+		while (up--) {
+			slash = strrchr(path, '/');
+			if (!slash)
+				break;
+			*slash = '\0';
+		}
+		if (!path[0])
+			strcpy(path, "/");
+		return true;
+	}
+	return false;
+}
+
+/* The number after "@key " at a line's start in @buf; NAN where missing. */
+static double stat_value(const char *buf, const char *key)
+{
+	size_t klen = strlen(key);
+	unsigned long long v;
+	const char *p;
+
+	for (p = buf; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, key, klen) && p[klen] == ' ')
+			return sscanf(p + klen + 1, "%llu", &v) == 1 ? v : NAN;
+	return NAN;
+}
+
+/*
+ * The pods' memory limit and what is available under it, in bytes; NAN
+ * where kubepods has no limit (or one over the node's memory), where it
+ * is not found, or on a v1 node without the memory controller.
+ */
+static void read_pods_memory(struct moatd *d, struct node *n, double mem_total,
+			     double *limit, double *avail)
+{
+	const struct moat_cg_hierarchy *h = d->cpu->v2 ? d->cpu : d->memory;
+	const char *const *files = d->cpu->v2 ? pods_v2 : pods_v1;
+	char path[PATH_MAX], dir[PATH_MAX], full[PATH_MAX + 32], buf[8192];
+	double lim = NAN, usage = NAN, inactive = NAN;
+	size_t i;
+	ssize_t r;
+
+	*limit = *avail = NAN;
+	if (!h || !pods_root(d, path, sizeof(path))) {
+		pods_close(n);
+		return;
+	}
+	if (strcmp(path, n->pods)) {
+		pods_close(n);
+		if (moat_cgroup_dir(h, path, dir, sizeof(dir)))
+			return;
+		for (i = 0; i < PF_NR; i++) {
+			snprintf(full, sizeof(full), "%s/%s", dir, files[i]);
+			n->pods_fd[i] = open(full, O_RDONLY | O_CLOEXEC);
+		}
+		strcpy(n->pods, path);
+	}
+	for (i = 0; i < PF_NR; i++) {
+		r = n->pods_fd[i] < 0 ? -1 : pread(n->pods_fd[i], buf, sizeof(buf) - 1, 0);
+		if (r <= 0) {
+			pods_close(n);	/* gone, or never there: found afresh */
+			return;
+		}
+		buf[r] = '\0';
+		if (i == PF_LIMIT)
+			lim = strncmp(buf, "max", 3) ? strtod(buf, NULL) : INFINITY;
+		else if (i == PF_USAGE)
+			usage = strtod(buf, NULL);
+		else
+			inactive = stat_value(buf, d->cpu->v2 ? "inactive_file" :
+							       "total_inactive_file");
+	}
+	if (isnan(lim) || isnan(usage) || isinf(lim) || lim <= 0 || (mem_total > 0 && lim >= mem_total))
+		return;
+	*limit = lim;
+	*avail = fmax(0, lim - fmax(0, usage - (isnan(inactive) ? 0 : inactive)));
+}
+
 void node_sample(struct moatd *d, struct node_sample *w)
 {
 	struct node *n = moatd_mod(d, MOD_NODE);
@@ -143,7 +267,8 @@ void node_sample(struct moatd *d, struct node_sample *w)
 	w->ncpus = online_cpus(n);
 	for (i = 0; i < 3; i++)
 		w->psi_some_avg10[i] = read_psi_some_avg10(n, i);
-	read_meminfo(n, &w->mem_total, &w->mem_available);
+	read_meminfo(n, &w->mem_total, &w->mem_available, &w->swap_total);
+	read_pods_memory(d, n, w->mem_total, &w->pods_mem_limit, &w->pods_mem_available);
 	w->cpu_usage = NAN;
 	if (read_cpu_jiffies(n, &busy, &total))
 		return;
@@ -173,6 +298,14 @@ static int show_cpus(const struct moat_knob *k, char *buf, size_t len)
 	const struct moatd *d = k->owner;
 
 	return show_value(buf, len, d->period.node.ncpus, 0);
+}
+
+static int show_pods_memory(const struct moat_knob *k, char *buf, size_t len)
+{
+	const struct moatd *d = k->owner;
+
+	return show_value(buf, len, strstr(k->path, "limit") ? d->period.node.pods_mem_limit :
+				    d->period.node.pods_mem_available, 0);
 }
 
 static int show_psi(const struct moat_knob *k, char *buf, size_t len)
@@ -210,8 +343,11 @@ static int node_init(struct moatd *d)
 
 	d->period.node = (struct node_sample){
 		.ncpus = NAN, .cpu_usage = NAN, .psi_some_avg10 = { NAN, NAN, NAN },
-		.mem_total = NAN, .mem_available = NAN,
+		.mem_total = NAN, .mem_available = NAN, .swap_total = NAN,
+		.pods_mem_limit = NAN, .pods_mem_available = NAN,
 	};
+	for (i = 0; i < PF_NR; i++)
+		n->pods_fd[i] = -1;
 	k.show = show_cpus;
 	strcpy(k.path, "node/cpus");
 	err = moat_knob_add(d->tree, &k);
@@ -225,6 +361,13 @@ static int node_init(struct moatd *d)
 			 psi_res[i]);
 		err = moat_knob_add(d->tree, &k);
 	}
+	k.show = show_pods_memory;
+	strcpy(k.path, "node/pods_memory_limit");
+	if (!err)
+		err = moat_knob_add(d->tree, &k);
+	strcpy(k.path, "node/pods_memory_available");
+	if (!err)
+		err = moat_knob_add(d->tree, &k);
 	open_files(n);
 	if (n->fd[NF_PSI_CPU] < 0)
 		pr_info("node: no /proc/pressure (kernel without PSI): node/pressure/* stay empty");
@@ -244,6 +387,7 @@ static void node_close(struct moatd *d)
 	if (n->online >= 0)
 		close(n->online);
 	n->online = -1;
+	pods_close(n);
 }
 
 const struct moatd_module node_module = {
