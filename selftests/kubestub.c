@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * A stub of the Kubernetes API server (kubestub.h): the fake the tests of
- * moatd's Node publisher and pod source talk to, answering as the API's
- * documents say (API concepts: "Efficient detection of changes",
- * "Retrieving large results sets in chunks"; core/v1 Pod and PodList).
+ * moatd's Node publisher, pod source and eviction talk to, and the
+ * eviction benchmark's (tools/bench/kubestub_main.c), answering as the
+ * API's documents say (API concepts: "Efficient detection of changes",
+ * "Retrieving large results sets in chunks"; core/v1 Pod and PodList;
+ * policy/v1 Eviction).  It needs nothing of the test harness: out of
+ * memory, it aborts with a message.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,9 +17,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/stat.h>
-#include <criterion/criterion.h>
 #include "kubestub.h"
-#include "moatd_harness.h"
 
 #define NODE	"test-node"
 
@@ -50,6 +52,22 @@ static struct {
 	.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
 };
 
+/* Out of memory, or what a stub cannot be without: the end. */
+#define must(c) do {							\
+	if (!(c)) {							\
+		fprintf(stderr, "kubestub: %s:%d: %s failed\n", __FILE__,	\
+			__LINE__, #c);					\
+		abort();						\
+	}								\
+} while (0)
+
+static void nap(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
 struct stub_conn {
 	struct stub_req r;
 	size_t len;
@@ -78,7 +96,7 @@ static char *format(const char *fmt, ...)
 	if (vasprintf(&s, fmt, ap) < 0)
 		s = NULL;
 	va_end(ap);
-	cr_assert_not_null(s);
+	must(s);
 	return s;
 }
 
@@ -100,7 +118,7 @@ static void add_event(unsigned long rv, char *line)
 {
 	struct stub_event *v = realloc(stub.ev, (stub.nr_ev + 1) * sizeof(*v));
 
-	cr_assert_not_null(v);
+	must(v);
 	stub.ev = v;
 	stub.ev[stub.nr_ev].rv = rv;
 	stub.ev[stub.nr_ev++].line = line;
@@ -133,7 +151,7 @@ static void put_pod(const char *uid, bool elsewhere, char *obj)
 	if (!p) {
 		struct stub_pod *v = realloc(stub.pods, (stub.nr_pods + 1) * sizeof(*v));
 
-		cr_assert_not_null(v);
+		must(v);
 		stub.pods = v;
 		p = &stub.pods[stub.nr_pods++];
 		memset(p, 0, sizeof(*p));
@@ -345,7 +363,7 @@ static enum MHD_Result namespaced(struct MHD_Connection *c, const char *url,
 	stub.evicting++;
 	pthread_mutex_unlock(&stub.lock);
 	if (delay)		/* (a thread per connection: the others go on) */
-		sleep_ms(delay);
+		nap(delay);
 	pthread_mutex_lock(&stub.lock);
 	stub.evicting--;
 	if (stub.evict_n > 0) {
@@ -457,7 +475,7 @@ static enum MHD_Result pods_watch(struct MHD_Connection *c)
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 
-	cr_assert_not_null(w);
+	must(w);
 	pthread_mutex_lock(&stub.lock);
 	w->rv = rv ? strtoul(rv, NULL, 10) : stub.rv;
 	w->bookmarks = stub.bookmarks;
@@ -494,7 +512,7 @@ static enum MHD_Result pods_list(struct MHD_Connection *c)
 	FILE *f = open_memstream(&body, &blen);
 	enum MHD_Result ret;
 
-	cr_assert_not_null(f);
+	must(f);
 	if (sel && !mine) {
 		fclose(f);
 		free(body);
@@ -652,7 +670,7 @@ bool wait_stub(const char *method, const char *path, const char *has,
 	for (; ms > 0; ms -= 100) {
 		if (stub_seen(method, path, has, lacks, got))
 			return true;
-		sleep_ms(100);
+		nap(100);
 	}
 	return false;
 }
@@ -683,28 +701,49 @@ int stub_count(const char *method, const char *path, const char *has)
 /* The stub's certificate and key, kept for its life. */
 static char *stub_cert, *stub_key;
 
-static char stub_env[4][PATH_MAX + 64];
-
-struct MHD_Daemon *stub_start(void)
+static char *slurp_file(const char *path)
 {
-	char sa[PATH_MAX], cmd[2 * PATH_MAX + 256];
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t len = 0;
+
+	if (!f)
+		return NULL;
+	if (getdelim(&buf, &len, '\0', f) < 0) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	return buf;
+}
+
+struct MHD_Daemon *stub_serve(const char *sa, unsigned int *port)
+{
+	char cmd[2 * PATH_MAX + 256];
 	const union MHD_DaemonInfo *info;
 	struct MHD_Daemon *api;
 
-	if (system("command -v openssl >/dev/null"))
-		skip("no openssl to make the stub's certificate (tools/deps.sh installs it)");
-	snprintf(sa, sizeof(sa), "%s/sa", dir);
-	cr_assert_eq(mkdir(sa, 0700), 0);
+	if (mkdir(sa, 0700) && errno != EEXIST) {
+		fprintf(stderr, "kubestub: %s: %s\n", sa, strerror(errno));
+		return NULL;
+	}
 	snprintf(cmd, sizeof(cmd),
 		 "cd %s && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
 		 "-nodes -keyout key.pem -out ca.crt -days 1 -subj /CN=127.0.0.1 "
 		 "-addext subjectAltName=IP:127.0.0.1 2>/dev/null && printf 't0ken-123\\n' >token",
 		 sa);
-	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	if (system(cmd)) {
+		fprintf(stderr, "kubestub: the certificate: %s failed\n", cmd);
+		return NULL;
+	}
 	snprintf(cmd, sizeof(cmd), "%s/ca.crt", sa);
-	stub_cert = slurp(cmd);
+	stub_cert = slurp_file(cmd);
 	snprintf(cmd, sizeof(cmd), "%s/key.pem", sa);
-	stub_key = slurp(cmd);
+	stub_key = slurp_file(cmd);
+	if (!stub_cert || !stub_key) {
+		fprintf(stderr, "kubestub: %s/ca.crt or key.pem unreadable\n", sa);
+		return NULL;
+	}
 	pthread_mutex_lock(&stub.lock);
 	strcpy(stub.taints, "[{\"key\":\"other.io/maintenance\",\"effect\":\"NoSchedule\"}]");
 	stub.n = stub.status_patches = 0;
@@ -723,17 +762,12 @@ struct MHD_Daemon *stub_start(void)
 			       MHD_USE_ERROR_LOG, 0, NULL, NULL, stub_handle, NULL,
 			       MHD_OPTION_HTTPS_MEM_KEY, stub_key,
 			       MHD_OPTION_HTTPS_MEM_CERT, stub_cert, MHD_OPTION_END);
-	cr_assert_not_null(api, "the stub API server did not start");
+	if (!api) {
+		fprintf(stderr, "kubestub: the server did not start\n");
+		return NULL;
+	}
 	info = MHD_get_daemon_info(api, MHD_DAEMON_INFO_BIND_PORT);
-	snprintf(stub_env[0], sizeof(stub_env[0]), "KUBERNETES_SERVICE_HOST=127.0.0.1");
-	snprintf(stub_env[1], sizeof(stub_env[1]), "KUBERNETES_SERVICE_PORT=%u",
-		 info->port);
-	snprintf(stub_env[2], sizeof(stub_env[2]), "NODE_NAME=" NODE);
-	snprintf(stub_env[3], sizeof(stub_env[3]), "MOAT_KUBE_SA_DIR=%s", sa);
-	moatd_env[0] = stub_env[0];
-	moatd_env[1] = stub_env[1];
-	moatd_env[2] = stub_env[2];
-	moatd_env[3] = stub_env[3];
+	*port = info->port;
 	return api;
 }
 

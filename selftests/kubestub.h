@@ -31,9 +31,16 @@ struct stub_req {
 };
 
 /*
- * Start it, HTTPS on a free port, and set moatd_env[] as a pod's: its
- * address, a service account dir (in the test's dir) with a token and its
- * CA, NODE_NAME=test-node.  moatd_env is for the next start.
+ * Start it, HTTPS on a free port of 127.0.0.1, with a service account
+ * made in directory @sa (a token, "t0ken-123", and the CA): its daemon
+ * and *@port, or NULL with the reason on stderr.  A pod's moatd finds it
+ * with KUBERNETES_SERVICE_HOST=127.0.0.1, KUBERNETES_SERVICE_PORT=*@port,
+ * MOAT_KUBE_SA_DIR=@sa and NODE_NAME=test-node.
+ */
+struct MHD_Daemon *stub_serve(const char *sa, unsigned int *port);
+/*
+ * For a test (moatd_harness.c): stub_serve() in the test's dir, and
+ * moatd_env[] set as above, for the next start; skips without openssl.
  */
 struct MHD_Daemon *stub_start(void);
 void stub_stop(struct MHD_Daemon *api);

@@ -31,6 +31,7 @@
 #include "cgroup.h"
 #include "helpers.h"
 #include "journal.h"
+#include "kubestub.h"
 #include "moatd_harness.h"
 #include "resctrl.h"
 #include "tasksched.h"
@@ -819,4 +820,28 @@ void preload_fault(const char *fn, int nth)
 	moatd_env[0] = fault_env[0];
 	moatd_env[1] = fault_env[1];
 	moatd_env[2] = NULL;
+}
+
+static char stub_env[4][PATH_MAX + 64];
+
+struct MHD_Daemon *stub_start(void)
+{
+	char sa[PATH_MAX];
+	struct MHD_Daemon *api;
+	unsigned int port;
+
+	if (system("command -v openssl >/dev/null"))
+		skip("no openssl to make the stub's certificate (tools/deps.sh installs it)");
+	snprintf(sa, sizeof(sa), "%s/sa", dir);
+	api = stub_serve(sa, &port);
+	cr_assert_not_null(api, "the stub API server did not start");
+	snprintf(stub_env[0], sizeof(stub_env[0]), "KUBERNETES_SERVICE_HOST=127.0.0.1");
+	snprintf(stub_env[1], sizeof(stub_env[1]), "KUBERNETES_SERVICE_PORT=%u", port);
+	snprintf(stub_env[2], sizeof(stub_env[2]), "NODE_NAME=test-node");
+	snprintf(stub_env[3], sizeof(stub_env[3]), "MOAT_KUBE_SA_DIR=%s", sa);
+	moatd_env[0] = stub_env[0];
+	moatd_env[1] = stub_env[1];
+	moatd_env[2] = stub_env[2];
+	moatd_env[3] = stub_env[3];
+	return api;
 }
