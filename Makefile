@@ -189,6 +189,9 @@ $(O)/selftests/moat-fake-resctrl: $(addprefix $(O)/,$(moat-fake-resctrl-y))
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(USER_LDFLAGS) -o $@ $^ $(FUSE_LIBS)
 
+# The eviction benchmark's stub API server is the tests' (kubestub.h).
+$(O)/tools/bench/kubestub_main.o: USER_CFLAGS += -I selftests
+
 # The tests of moatd's parts include their headers.
 $(filter $(O)/selftests/%,$(SELFTEST_OBJS)): USER_CFLAGS += -I userspace/moatd
 

@@ -55,7 +55,7 @@ BOOT_TIMEOUT=${VMTEST_BOOT_TIMEOUT:-180} # no "vmtest:" line from init yet
 PROBE_TIMEOUT=${VMTEST_PROBE_TIMEOUT:-60}
 BINS="moatd moatctl moat-rqlat selftests/moat-selftests selftests/moat-fake-resctrl selftests/libmoat-fault.so"
 # and for a benchmark (VMTEST_RUN), make bench's
-BENCH_BINS="moat-loadgen moat-siege"
+BENCH_BINS="moat-loadgen moat-siege moat-kubestub moat-memprobe"
 
 die() { echo "vmtest.sh: $*" >&2; exit 2; }
 
