@@ -49,7 +49,8 @@
 # step of the BE pod's memory.high to its decision (floor_s: the
 # decision waits evict/memory_periods after the floor), and from the
 # decision (moatd's log line, stamped as it came) to the pod's processes
-# gone (gone_s).
+# gone (gone_s); and how long the run waited for the node's memory
+# pressure of the run before to pass (settle_s: PSI's some avg10 under 1%).
 # Medians per scenario at the end.  PERIOD_MS (1000): moatd's period.
 set -euo pipefail
 
@@ -183,6 +184,20 @@ start_moatd() {
 	die "moatd did not see the BE pod: $(tail -5 "$work/moatd.log")"
 }
 
+# The node's memory pressure of the run before, still in PSI's averages,
+# would reach into the next one's moatd: each run starts once the node's
+# some avg10 is under 1% (at most a minute; the wait is printed).
+settle() {
+	local t=0 avg
+	while [ "$t" -lt 600 ]; do
+		avg=$(sed -n 's/^some avg10=\([0-9.]*\) .*/\1/p' /proc/pressure/memory)
+		awk -v a="$avg" 'BEGIN { exit !(a < 1) }' && break
+		sleep 0.1
+		t=$((t + 1))
+	done
+	settled=$(awk -v t="$t" 'BEGIN { printf "%.1f", t / 10 }')
+}
+
 results=()
 run_one() {
 	local scen=$1 rep=$2 lc passes p99 max pressure lc_oom all_oom be_oom
@@ -191,6 +206,7 @@ run_one() {
 	: >"$work/evict.log"
 	: >"$work/moatd.log"
 	rm -f "$work/env"
+	settle
 	make_tree
 	"$O/moat-kubestub" "$work/sa" "$work/env" "$work/evict.log" \
 		"$LC_UID:shop:web:lc:1000:$lcpod" "$BE_UID:batch:etl:be:0:$bepod" \
@@ -241,15 +257,15 @@ run_one() {
 			floor_s=$(awk -v a="$decided" -v f="$floor" 'BEGIN { printf "%.2f", a - f }')
 		[ -z "$decided" ] || gone_s=$(awk -v g="$gone" -v d="$decided" 'BEGIN { printf "%.2f", g - d }')
 	fi
-	printf '%-5s %3s  %6s %8s %8s  %8.2f  %6s %6s  %7s  %7s %7s %7s\n' "$scen" "$rep" \
+	printf '%-5s %3s  %6s %8s %8s  %8.2f  %6s %6s  %7s  %7s %7s %7s  %7s\n' "$scen" "$rep" \
 		"$passes" "$p99" "$max" "$(awk -v p="$pressure" 'BEGIN { print p / 1e6 }')" \
-		"$lc_oom" "$be_oom" "$min" "$crossed_s" "$floor_s" "$gone_s"
+		"$lc_oom" "$be_oom" "$min" "$crossed_s" "$floor_s" "$gone_s" "$settled"
 	results+=("$scen $passes $p99 $max $(awk -v p="$pressure" 'BEGIN { print p / 1e6 }') $lc_oom $be_oom $min $crossed_s $floor_s $gone_s")
 }
 
 echo "evict.sh: $(uname -r), $(nproc) CPUs, swap ${swap} MiB; kubepods ${NODE_MB} MiB, LC ${LC_MB} MiB, BE ${BE_RATE} MiB/s from ${BE_AT} s, ${SECS} s a run, period ${PERIOD_MS} ms; $(date -u +%FT%TZ)"
-printf '%-5s %3s  %6s %8s %8s  %8s  %6s %6s  %7s  %7s %7s %7s\n' scen run passes p99_ms max_ms \
-	pressure_s lc_oom be_oom min_pct cross_s floor_s gone_s
+printf '%-5s %3s  %6s %8s %8s  %8s  %6s %6s  %7s  %7s %7s %7s  %7s\n' scen run passes p99_ms max_ms \
+	pressure_s lc_oom be_oom min_pct cross_s floor_s gone_s settle_s
 for rep in $(seq "$REPS"); do
 	for scen in $SCENARIOS; do
 		case $scen in none|off|on) ;; *) die "scenario $scen: expected none, off or on" ;; esac
