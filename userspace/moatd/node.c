@@ -110,17 +110,20 @@ static int read_cpu_jiffies(const struct node *n, __u64 *busy, __u64 *total)
 	return 0;
 }
 
-/* The kB of "@key:" at a line's start in @buf, in bytes; NAN where missing. */
-static double meminfo_bytes(const char *buf, const char *key)
+/*
+ * The number after "@key@sep" at a line's start in @buf, times @scale;
+ * NAN where missing.  meminfo's "MemTotal:   123 kB" (':', 1024) and
+ * memory.stat's "inactive_file 123" (' ', 1).
+ */
+static double line_value(const char *buf, const char *key, char sep, double scale)
 {
 	size_t klen = strlen(key);
-	unsigned long long kb;
+	unsigned long long v;
 	const char *p;
 
 	for (p = buf; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (!strncmp(p, key, klen) && p[klen] == ':')
-			return sscanf(p + klen + 1, "%llu kB", &kb) == 1 ?
-			       kb * 1024.0 : NAN;
+		if (!strncmp(p, key, klen) && p[klen] == sep)
+			return sscanf(p + klen + 1, "%llu", &v) == 1 ? v * scale : NAN;
 	return NAN;
 }
 
@@ -133,9 +136,9 @@ static void read_meminfo(const struct node *n, double *total, double *avail,
 	*total = *avail = *swap = NAN;
 	if (reread(n, NF_MEMINFO, buf, sizeof(buf)))
 		return;
-	*total = meminfo_bytes(buf, "MemTotal");
-	*avail = meminfo_bytes(buf, "MemAvailable");
-	*swap = meminfo_bytes(buf, "SwapTotal");
+	*total = line_value(buf, "MemTotal", ':', 1024);
+	*avail = line_value(buf, "MemAvailable", ':', 1024);
+	*swap = line_value(buf, "SwapTotal", ':', 1024);
 }
 
 /*
@@ -194,19 +197,6 @@ static bool pods_root(const struct moatd *d, char *path, size_t len)
 	return false;
 }
 
-/* The number after "@key " at a line's start in @buf; NAN where missing. */
-static double stat_value(const char *buf, const char *key)
-{
-	size_t klen = strlen(key);
-	unsigned long long v;
-	const char *p;
-
-	for (p = buf; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (!strncmp(p, key, klen) && p[klen] == ' ')
-			return sscanf(p + klen + 1, "%llu", &v) == 1 ? v : NAN;
-	return NAN;
-}
-
 /*
  * The pods' memory limit and what is available under it, in bytes; NAN
  * where kubepods has no limit (or one over the node's memory), where it
@@ -249,8 +239,8 @@ static void read_pods_memory(struct moatd *d, struct node *n, double mem_total,
 		else if (i == PF_USAGE)
 			usage = strtod(buf, NULL);
 		else
-			inactive = stat_value(buf, d->cpu->v2 ? "inactive_file" :
-							       "total_inactive_file");
+			inactive = line_value(buf, d->cpu->v2 ? "inactive_file" :
+							       "total_inactive_file", ' ', 1);
 	}
 	if (isnan(lim) || isnan(usage) || isinf(lim) || lim <= 0 || (mem_total > 0 && lim >= mem_total))
 		return;
