@@ -3,6 +3,7 @@
  * The journal of original values: its encoding, every way a damaged file
  * is caught, and moat_kfile_write()/restore on real cgroup files.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
@@ -183,6 +184,18 @@ Test(journal, a_damaged_file_does_not_open, .fini = fini_tmp)
 	cr_assert_eq(moat_journal_open(file, &j), -EBADMSG);
 }
 
+/* The test's cgroup @name, and the temporary directory for a journal. */
+static void cgroup_and_dir(const char *name, struct tcg *cg)
+{
+	const char *skip = tcg_skip_reason(false);
+
+	if (skip)
+		cr_skip_test("%s", skip);
+	cr_assert_eq(tcg_setup(), 0);
+	cr_assert_eq(tcg_create(name, cg), 0);
+	cr_assert_not_null(mkdtemp(tmp_dir));
+}
+
 static void read_file(const char *path, char *buf, size_t len)
 {
 	FILE *f = fopen(path, "r");
@@ -195,16 +208,11 @@ static void read_file(const char *path, char *buf, size_t len)
 
 Test(journal, kfile_write_records_first_and_restores_exactly, .fini = fini_tmp)
 {
-	const char *skip = tcg_skip_reason(false);
 	char file[PATH_MAX], quota[PATH_MAX + 16], buf[64];
 	struct moat_journal *j, *again;
 	struct tcg cg;
 
-	if (skip)
-		cr_skip_test("%s", skip);
-	cr_assert_eq(tcg_setup(), 0);
-	cr_assert_eq(tcg_create("journal", &cg), 0);
-	cr_assert_not_null(mkdtemp(tmp_dir));
+	cgroup_and_dir("journal", &cg);
 	snprintf(file, sizeof(file), "%s/journal", tmp_dir);
 	snprintf(quota, sizeof(quota), "%s/%s", cg.dir,
 		 tcg_hierarchy()->v2 ? "cpu.weight" : "cpu.shares");
@@ -244,7 +252,22 @@ Test(journal, kfile_write_records_first_and_restores_exactly, .fini = fini_tmp)
 	moat_journal_free(j);
 }
 
-Test(journal, someone_elses_change_becomes_the_original, .fini = fini_tmp)
+static int outside_seen;
+static char outside_now[64];
+
+static void outside(void *ctx, const struct moat_journal_entry *e, const char *now)
+{
+	outside_seen++;
+	snprintf(outside_now, sizeof(outside_now), "%s", now);
+}
+
+/*
+ * A file someone else wrote since moat's last write: moat's next write
+ * does not go over it (what it wanted came from an older snapshot), the
+ * check tells the owner, and a restore leaves it.  Written to what moat
+ * wants, it is the original.
+ */
+Test(journal, someone_elses_change_is_not_written_over, .fini = fini_tmp)
 {
 	const char *skip = tcg_skip_reason(false);
 	const char *file;
@@ -262,20 +285,52 @@ Test(journal, someone_elses_change_becomes_the_original, .fini = fini_tmp)
 	cr_assert_eq(moat_kfile_write(j, path, "100"), 0);
 	cr_assert_eq(tcg_write(&cg, file, "300"), 0);	/* "kubelet" */
 	cr_assert_eq(moat_kfile_write(j, path, "50"), 0);
-	cr_assert_str_eq(j->e[0].orig, "300");
+	read_file(path, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "300", "moat wrote over kubelet's value");
+	outside_seen = 0;
+	cr_assert_eq(moat_journal_check(j, "", outside, NULL), 1);
+	cr_assert_str_eq(outside_now, "300");
 	cr_assert_eq(moat_journal_restore(j, cg.dir), 0);
 	read_file(path, buf, sizeof(buf));
 	cr_assert_str_eq(buf, "300");
+
+	cr_assert_eq(moat_kfile_write(j, path, "100"), 0);
+	cr_assert_eq(tcg_write(&cg, file, "50"), 0);	/* what moat wants next */
+	cr_assert_eq(moat_kfile_write(j, path, "50"), 0);
+	cr_assert_str_eq(j->e[0].orig, "50", "a value as moat wants is not the original");
+	cr_assert_eq(moat_journal_restore(j, cg.dir), 0);
+	read_file(path, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "50");
 	moat_journal_free(j);
 }
 
-static int outside_seen;
-static char outside_now[64];
+/*
+ * Someone else writing while the journal is saved (its fsyncs are the
+ * slow step of a write; kubelet's resize landed in them, and moat's step
+ * went over it): the journal's rename() here is where "kubelet" writes,
+ * the interleaving a concurrent writer gets by chance, on cue.  Every
+ * other rename goes through.
+ */
+static void (*race)(void);
 
-static void outside(void *ctx, const struct moat_journal_entry *e, const char *now)
+int rename(const char *from, const char *to)
 {
-	outside_seen++;
-	snprintf(outside_now, sizeof(outside_now), "%s", now);
+	int (*real)(const char *, const char *) =
+		(int (*)(const char *, const char *))dlsym(RTLD_NEXT, "rename");
+	void (*now)(void) = race;
+
+	race = NULL;
+	if (now)
+		now();
+	return real(from, to);
+}
+
+static struct tcg *race_cg;
+static const char *race_file;
+
+static void kubelet_writes(void)
+{
+	cr_assert_eq(tcg_write(race_cg, race_file, "300"), 0);
 }
 
 /*
@@ -331,6 +386,40 @@ Test(journal, a_check_finds_what_someone_else_wrote, .fini = fini_tmp)
 }
 
 /*
+ * A write of someone else's while moat saves the journal stands: moat
+ * does not write over it, and the next check tells who holds the file.
+ */
+Test(journal, a_write_during_the_save_is_not_written_over, .fini = fini_tmp)
+{
+	char file[PATH_MAX], path[PATH_MAX + 16], buf[64];
+	struct moat_journal *j;
+	struct tcg cg;
+
+	cgroup_and_dir("journal", &cg);
+	snprintf(file, sizeof(file), "%s/journal", tmp_dir);
+	race_file = tcg_hierarchy()->v2 ? "cpu.weight" : "cpu.shares";
+	snprintf(path, sizeof(path), "%s/%s", cg.dir, race_file);
+	cr_assert_eq(moat_journal_open(file, &j), 0);
+	cr_assert_eq(moat_kfile_write(j, path, "100"), 0);
+
+	race_cg = &cg;
+	race = kubelet_writes;	/* as moat saves its next step */
+	cr_assert_eq(moat_kfile_write(j, path, "50"), 0);
+	cr_assert_null(race, "the write saved no journal");
+	read_file(path, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "300", "moat wrote over a write made as it saved");
+	cr_assert_str_eq(j->e[0].pending, "", "a write not made left pending");
+
+	outside_seen = 0;
+	cr_assert_eq(moat_journal_check(j, "", outside, NULL), 1);
+	cr_assert_str_eq(outside_now, "300");
+	cr_assert_eq(moat_journal_restore(j, ""), 0);
+	read_file(path, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "300", "a restore undid their write");
+	moat_journal_free(j);
+}
+
+/*
  * After a crash, a value someone changed since moat's last write is
  * theirs: the next start leaves it (an admin's 700 is not undone by the
  * 512 moat once wrote, nor put back to the 1024 before it).
@@ -379,16 +468,11 @@ Test(journal, after_a_crash_a_value_changed_since_is_left, .fini = fini_tmp)
  */
 Test(journal, no_write_without_a_saved_record, .fini = fini_tmp)
 {
-	const char *skip = tcg_skip_reason(false);
 	char file[PATH_MAX], path[PATH_MAX + 16], buf[64];
 	struct moat_journal *j;
 	struct tcg cg;
 
-	if (skip)
-		cr_skip_test("%s", skip);
-	cr_assert_eq(tcg_setup(), 0);
-	cr_assert_eq(tcg_create("journal", &cg), 0);
-	cr_assert_not_null(mkdtemp(tmp_dir));
+	cgroup_and_dir("journal", &cg);
 	snprintf(file, sizeof(file), "%s/no-such-dir/journal", tmp_dir);
 	cr_assert_eq(moat_journal_open(file, &j), 0);
 	snprintf(path, sizeof(path), "%s/%s", cg.dir,
@@ -567,7 +651,6 @@ static void expect_sched(pid_t tid, const struct moat_sched *want, const char *w
  */
 Test(journal, a_threads_scheduling_is_put_back_with_its_children, .fini = fini_tmp)
 {
-	const char *skip = tcg_skip_reason(false);
 	const struct moat_sched_caps *caps = moat_sched_caps();
 	struct moat_sched orig = { SCHED_BATCH, 5, 0 }, want, child_orig;
 	struct moat_journal *j, *again;
@@ -576,11 +659,7 @@ Test(journal, a_threads_scheduling_is_put_back_with_its_children, .fini = fini_t
 	struct tcg cg;
 	pid_t p, child;
 
-	if (skip)
-		cr_skip_test("%s", skip);
-	cr_assert_eq(tcg_setup(), 0);
-	cr_assert_eq(tcg_create("sched-attrs", &cg), 0);
-	cr_assert_not_null(mkdtemp(tmp_dir));
+	cgroup_and_dir("sched-attrs", &cg);
 	snprintf(file, sizeof(file), "%s/journal", tmp_dir);
 	p = tcg_spawn(&cg, tcg_pick_cpu(), work_forker, NULL);
 	cr_assert_gt(p, 0);
@@ -634,5 +713,44 @@ Test(journal, a_threads_scheduling_is_put_back_with_its_children, .fini = fini_t
 	expect_sched(p, &orig, "restored");
 	expect_sched(child, &orig, "swept");
 	moat_journal_free(again);
+	moat_journal_free(j);
+}
+
+static pid_t race_pid;
+static const struct moat_sched *race_sched;
+
+static void the_app_renices(void)
+{
+	cr_assert_eq(moat_sched_set(race_pid, race_sched), 0);
+}
+
+/* A thread's own change as moat saves its step stands, and is kept. */
+Test(journal, a_threads_change_during_the_save_stands, .fini = fini_tmp)
+{
+	struct moat_sched orig = { SCHED_BATCH, 5, 0 }, theirs = { SCHED_BATCH, 9, 0 };
+	struct moat_sched want = { SCHED_IDLE, 0, 0 };
+	struct moat_journal *j;
+	char file[PATH_MAX];
+	struct moat_task t;
+	struct tcg cg;
+	pid_t p;
+
+	cgroup_and_dir("sched-race", &cg);
+	snprintf(file, sizeof(file), "%s/journal", tmp_dir);
+	p = tcg_spawn(&cg, tcg_pick_cpu(), work_forker, NULL);
+	cr_assert_gt(p, 0);
+	cr_assert(forker_ready(p), "process %d never got ready", (int)p);
+	cr_assert_eq(moat_sched_set(p, &orig), 0);
+	cr_assert_eq(moat_journal_open(file, &j), 0);
+	cr_assert_eq(moat_task_read(p, &t), 0);
+
+	race_pid = p;
+	race_sched = &theirs;
+	race = the_app_renices;
+	cr_assert_eq(moat_ktask_write(j, cg.dir, &t, &want, NULL), 0);
+	cr_assert_null(race, "the change saved no journal");
+	expect_sched(p, &theirs, "moat's change over the thread's own");
+	cr_assert_eq(moat_journal_restore(j, cg.dir), 0);
+	expect_sched(p, &theirs, "a restore undid the thread's own change");
 	moat_journal_free(j);
 }

@@ -147,8 +147,12 @@ struct moat_journal_entry *moat_journal_find(struct moat_journal *j,
  * moat_kfile_write() - write @value to the kernel file @path, recording
  * its original content in @j (and saving the journal) first.  Writes only
  * when the content differs.  When the content is neither the original nor
- * what moat last wrote, someone else (kubelet, an admin) changed it: that
- * content becomes the original, and is what a restore puts back.
+ * what moat last wrote, someone else (kubelet, an admin) changed it since:
+ * theirs stands, not written over (0 is returned, as if theirs came just
+ * after moat's write), and the next moat_journal_check() tells its owner.
+ * So does a write of theirs while the journal is saved.  Where the
+ * content is already @value, it becomes the original: what a restore
+ * puts back.
  *
  * @path must be on a cgroup file system: a journal edited by hand cannot
  * make moat write anywhere else.

@@ -266,7 +266,7 @@ int moat_kfile_write(struct moat_journal *j, const char *path,
 		     const char *value)
 {
 	struct moat_journal_entry *e = moat_journal_find(j, path);
-	char cur[MOAT_JOURNAL_VALUE_MAX];
+	char cur[MOAT_JOURNAL_VALUE_MAX], now[MOAT_JOURNAL_VALUE_MAX];
 	int err;
 
 	if (strlen(value) >= sizeof(e->pending))
@@ -280,6 +280,17 @@ int moat_kfile_write(struct moat_journal *j, const char *path,
 			return err;	/* no record, no write */
 	} else if (strcmp(cur, e->orig) && strcmp(cur, e->last) &&
 		   strcmp(cur, e->pending)) {
+		/*
+		 * Someone else's, since the period's moat_journal_check():
+		 * not written over.  That check tells the owner next period,
+		 * which decides afresh from it (what moat wanted came from a
+		 * snapshot older than their value).
+		 */
+		if (strcmp(cur, value)) {
+			pr_info("%s: written by someone else ('%s') since moat's last write: theirs stands",
+				path, cur);
+			return 0;
+		}
 		pr_info("%s: changed by someone else to '%s': that is now the value to restore",
 			path, cur);
 		err = adopt(j, e, cur);
@@ -297,6 +308,24 @@ int moat_kfile_write(struct moat_journal *j, const char *path,
 	if (err) {
 		e->pending[0] = '\0';
 		return err;
+	}
+	/*
+	 * The save is the slow part (two fsyncs), and someone else's write
+	 * in it would be lost under moat's: read again just before writing,
+	 * so that window is a read's and a write's.  Theirs stands, as
+	 * above.
+	 */
+	err = moat_kfile_read(path, now, sizeof(now));
+	if (err) {
+		e->pending[0] = '\0';
+		goto fail;
+	}
+	if (strcmp(now, cur)) {
+		pr_info("%s: written by someone else ('%s') as moat was to write '%s': theirs stands",
+			path, now, value);
+		e->pending[0] = '\0';
+		jnl_save(j);
+		return 0;
 	}
 	err = jnl_put(path, value);
 	if (!err)
@@ -421,7 +450,7 @@ int moat_ktask_write(struct moat_journal *j, const char *dir,
 {
 	char path[PATH_MAX], now[MOAT_JOURNAL_VALUE_MAX], o[MOAT_JOURNAL_VALUE_MAX];
 	struct moat_journal_entry *e;
-	struct moat_sched cur;
+	struct moat_sched cur, again;
 	int err;
 
 	err = task_path(path, sizeof(path), dir, t);
@@ -452,6 +481,20 @@ int moat_ktask_write(struct moat_journal *j, const char *dir,
 	if (err) {
 		e->pending[0] = '\0';
 		return err;
+	}
+	/* someone else's change in the save stands, as moat_kfile_write()'s */
+	err = moat_sched_get(t->tid, &again);
+	if (err) {
+		e->pending[0] = '\0';
+		goto fail;
+	}
+	if (!moat_sched_equal(&again, &cur)) {
+		moat_sched_format(o, sizeof(o), &again);
+		pr_info("thread %d (process %d): scheduling changed by someone else (%s) as moat was to change it: theirs stands",
+			(int)t->tid, (int)t->tgid, o);
+		e->pending[0] = '\0';
+		jnl_save(j);
+		return 0;
 	}
 	err = moat_sched_set(t->tid, want);
 	if (!err)
