@@ -141,6 +141,12 @@ static double contended_mean_us(const struct moat_rqlat_hist *h,
 	return (b->total_ns - b->idle_ns) / 1e3 / h->count;
 }
 
+/* B's wait behind the tasks of cgroups other than A (and B), ms. */
+static double others_ms(const struct blame_sums *b)
+{
+	return (b->total_ns - b->idle_ns - b->to_culprit_ns) / 1e6;
+}
+
 static double p99_us(const struct moat_rqlat_hist *h)
 {
 	double ns;
@@ -157,7 +163,7 @@ static void contention(bool raw_tp)
 	struct tcg a, b;
 	__u64 drops[MOAT_DROP_NR];
 	double p_quiet, p_busy, p_after, p_uncontended, mean_busy, mean_after;
-	double share;
+	double mean_quiet, mean_uncontended, share;
 	pid_t hog;
 	int err, i;
 
@@ -186,6 +192,7 @@ static void contention(bool raw_tp)
 	p_busy = p99_us(&busy);
 	p_after = p99_us(&after);
 	share = (double)bb.to_culprit_ns / (bb.total_ns - bb.idle_ns);
+	mean_quiet = contended_mean_us(&quiet, &bq);
 	mean_busy = contended_mean_us(&busy, &bb);
 	mean_after = contended_mean_us(&after, &ba);
 	cr_log_info("%s: B's waits quiet / with hog / after: p99 %.1f / %.1f / %.1f us, "
@@ -195,8 +202,11 @@ static void contention(bool raw_tp)
 		    moat_rqlat_attach_kind(rq), p_quiet, p_busy, p_after,
 		    quiet.sum_ns / 1e3 / quiet.count, busy.sum_ns / 1e3 / busy.count,
 		    after.sum_ns / 1e3 / after.count,
-		    contended_mean_us(&quiet, &bq), mean_busy, mean_after,
-		    100 * share);
+		    mean_quiet, mean_busy, mean_after, 100 * share);
+	cr_log_info("%s: B's wait quiet / with hog / after behind tasks of neither A nor B "
+		    "(kernel threads, the machine's own): %.1f / %.1f / %.1f ms",
+		    moat_rqlat_attach_kind(rq), others_ms(&bq), others_ms(&bb),
+		    others_ms(&ba));
 
 	/*
 	 * Now and then a kernel thread of this machine (kdamond, seen) runs
@@ -207,17 +217,25 @@ static void contention(bool raw_tp)
 	 * p99 is the smaller of the two quiet phases'.  Wake-ups of an idle
 	 * CPU are charged to <idle>: wake-up latency, which a VM stretches,
 	 * not contention; so blame and the fall are judged on the waits
-	 * behind some cgroup's task.
+	 * behind some cgroup's task, the fall too on the less disturbed
+	 * quiet phase (in one sanitized CI run the phase after the hog had a
+	 * mean of 110 us, 8 times less than with it, not 10).  That nothing
+	 * is charged to A once it has no task is exact, and noise cannot
+	 * touch it; who else B waited behind is logged.
 	 */
 	p_uncontended = fmin(p_quiet, p_after);
+	mean_uncontended = fmin(mean_quiet, mean_after);
 	cr_expect_gt(p_busy, 2 * p_uncontended,
 		     "contended p99 %.1f us not clearly above uncontended %.1f us",
 		     p_busy, p_uncontended);
 	cr_expect_geq(share, 0.8, "only %.1f%% of B's blamed wait charged to A",
 		      100 * share);
-	cr_expect_geq(mean_busy, 10 * mean_after,
+	cr_expect_geq(mean_busy, 10 * mean_uncontended,
 		      "mean wait behind tasks fell only from %.1f to %.1f us",
-		      mean_busy, mean_after);
+		      mean_busy, mean_uncontended);
+	cr_expect_eq(ba.to_culprit_ns, 0,
+		     "%llu ns of B's waits charged to A after A's hog was gone",
+		     (unsigned long long)ba.to_culprit_ns);
 
 	moat_rqlat_drops(rq, drops);
 	for (i = 0; i < MOAT_DROP_NR; i++)
