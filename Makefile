@@ -99,7 +99,7 @@ USER_OBJS	:= $(LIBMOAT_OBJS) $(SELFTEST_OBJS) \
 .DELETE_ON_ERROR:
 # Keep the BPF objects and skeletons: they are outputs, not intermediates.
 .SECONDARY: $(BPF_OBJS) $(SKELS) $(BENCH_BPF_OBJS) $(BENCH_SKELS)
-.PHONY: all run bench check vmtest install clean deps san fuzzers fuzz image
+.PHONY: all run bench check vmtest nodetest install clean deps san fuzzers fuzz image
 
 all: $(PROGS) $(SELFTESTS) $(TESTPROGS) $(TESTLIBS) $(MANPAGES) $(UNIT)
 
@@ -240,6 +240,10 @@ check: all san bench
 # The suite on a real cgroup v2 kernel only (VMTEST_KERNEL=bzImage).
 vmtest: all
 	O=$(abspath $(O)) selftests/vmtest.sh
+
+# A node in a VM: systemd, containerd, runc and moatd.service (root).
+nodetest: all
+	O=$(abspath $(O)) selftests/nodetest.sh
 
 # The container image, from Debian packages (tools/image.sh; root).
 MOAT_VERSION	:= $(shell sed -n 's/^\#define MOAT_VERSION[^"]*"\(.*\)"/\1/p' userspace/moatd/moatd.h)

@@ -1,0 +1,206 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# The node guest's test (selftests/nodetest.sh), run by systemd as
+# moat-node.service once the node is up: two pods made as kubelet and
+# containerd make them (kubelet.sh), moatd started by systemd with its
+# installed unit, then the owners' rewrites while moatd holds the batch
+# pod: daemon-reload, a resize, a runtime update, containerd restarted,
+# moatd killed and restarted by systemd.  Each check says "node: ok" or
+# "node: FAIL" on the console; "node-exit: N" ends it, N the failures.
+set -uo pipefail
+exec >/dev/ttyS0 2>&1
+
+K=/usr/lib/moat-node/kubelet.sh
+CG=/sys/fs/cgroup
+LC=11111111-2222-3333-4444-555555555555
+BE=aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee
+LC1=$($K id lc1) BE1=$($K id be1) BE2=$($K id be2)
+bep=$CG/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod${BE//-/_}.slice
+beslice=$(basename "$bep")
+fails=0
+
+ok() { echo "node: ok - $*"; }
+fail() { echo "node: FAIL - $*"; fails=$((fails + 1)); }
+check() {	# check WHAT COMMAND...
+	local what=$1
+
+	shift
+	if "$@"; then ok "$what"; else fail "$what"; fi
+}
+knob() { moatctl get "$1" 2>/dev/null; }
+# wait up to @1 s for the command that follows
+until_s() {
+	local i n=$(($1 * 2))
+
+	shift
+	for ((i = 0; i < n; i++)); do
+		"$@" && return 0
+		sleep 0.5
+	done
+	return 1
+}
+
+# The values moat may write, on every cgroup of the pods: "path=value".
+snapshot() {
+	local d f
+
+	find "$CG/kubepods.slice" -mindepth 1 -type d | sort | while read -r d; do
+		for f in cpu.weight cpu.max cpu.max.burst cpu.idle memory.high memory.max; do
+			[ -r "$d/$f" ] && echo "${d#"$CG"/}/$f=$(cat "$d/$f")"
+		done
+	done
+}
+
+# Every file moat holds, by its journal, holds what moat last wrote (or
+# is writing): moat's view and the kernel's agree.
+journal_agrees() {
+	local j
+
+	for _ in 1 2 3 4 5; do
+		j=$(cat /var/lib/moat/journal)
+		if files_agree <<<"$j"; then
+			return 0
+		fi
+		# moat wrote since the journal was read: read both again
+		[ "$(cat /var/lib/moat/journal)" = "$j" ] && return 1
+	done
+	return 1
+}
+
+files_agree() {
+	local kind path last pending now bad=0
+
+	while read -r kind path _ last pending; do
+		[ "$kind" = file ] || continue
+		path=$(printf '%b' "${path//%/\\x}")
+		last=$(printf '%b' "${last//%/\\x}")
+		pending=$(printf '%b' "${pending//%/\\x}")
+		now=$(cat "$path" 2>/dev/null) || continue
+		if [ "$now" != "$last" ] && [ "$now" != "$pending" ]; then
+			echo "node: $path holds '$now', moat's journal says '$last'"
+			bad=1
+		fi
+	done
+	return $bad
+}
+
+holds() { [ "$(knob enforce/journal_entries)" -gt 0 ] 2>/dev/null; }
+active() { [ "$(systemctl is-active moatd)" = active ]; }
+
+# After an owner's event: moatd runs, agrees with the files, and takes
+# no part in a write loop: the outside writes it counted stop growing
+# (an owner and moat fighting over a file would count one a period).
+settled() {
+	local what=$1 w0 w1
+
+	sleep 5
+	check "$what: moatd is running" active
+	w0=$(knob enforce/outside_writes)
+	sleep 10
+	w1=$(knob enforce/outside_writes)
+	check "$what: no write loop (outside writes $w0, 10 s later $w1)" [ "$w0" = "$w1" ]
+	check "$what: every file moat holds holds what it wrote" journal_agrees
+	echo "node: $what: batch pod cpu.weight $(cat "$bep/cpu.weight"), cpu.max $(cat "$bep/cpu.max"); moat holds $(knob enforce/journal_entries) values; enforce/throttles $(knob enforce/throttles), outside_writes $w1"
+}
+
+echo "node: $(uname -r), $(nproc) CPUs, $(systemctl --version | head -n 1)"
+
+# --- the pods, as kubelet and containerd make them ---
+$K tiers && $K pod burstable $LC 20 && $K pod besteffort $BE 1
+# the LC container a server's shape: short work, then a short sleep
+# shellcheck disable=SC2016  # the container's shell expands it
+$K ctr burstable $LC "$LC1" /bin/sh -c \
+	'while :; do usleep 2000; i=0; while [ $i -lt 100 ]; do i=$((i + 1)); done; done'
+$K ctr besteffort $BE "$BE1" /bin/sh -c 'while :; do :; done'
+$K ctr besteffort $BE "$BE2" /bin/sh -c 'while :; do :; done'
+check "the pods' containers run in cri-containerd scopes under their pods' slices" \
+	grep -q . "$bep/cri-containerd-$BE1.scope/cgroup.procs"
+before=$(snapshot)
+
+# --- moatd, started by systemd with the unit make install put there ---
+# enforcing, on a target that this emulated node misses all the time,
+# and stepping again soon after a step that did not help: moatd holds
+# some value of the batch pod's most of the time
+sed -i -e 's/^#mode = observe/mode = enforce/' \
+	-e 's|^#lc/rqlat_p99_target_us = 2000|lc/rqlat_p99_target_us = 100|' \
+	-e 's|^#enforce/cpu_prio_backoff_periods = 20|enforce/cpu_prio_backoff_periods = 1|' \
+	-e 's|^#enforce/cpu_backoff_periods = 20|enforce/cpu_backoff_periods = 1|' \
+	/etc/moat/moat.conf
+# a watchdog that a moatd which stops cycling would miss within seconds
+mkdir -p /etc/systemd/system/moatd.service.d
+printf '[Service]\nWatchdogSec=5s\n' >/etc/systemd/system/moatd.service.d/node-test.conf
+systemctl daemon-reload
+check "systemctl start moatd returns once moatd is READY" systemctl start moatd
+status=$(systemctl show -p StatusText --value moatd)
+check "moatd's READY carries its status ('$status')" [ "${status#enforce mode}" != "$status" ]
+check "moatd finds both pods by their systemd names" \
+	until_s 20 bash -c "moatctl status | grep -q '^$LC *lc *pod' && moatctl status | grep -q '^$BE *be *pod'"
+check "moatd holds the batch pod back" until_s 60 holds
+sleep 10
+not_restarted() { [ "$(systemctl show -p NRestarts --value moatd)" = 0 ] && active; }
+check "the watchdog (5 s) is fed: moatd runs, not restarted, after 10 s more" not_restarted
+moatctl status | sed -n '/^GROUP/,$p'
+settled "moatd holding"
+
+# --- the owners' rewrites, each as moatd holds a value of the pod's ---
+# poll fast: a step is held for a period (0.5 s) at least
+when_held() {
+	local what=$1 i
+
+	for ((i = 0; i < 600; i++)); do
+		holds && break
+		sleep 0.1
+	done
+	check "$what: comes as moatd holds $(knob enforce/journal_entries) values" holds
+}
+when_held "systemctl daemon-reload"
+systemctl daemon-reload
+settled "systemctl daemon-reload"
+when_held "systemctl set-property --runtime CPUWeight=2 (a resize)"
+systemctl set-property --runtime "$beslice" CPUWeight=2
+settled "systemctl set-property --runtime CPUWeight=2 (a resize)"
+# what containerd's shim runs for CRI's UpdateContainerResources
+when_held "runc update of the batch container (a runtime update)"
+runc --root /run/containerd/runc/default --systemd-cgroup update \
+	--cpu-quota 50000 --cpu-period 100000 "$BE1"
+check "runc update wrote the container's cpu.max" \
+	[ "$(cat "$bep/cri-containerd-$BE1.scope/cpu.max")" = "50000 100000" ]
+settled "runc update of the batch container (a runtime update)"
+when_held "systemctl restart containerd"
+systemctl restart containerd
+settled "systemctl restart containerd"
+systemctl reload moatd
+check "systemctl reload moatd: moatd read its config again" \
+	until_s 10 bash -c "journalctl -u moatd --no-pager | grep -q 'reload: /etc/moat/moat.conf applied'"
+when_held "moatd killed by SIGKILL"
+pid=$(systemctl show -p MainPID --value moatd)
+kill -9 "$pid"
+check "moatd killed by SIGKILL is restarted by systemd (Restart=on-failure)" \
+	until_s 30 bash -c "[ \"\$(systemctl show -p NRestarts --value moatd)\" = 1 ] && [ \"\$(systemctl is-active moatd)\" = active ]"
+check "the new moatd put back what the killed one had changed, at its start" \
+	bash -c "journalctl -u moatd --no-pager | grep -q 'putting back\|restored'"
+settled "moatd killed and restarted"
+
+# --- stopped: nothing of moat's left ---
+check "systemctl stop moatd" systemctl stop moatd
+check "moat's journal is empty after the stop" \
+	bash -c "! grep -q '^file' /var/lib/moat/journal"
+after=$(snapshot)
+# what the owners changed: the resize's weight, the runtime's quota
+expect=$(sed -e "s|^\(.*/$beslice/cpu.weight\)=.*|\1=2|" \
+	-e "s|^\(.*/cri-containerd-$BE1.scope/cpu.max\)=.*|\1=50000 100000|" <<<"$before")
+if [ "$after" = "$expect" ]; then
+	ok "after the stop, the pods' files are as their owners last set them"
+else
+	fail "after the stop, the pods' files are as their owners last set them:"
+	diff <(echo "$expect") <(echo "$after") | sed 's/^/node:   /'
+fi
+
+echo "node: moatd's log:"
+journalctl -u moatd --no-pager -o cat | grep -v '^pmu: ' | sed 's/^/node:   /' | tail -n 60
+for c in "$LC1" "$BE1" "$BE2"; do ctr task kill -s KILL "$c" >/dev/null 2>&1; done
+sleep 1
+for c in "$LC1" "$BE1" "$BE2"; do ctr task rm "$c" >/dev/null 2>&1; ctr c rm "$c" >/dev/null 2>&1; done
+echo "node-exit: $fails"
+systemctl poweroff
