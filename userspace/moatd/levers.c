@@ -148,7 +148,7 @@ int levers_apply(struct moatd *d, struct levers *lv, struct moatd_group *unit,
 			break;
 	}
 	if (first == -EPERM && !lv->denied) {
-		pr_warn("levers: group %s: sched_setattr: %s: moatd lacks CAP_SYS_NICE for other users' threads; pods get only the CPU quota from now on",
+		pr_warn("levers: group %s: sched_setattr: %s: moatd lacks CAP_SYS_NICE, which another user's threads need, and threads with a capability moatd lacks (a container's); pods get only the CPU quota from now on",
 			unit->gid.id, strerror(EPERM));
 		lv->denied = true;
 	}
