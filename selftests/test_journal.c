@@ -716,6 +716,51 @@ Test(journal, a_threads_scheduling_is_put_back_with_its_children, .fini = fini_t
 	moat_journal_free(j);
 }
 
+/*
+ * The entries of threads that exited go (a pod that forks would grow the
+ * journal a thread a fork), and of a tid now another thread's; a live
+ * thread's stays, and so does what is under another cgroup.
+ */
+Test(journal, entries_of_threads_gone_are_forgotten, .fini = fini_tmp)
+{
+	struct moat_sched want = { SCHED_BATCH, 0, 0 };
+	char file[PATH_MAX], path[PATH_MAX + 64];
+	struct moat_journal *j;
+	struct moat_task t, tq;
+	struct tcg cg;
+	pid_t p, q;
+
+	cgroup_and_dir("sched-gone", &cg);
+	snprintf(file, sizeof(file), "%s/journal", tmp_dir);
+	p = tcg_spawn(&cg, tcg_pick_cpu(), work_forker, NULL);
+	q = tcg_spawn(&cg, tcg_pick_cpu(), work_forker, NULL);
+	cr_assert(p > 0 && q > 0);
+	cr_assert(forker_ready(p) && forker_ready(q));
+	cr_assert_eq(moat_journal_open(file, &j), 0);
+	cr_assert_eq(moat_task_read(p, &t), 0);
+	cr_assert_eq(moat_task_read(q, &tq), 0);
+	cr_assert_eq(moat_ktask_write(j, cg.dir, &t, &want, NULL), 0);
+	cr_assert_eq(moat_ktask_write(j, cg.dir, &tq, &want, NULL), 0);
+	/* p's tid with another start time: a thread that had it before */
+	snprintf(path, sizeof(path), "%s/task:%d:%d:%llu", cg.dir, (int)p, (int)p,
+		 t.start - 1);
+	add(j, path, "0/0/0");
+	j->e[j->n - 1].kind = MOAT_J_TASK;
+	/* a thread gone, under another cgroup: not this unit's business */
+	snprintf(path, sizeof(path), "%s-other/task:%d:%d:%llu", cg.dir, (int)q,
+		 (int)q, tq.start);
+	add(j, path, "0/0/0");
+	j->e[j->n - 1].kind = MOAT_J_TASK;
+	tcg_kill(q);
+
+	cr_assert_eq(moat_ktask_forget_gone(j, cg.dir), 0);
+	cr_assert_eq(j->n, 2, "%zu entries left, not p's and the other cgroup's", j->n);
+	cr_assert_not_null(moat_ktask_find(j, cg.dir, &t), "a live thread's entry went");
+	cr_assert_null(moat_ktask_find(j, cg.dir, &tq), "an exited thread's entry stayed");
+	cr_assert_eq(moat_journal_restore(j, cg.dir), 0);
+	moat_journal_free(j);
+}
+
 static pid_t race_pid;
 static const struct moat_sched *race_sched;
 

@@ -316,6 +316,17 @@ struct moat_journal_entry *moat_ktask_find(struct moat_journal *j,
 					   const struct moat_task *t);
 
 /**
+ * moat_ktask_forget_gone() - drop the entries under @dir of threads that
+ * exited (or whose tid is another thread's now): nothing of moat's is
+ * left in them to put back.  Without it a pod that forks (a shell loop,
+ * kubelet's exec probes) grows the journal by a thread a fork while its
+ * lever is held, and every save writes them all.
+ *
+ * Return: 0, or the save's -errno.
+ */
+int moat_ktask_forget_gone(struct moat_journal *j, const char *dir);
+
+/**
  * moat_ktask_inherited() - whether thread @t, not recorded, holding @cur,
  * got it from a thread moat changed for @dir: its process or its parent
  * process is a recorded thread's, and @cur is what moat set there.  Then

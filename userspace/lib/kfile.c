@@ -418,6 +418,28 @@ jnl_inherited_from(const struct moat_journal_entry *e, size_t n, const char *dir
 	return NULL;
 }
 
+int moat_ktask_forget_gone(struct moat_journal *j, const char *dir)
+{
+	size_t i, dl = strlen(dir), before = j->n;
+
+	for (i = j->n; i-- > 0;) {
+		const struct moat_journal_entry *e = &j->e[i];
+		unsigned long long start;
+		struct moat_task t;
+		pid_t tgid, tid;
+		int err;
+
+		if (e->kind != MOAT_J_TASK ||
+		    jnl_task_of(e->path, &tgid, &tid, &start) != dl ||
+		    strncmp(e->path, dir, dl))
+			continue;
+		err = moat_task_read(tid, &t);
+		if (err == -ENOENT || (!err && (t.tgid != tgid || t.start != start)))
+			jnl_drop_entry(j, i);	/* gone, or its tid another's */
+	}
+	return j->n != before ? jnl_save(j) : 0;
+}
+
 bool moat_ktask_inherited(const struct moat_journal *j, const char *dir,
 			  const struct moat_task *t, const struct moat_sched *cur,
 			  struct moat_sched *orig)

@@ -156,6 +156,12 @@ int levers_apply(struct moatd *d, struct levers *lv, struct moatd_group *unit,
 		free(all);	/* what failed is tried again at the next pass */
 		return first;
 	}
+	/* a thread of the last pass gone: the entries of those that exited */
+	for (i = 0; *seen && i < *nseen; i++)
+		if (!n || !bsearch(&(*seen)[i], all, n, sizeof(*all), cmp_tid)) {
+			moat_ktask_forget_gone(d->journal, unit->dir);
+			break;
+		}
 	free(*seen);
 	*seen = all;
 	*nseen = n;
