@@ -5,9 +5,10 @@
 # whole suite on this machine; the operator's kit (selftests/kit.sh);
 # again built with
 # AddressSanitizer and UndefinedBehaviorSanitizer ($O/san, make san);
-# every fuzzer for FUZZ_SECONDS (30); the suite on real cgroup v2
-# kernels under QEMU (selftests/vmtest.sh: Debian's 6.1 and 6.12, or
-# VMTEST_KERNELS); then a line for each, and one that adds them up.
+# every fuzzer for FUZZ_SECONDS (30), beside the node guest
+# (selftests/nodetest.sh); the suite on real cgroup v2 kernels under QEMU
+# (selftests/vmtest.sh: Debian's 6.1 and 6.12, or VMTEST_KERNELS); then
+# a line for each, and one that adds them up.
 # Exits non-zero when anything failed.
 set -uo pipefail
 
@@ -122,13 +123,43 @@ if [ "$nreports" -ne 0 ]; then
 fi
 suite_done "host, sanitized" "$logs/san" "$status" "; $nreports sanitizer reports"
 
+# The node guest (selftests/nodetest.sh) runs beside the fuzzers, one
+# at a time then, each on a CPU of its own: the guest is one emulation
+# thread, and neither measures time.  Its log is printed after them.
+node_pid=
+if command -v qemu-system-x86_64 >/dev/null; then
+	node_start=$(date +%s)
+	O="$O" "$top/selftests/nodetest.sh" >"$logs/node" 2>&1 &
+	node_pid=$!
+fi
+
 echo "== the fuzzers, ${FUZZ_SECONDS:=30} s each =="
+FUZZ_JOBS=${FUZZ_JOBS:-$([ -n "$node_pid" ] && echo 1 || echo 2)} \
 FUZZ_SECONDS=$FUZZ_SECONDS O="$O" "$top/selftests/fuzz.sh" | tee "$logs/fuzz"
 if [ "${PIPESTATUS[0]}" -ne 0 ]; then
 	rc=1
 	grep -A 60 "FOUND" "$logs/fuzz" >>"$logs/failures"
 fi
 summary+=("$(tail -n 1 "$logs/fuzz")")
+
+if [ -n "$node_pid" ]; then
+	echo "== the node guest: systemd, containerd, runc, moatd.service (selftests/nodetest.sh) =="
+	wait "$node_pid"
+	node_rc=$?
+	cat "$logs/node"
+	npass=$(grep -c '^node: ok' "$logs/node")
+	nfail=$(grep -c '^node: FAIL' "$logs/node")
+	if [ "$node_rc" -ne 0 ]; then
+		rc=1
+		[ "$nfail" -eq 0 ] && nfail=1
+		grep '^node: FAIL\|^nodetest' "$logs/node" | sed 's/^/node guest: /' >>"$logs/failures"
+	fi
+	total_pass=$((total_pass + npass)) total_fail=$((total_fail + nfail))
+	summary+=("node guest: $npass passed, $nfail failed, 0 skipped; $(($(date +%s) - node_start)) s")
+else
+	summary+=("node guest: skipped: qemu-system-x86_64 not found (tools/deps.sh installs it)")
+	total_skip=$((total_skip + 1))
+fi
 
 if command -v qemu-system-x86_64 >/dev/null; then
 	echo "== the suite on cgroup v2 kernels, under QEMU =="
