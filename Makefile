@@ -242,7 +242,7 @@ vmtest: all
 	O=$(abspath $(O)) selftests/vmtest.sh
 
 # A node in a VM: systemd, containerd, runc and moatd.service (root).
-nodetest: all
+nodetest: all bench
 	O=$(abspath $(O)) selftests/nodetest.sh
 
 # The container image, from Debian packages (tools/image.sh; root).

@@ -3,10 +3,12 @@
 #
 # A Kubernetes node in a VM: Debian's 6.12 kernel under QEMU on a root
 # file system of Debian's packages (mmdebstrap), with systemd as PID 1,
-# containerd and runc, and moat installed into it by make install.  The
-# guest's test (selftests/node/node-test.sh) plays kubelet's part with
-# the real owners' tools and runs moatd under systemd with its installed
-# unit: see that script for what it checks.
+# containerd and runc, and moat installed into it by make install, with
+# make image's tar beside it.  The guest's test
+# (selftests/node/node-test.sh) plays kubelet's part with the real
+# owners' tools, runs moatd under systemd with its installed unit, then
+# the image under containerd as the DaemonSet would run it: see that
+# script for what it checks.
 #
 #   selftests/nodetest.sh                  boot, test, power off
 #   NODETEST_SHELL=1 selftests/nodetest.sh boot to a login prompt on this
@@ -43,13 +45,16 @@ SILENCE=${NODETEST_SILENCE:-240}
 BOOT_TIMEOUT=${NODETEST_BOOT_TIMEOUT:-240}
 BOOTED='^node: '
 BINS="moatd moatctl moat-rqlat"
+# the stub of the API server the DaemonSet's moatd reads pods from
+STUB=moat-kubestub
 
 die() { echo "nodetest.sh: $*" >&2; exit 2; }
 
 for b in $BINS; do
 	[ -x "$O/$b" ] || die "$O/$b missing: run make first"
 done
-for t in qemu-system-x86_64 mmdebstrap mke2fs cpio gzip; do
+[ -x "$O/$STUB" ] || die "$O/$STUB missing: run make bench first"
+for t in qemu-system-x86_64 mmdebstrap mke2fs cpio gzip umoci kubectl python3; do
 	command -v "$t" >/dev/null || die "$t not found (tools/deps.sh installs it)"
 done
 [ -x /bin/busybox ] || die "/bin/busybox not found (tools/deps.sh installs busybox-static)"
@@ -62,7 +67,7 @@ mkdir -p "$work" "$node"
 # they dlopen() by SONAME (libcurl, libpfm4).
 library_packages() {
 	{
-		for b in $BINS; do
+		for b in $BINS $STUB; do
 			ldd "$O/$b" | awk '/=> \// { print $3 } /^\t\// { print $1 }'
 		done
 		ldconfig -p | awk '($1 == "libpfm.so.4" || $1 == "libcurl.so.4") &&
@@ -77,7 +82,7 @@ rootfs_tar() {
 	local pkgs key tar
 
 	pkgs=$( (echo systemd systemd-sysv dbus udev containerd runc kmod procps \
-		iproute2 util-linux; library_packages) | tr ' ' '\n' | sort -u |
+		iproute2 util-linux openssl; library_packages) | tr ' ' '\n' | sort -u |
 		tr '\n' ',' | sed 's/,$//')
 	key=$( (echo "$pkgs"; mmdebstrap --version) | sha256sum | cut -c1-12)
 	tar="$node/rootfs-$key.tar"
@@ -105,12 +110,26 @@ root_image() {
 		"$top/selftests/node/kubelet.sh" "$root/usr/lib/moat-node/"
 	install -m 0644 "$top/selftests/node/moat-node.service" \
 		"$root/etc/systemd/system/"
+	# the DaemonSet's container: the image, its ConfigMap, what kubelet
+	# would ask of containerd for it (oci_config.py --ctr), and the stub
+	# API server it reads pods from (the tests' fake, whose one Node is
+	# test-node: the pod's NODE_NAME)
+	install -m 0755 "$O/$STUB" "$root/usr/lib/moat-node/"
+	install -D -m 0644 "$O/image/moat.oci.tar" "$root/var/lib/moat-node/moat.oci.tar"
+	install -D -m 0644 "$top/deploy/moat.conf" "$root/var/lib/moat-node/configmap/moat.conf"
+	kubectl kustomize "$top/deploy" 2>/dev/null >"$node/deploy.yaml" ||
+		die "kubectl kustomize deploy/ failed"
+	"$top/selftests/oci_config.py" --ctr "$node/deploy.yaml" test-node /run/moat-node/sa \
+		/var/lib/moat-node/configmap >"$root/usr/lib/moat-node/daemonset.sh" ||
+		die "the DaemonSet as ctr run's flags failed"
 	# the containers' root file system: busybox (no image can be pulled)
 	bb="$root/var/lib/moat-node/busybox"
 	mkdir -p "$bb"/{bin,dev,proc,sys,tmp}
 	cp /bin/busybox "$bb/bin/"
 	for t in sh usleep sleep cat; do ln -s busybox "$bb/bin/$t"; done
 	echo node >"$root/etc/hostname"
+	# a node's own: ctr's --net-host binds it (and resolv.conf) in
+	printf '127.0.0.1\tlocalhost\n127.0.1.1\tnode\n' >"$root/etc/hosts"
 	sed -i 's/^root:[^:]*:/root::/' "$root/etc/shadow"	# a login with no password
 	echo '/dev/vda / ext4 rw,relatime 0 1' >"$root/etc/fstab"
 	rm -f "$node/root.img"
@@ -155,6 +174,10 @@ debian_kernel "$pkg"
 kernel=$(ls "$work/$pkg"/boot/vmlinuz-*)
 kdir=$(ls -d "$work/$pkg"/lib/modules/*/kernel)
 start=$(date +%s)
+# the moat image, made again when moatd is newer than it
+if [ ! "$O/image/moat.oci.tar" -nt "$O/moatd" ]; then
+	make -s -C "$top" O="$O" image >&2 || die "make image failed"
+fi
 tar=$(rootfs_tar)
 root_image "$tar"
 initramfs "$kdir"

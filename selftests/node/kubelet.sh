@@ -11,6 +11,9 @@
 #   kubelet.sh tiers                   kubepods.slice and its QoS tiers
 #   kubelet.sh pod QOS UID WEIGHT      a pod's slice
 #   kubelet.sh ctr QOS UID ID CMD...   a container of that pod
+#   kubelet.sh image QOS UID ID IMAGE FLAG... -- CMD...
+#                                      a container of an image containerd
+#                                      holds, with ctr run's FLAGs
 #   kubelet.sh id NAME                 a 64-hex container id, as CRI's
 set -euo pipefail
 
@@ -48,11 +51,25 @@ ctr)
 		--cgroup "kubepods-$qos-pod$uid.slice:cri-containerd:$id" \
 		--rootfs /var/lib/moat-node/busybox "$id" "$@"
 	;;
+image)
+	qos=$2 uid=${3//-/_} id=$4 image=$5
+	shift 5
+	flags=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		flags+=("$1")
+		shift
+	done
+	shift
+	ctr run -d --runc-systemd-cgroup \
+		--cgroup "kubepods-$qos-pod$uid.slice:cri-containerd:$id" \
+		"${flags[@]}" "$image" "$id" "$@"
+	;;
 id)
 	printf %s "$2" | sha256sum | cut -c1-64
 	;;
 *)
-	echo "usage: kubelet.sh tiers | pod QOS UID WEIGHT | ctr QOS UID ID CMD... | id NAME" >&2
+	echo "usage: kubelet.sh tiers | pod QOS UID WEIGHT | ctr QOS UID ID CMD... |" \
+		"image QOS UID ID IMAGE FLAG... -- CMD... | id NAME" >&2
 	exit 2
 	;;
 esac

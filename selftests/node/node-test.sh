@@ -6,8 +6,10 @@
 # containerd make them (kubelet.sh), moatd started by systemd with its
 # installed unit, then the owners' rewrites while moatd holds the batch
 # pod: daemon-reload, a resize, a runtime update, containerd restarted,
-# moatd killed and restarted by systemd.  Each check says "node: ok" or
-# "node: FAIL" on the console; "node-exit: N" ends it, N the failures.
+# moatd killed and restarted by systemd; then the moat image run by
+# containerd as kubelet would run the DaemonSet's container.  Each check
+# says "node: ok" or "node: FAIL" on the console; "node-exit: N" ends
+# it, N the failures.
 set -uo pipefail
 exec >/dev/ttyS0 2>&1
 
@@ -17,6 +19,7 @@ LC=11111111-2222-3333-4444-555555555555
 BE=aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee
 LC1=$($K id lc1) BE1=$($K id be1) BE2=$($K id be2)
 bep=$CG/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod${BE//-/_}.slice
+lcp=$CG/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${LC//-/_}.slice
 beslice=$(basename "$bep")
 fails=0
 
@@ -31,14 +34,13 @@ check() {	# check WHAT COMMAND...
 knob() { moatctl get "$1" 2>/dev/null; }
 # wait up to @1 s for the command that follows
 until_s() {
-	local i n=$(($1 * 2))
+	local end=$((SECONDS + $1))
 
 	shift
-	for ((i = 0; i < n; i++)); do
-		"$@" && return 0
+	until "$@"; do
+		[ "$SECONDS" -lt "$end" ] || return 1
 		sleep 0.5
 	done
-	return 1
 }
 
 # The values moat may write, on every cgroup of the pods: "path=value".
@@ -229,6 +231,76 @@ fi
 
 echo "node: moatd's log:"
 journalctl -u moatd --no-pager -o cat | grep -v '^pmu: ' | sed 's/^/node:   /' | tail -n 60
+
+# --- the DaemonSet's moatd: the moat image, started by containerd with
+# what kubelet would ask for the manifest's container (daemonset.sh,
+# from oci_config.py --ctr on the rendered deploy/), in its own pod ---
+N=/usr/lib/moat-node R=/run/moat-node
+MU=99999999-8888-7777-6666-555555555555 MC=$($K id moatd)
+image='' qos='' capeff='' mkdirs=() flags=() cmd=()
+# shellcheck source=/dev/null  # sets the six above
+. $N/daemonset.sh
+mkdir -p $R "${mkdirs[@]}"
+check "ctr image import of make image's tar" \
+	ctr image import --base-name "${image%:*}" /var/lib/moat-node/moat.oci.tar
+check "containerd holds the image the DaemonSet names ($image)" \
+	bash -c "ctr image ls -q | grep -qxF '$image'"
+# the API server: the tests' stub (a fake), with the three pods
+$N/moat-kubestub $R/sa $R/kube.env $R/evict.log "$LC:shop:web:lc:1000:$lcp" \
+	"$BE:batch:etl:be:0:$bep" "$MU:moat-system:moatd-x7k2p::2000001000:/nonexistent" \
+	2>$R/stub.err &
+stub=$!
+until_s 30 test -s $R/kube.env
+# shellcheck source=/dev/null
+api=$(. $R/kube.env && echo "--env=KUBERNETES_SERVICE_HOST=$KUBERNETES_SERVICE_HOST --env=KUBERNETES_SERVICE_PORT=$KUBERNETES_SERVICE_PORT")
+pods_before=$(snapshot)
+$K pod "$qos" $MU 1
+# shellcheck disable=SC2086  # $api: two flags
+check "containerd starts the image in its pod's scope" \
+	$K image "$qos" $MU "$MC" "$image" "${flags[@]}" $api \
+	--log-uri=file:///var/log/moatd-pod.log -- "${cmd[@]}"
+wget=/var/lib/moat-node/busybox/bin/busybox
+healthz() { $wget wget -q -O $R/healthz http://127.0.0.1:9590/healthz 2>/dev/null; }
+check "/healthz answers on the pod's address and port" until_s 120 healthz
+echo "node: /healthz: $(cat $R/healthz 2>/dev/null)"
+in_pod() { ctr task exec --exec-id "st$RANDOM" "$MC" "$@"; }
+by_name() {
+	in_pod /usr/sbin/moatctl -s /run/moat/moatd.sock status >$R/status 2>&1 &&
+		grep -q "^shop/web  *lc  *pod" $R/status &&
+		grep -q "^batch/etl  *be  *pod" $R/status &&
+		grep -q "pods: 3 known from the API server, in sync" $R/status
+}
+check "moatctl status in the pod shows the pods by name, from the API server" until_s 90 by_name
+sed 's/^/node:   /' $R/status
+grep -q "in sync" $R/status || grep 'kube' /var/log/moatd-pod.log | sed 's/^/node:   /'
+pid=$(ctr task ls | awk -v id="$MC" '$1 == id { print $2 }')
+field() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$pid/status"; }
+check "its capabilities are the manifest's and no others (CapEff $(field CapEff), want $capeff)" \
+	[ "$(field CapEff)" = "$capeff" ]
+check "it cannot gain privileges (NoNewPrivs $(field NoNewPrivs))" [ "$(field NoNewPrivs)" = 1 ]
+rootopts=$(awk '$5 == "/" { print $6 }' "/proc/$pid/mountinfo")
+check "its root file system is read-only ($rootopts)" [ "${rootopts%%,*}" = ro ]
+check "it is in the host's PID namespace (hostPID)" \
+	[ "$(readlink "/proc/$pid/ns/pid")" = "$(readlink /proc/1/ns/pid)" ]
+check "it runs in its pod's cri-containerd scope" \
+	grep -q "kubepods-$qos-pod${MU//-/_}.slice/cri-containerd-$MC.scope" "/proc/$pid/cgroup"
+check "it reads the host's cgroups and /proc below /host" \
+	grep -q "host root /host" /var/log/moatd-pod.log
+check "the node's moatctl reaches it by the run volume's socket" \
+	bash -c "moatctl status | grep -q '^batch/etl  *be  *pod'"
+sleep 5
+check "in observe mode (deploy/moat.conf) it wrote nothing to the pods" \
+	[ "$(snapshot | grep -v "pod${MU//-/_}")" = "$pods_before" ]
+ctr task kill -s SIGTERM "$MC"
+stopped() { ctr task ls | awk -v id="$MC" '$1 == id { print $3 }' | grep -qx STOPPED; }
+check "SIGTERM stops it" until_s 60 stopped
+check "it said it stopped" grep -q "signal 15: stopping" /var/log/moatd-pod.log
+check "its journal is empty" bash -c "! grep -q '^file\|^task' /var/lib/moat/journal"
+echo "node: the pod's moatd's log:"
+grep -v '>pmu: ' /var/log/moatd-pod.log | sed 's/^/node:   /' | tail -n 30
+ctr task rm "$MC" >/dev/null 2>&1
+ctr c rm "$MC" >/dev/null 2>&1
+kill "$stub"
 for c in "$LC1" "$BE1" "$BE2"; do ctr task kill -s KILL "$c" >/dev/null 2>&1; done
 sleep 1
 for c in "$LC1" "$BE1" "$BE2"; do ctr task rm "$c" >/dev/null 2>&1; ctr c rm "$c" >/dev/null 2>&1; done
