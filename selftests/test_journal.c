@@ -312,6 +312,9 @@ Test(journal, someone_elses_change_is_not_written_over, .fini = fini_tmp)
  * other rename goes through.
  */
 static void (*race)(void);
+/* renames (the journal's saves) counted; with rename_errno set, refused */
+static unsigned int renames;
+static int rename_errno;
 
 int rename(const char *from, const char *to)
 {
@@ -322,6 +325,11 @@ int rename(const char *from, const char *to)
 	race = NULL;
 	if (now)
 		now();
+	renames++;
+	if (rename_errno) {
+		errno = rename_errno;
+		return -1;
+	}
 	return real(from, to);
 }
 
@@ -797,5 +805,68 @@ Test(journal, a_threads_change_during_the_save_stands, .fini = fini_tmp)
 	expect_sched(p, &theirs, "moat's change over the thread's own");
 	cr_assert_eq(moat_journal_restore(j, cg.dir), 0);
 	expect_sched(p, &theirs, "a restore undid the thread's own change");
+	moat_journal_free(j);
+}
+
+/*
+ * A pass's threads cost one journal save, not one to three each (a pod
+ * that forks hundreds a second cost hundreds of fsyncs a second), and
+ * each is on disk before it changes; a save that fails changes none and
+ * keeps no record of them.
+ */
+Test(journal, a_pass_of_threads_is_one_save, .fini = fini_tmp)
+{
+	struct moat_sched orig = { SCHED_OTHER, 3, 0 }, want = { SCHED_BATCH, 3, 0 };
+	struct moat_ktask_op op[4] = { 0 };
+	struct moat_journal *j, *again;
+	char file[PATH_MAX];
+	struct tcg cg;
+	pid_t p[4];
+	size_t i;
+
+	cgroup_and_dir("sched-batch", &cg);
+	snprintf(file, sizeof(file), "%s/journal", tmp_dir);
+	for (i = 0; i < 4; i++) {
+		p[i] = tcg_spawn(&cg, tcg_pick_cpu(), work_forker, NULL);
+		cr_assert_gt(p[i], 0);
+		cr_assert(forker_ready(p[i]), "process %d never got ready", (int)p[i]);
+		cr_assert_eq(moat_sched_set(p[i], &orig), 0);
+		cr_assert_eq(moat_task_read(p[i], &op[i].t), 0);
+		op[i].want = want;
+	}
+	cr_assert_eq(moat_journal_open(file, &j), 0);
+
+	/* the save refused: nothing changed, nothing recorded */
+	renames = 0;
+	rename_errno = EIO;
+	cr_expect_eq(moat_ktask_write_all(j, cg.dir, op, 4), -EIO);
+	rename_errno = 0;
+	cr_expect_eq(renames, 1, "%u saves tried, not one", renames);
+	cr_expect_eq(j->n, 0, "%zu threads recorded by a save that failed", j->n);
+	for (i = 0; i < 4; i++) {
+		cr_expect_eq(op[i].err, -EIO);
+		expect_sched(p[i], &orig, "changed though the save failed");
+	}
+
+	/* one thread gone; the three others changed after one save */
+	tcg_kill(p[3]);
+	renames = 0;
+	cr_assert_eq(moat_ktask_write_all(j, cg.dir, op, 4), 0);
+	cr_expect_eq(renames, 1, "%u saves for four threads, not one", renames);
+	cr_expect_eq(op[3].err, -ENOENT);
+	for (i = 0; i < 3; i++) {
+		cr_expect_eq(op[i].err, 0, "thread %zu: %s", i, strerror(-op[i].err));
+		cr_expect(op[i].changed);
+		expect_sched(p[i], &want, "in the batch");
+	}
+	cr_assert_eq(moat_journal_open(file, &again), 0);
+	cr_expect_eq(again->n, 3, "%zu entries on disk, not the three threads'", again->n);
+	for (i = 0; i < again->n; i++)
+		cr_expect_str_eq(again->e[i].orig, "0/3/0");
+	/* from the file, as after a crash */
+	cr_assert_eq(moat_journal_restore(again, cg.dir), 0);
+	for (i = 0; i < 3; i++)
+		expect_sched(p[i], &orig, "restored");
+	moat_journal_free(again);
 	moat_journal_free(j);
 }

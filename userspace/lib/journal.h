@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include "tasksched.h"
 
 /*
  * The journal: the original content of every kernel file moat changed,
@@ -291,8 +292,6 @@ int moat_kfile_open_put(struct moat_journal *j, const char *path);
  */
 int moat_kmount(struct moat_journal *j, const char *target, const char *fstype);
 
-struct moat_sched;
-struct moat_task;
 
 /**
  * moat_ktask_write() - set thread @t's scheduling attributes to @want,
@@ -307,6 +306,33 @@ struct moat_task;
 int moat_ktask_write(struct moat_journal *j, const char *dir,
 		     const struct moat_task *t, const struct moat_sched *want,
 		     const struct moat_sched *orig);
+
+/**
+ * struct moat_ktask_op - one thread's change in moat_ktask_write_all():
+ * @t, @want and, where @inherited, @orig in; the rest out.
+ * @err: 0, or what moat_ktask_write() would return for it.
+ * @changed: moat changed the thread's attributes.
+ */
+struct moat_ktask_op {
+	struct moat_task t;
+	struct moat_sched want, orig, cur;
+	bool inherited, recorded, write, changed;
+	int err;
+};
+
+/**
+ * moat_ktask_write_all() - moat_ktask_write() for @n threads of @dir,
+ * with one journal save before the first change and at most one after
+ * the last (not three each: a pod that forks hundreds of threads a
+ * second would cost moatd hundreds of fsyncs a second).  Each thread is
+ * recorded first and written only once the journal holds it; after a
+ * thread refused with -EPERM the rest are not tried and get -EPERM too.
+ *
+ * Return: 0 (each thread's result in its @err); the first save's -errno,
+ * nothing written and nothing this call recorded kept.
+ */
+int moat_ktask_write_all(struct moat_journal *j, const char *dir,
+			 struct moat_ktask_op *op, size_t n);
 
 /**
  * moat_ktask_find() - the entry of thread @t under @dir, or NULL.

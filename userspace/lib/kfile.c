@@ -466,76 +466,152 @@ bool jnl_task_moats(const struct moat_journal_entry *e,
 	return false;
 }
 
+/* Thread @op failed with @err: gone, its entry goes (*@save: save then). */
+static int task_failed(struct moat_journal *j, const char *path, int err, bool *save)
+{
+	struct moat_journal_entry *e;
+
+	if (err == -ESRCH)
+		err = -ENOENT;
+	if (err == -ENOENT && (e = moat_journal_find(j, path))) {
+		jnl_drop_entry(j, e - j->e);
+		*save = true;
+	}
+	return err;
+}
+
+/* 1. Thread @op's value recorded (or adopted), moat's pending; its path. */
+static void task_record(struct moat_journal *j, const char *dir,
+			struct moat_ktask_op *op, char *path, bool *save)
+{
+	char now[MOAT_JOURNAL_VALUE_MAX], o[MOAT_JOURNAL_VALUE_MAX];
+	struct moat_journal_entry *e;
+	int err;
+
+	op->err = task_path(path, PATH_MAX, dir, &op->t);
+	if (op->err)
+		return;
+	e = moat_journal_find(j, path);
+	err = moat_sched_get(op->t.tid, &op->cur);
+	if (err) {
+		op->err = task_failed(j, path, err, save);
+		return;
+	}
+	moat_sched_format(now, sizeof(now), &op->cur);
+	if (!e) {
+		moat_sched_format(o, sizeof(o), op->inherited ? &op->orig : &op->cur);
+		op->err = jnl_add_entry(j, MOAT_J_TASK, path, o, now, "");
+		if (op->err)
+			return;		/* no record, no change */
+		e = &j->e[j->n - 1];
+		op->recorded = true;
+	} else if (!jnl_task_moats(e, &op->cur)) {
+		pr_info("thread %d (process %d): scheduling changed by someone else to %s: that is now the value to restore",
+			(int)op->t.tid, (int)op->t.tgid, now);
+		strcpy(e->orig, now);
+		e->pending[0] = '\0';
+	}
+	*save = true;
+	strcpy(e->last, now);
+	if (moat_sched_equal(&op->cur, &op->want))
+		return;
+	moat_sched_format(e->pending, sizeof(e->pending), &op->want);
+	op->write = true;
+}
+
+/* 2. Thread @op's change, once the journal holds it. */
+static void task_change(struct moat_journal *j, struct moat_ktask_op *op,
+			const char *path, bool *save)
+{
+	struct moat_journal_entry *e = moat_journal_find(j, path);
+	char o[MOAT_JOURNAL_VALUE_MAX];
+	struct moat_sched again;
+	int err;
+
+	/* someone else's change in the save stands, as moat_kfile_write()'s */
+	err = moat_sched_get(op->t.tid, &again);
+	if (!err && !moat_sched_equal(&again, &op->cur)) {
+		moat_sched_format(o, sizeof(o), &again);
+		pr_info("thread %d (process %d): scheduling changed by someone else (%s) as moat was to change it: theirs stands",
+			(int)op->t.tid, (int)op->t.tgid, o);
+		e->pending[0] = '\0';
+		*save = true;
+		return;
+	}
+	if (!err)
+		err = moat_sched_set(op->t.tid, &op->want);
+	if (!err)
+		err = moat_sched_get(op->t.tid, &again);
+	if (!err) {
+		moat_sched_format(e->last, sizeof(e->last), &again);
+		*save |= strcmp(e->last, e->pending) != 0;
+		op->changed = true;
+		return;
+	}
+	e->pending[0] = '\0';
+	op->err = task_failed(j, path, err, save);
+}
+
+int moat_ktask_write_all(struct moat_journal *j, const char *dir,
+			 struct moat_ktask_op *op, size_t n)
+{
+	char path[PATH_MAX];
+	bool save = false;
+	size_t i;
+	int err;
+
+	for (i = 0; i < n; i++) {
+		op[i].err = 0;
+		op[i].recorded = op[i].write = op[i].changed = false;
+		task_record(j, dir, &op[i], path, &save);
+	}
+	err = save ? jnl_save(j) : 0;
+	if (err) {	/* nothing written: what this call recorded goes */
+		for (i = n; i-- > 0;) {
+			struct moat_journal_entry *e;
+
+			if (op[i].err || task_path(path, sizeof(path), dir, &op[i].t))
+				continue;
+			e = moat_journal_find(j, path);
+			if (e && op[i].recorded)
+				jnl_drop_entry(j, e - j->e);
+			else if (e && op[i].write)
+				e->pending[0] = '\0';
+			op[i].err = err;
+		}
+		return err;
+	}
+	save = false;
+	for (i = 0; i < n; i++) {
+		if (op[i].err || !op[i].write)
+			continue;
+		task_path(path, sizeof(path), dir, &op[i].t);
+		if (err == -EPERM) {	/* not tried: the same answer */
+			moat_journal_find(j, path)->pending[0] = '\0';
+			op[i].err = err;
+			save = true;
+			continue;
+		}
+		task_change(j, &op[i], path, &save);
+		if (op[i].err == -EPERM)
+			err = -EPERM;
+	}
+	if (save)
+		jnl_save(j);
+	return 0;
+}
+
 int moat_ktask_write(struct moat_journal *j, const char *dir,
 		     const struct moat_task *t, const struct moat_sched *want,
 		     const struct moat_sched *orig)
 {
-	char path[PATH_MAX], now[MOAT_JOURNAL_VALUE_MAX], o[MOAT_JOURNAL_VALUE_MAX];
-	struct moat_journal_entry *e;
-	struct moat_sched cur, again;
+	struct moat_ktask_op op = { .t = *t, .want = *want, .inherited = orig != NULL };
 	int err;
 
-	err = task_path(path, sizeof(path), dir, t);
-	if (err)
-		return err;
-	e = moat_journal_find(j, path);
-	err = moat_sched_get(t->tid, &cur);
-	if (err)
-		goto fail;
-	moat_sched_format(now, sizeof(now), &cur);
-	if (!e) {
-		moat_sched_format(o, sizeof(o), orig ? orig : &cur);
-		err = record(j, MOAT_J_TASK, path, o, now, &e);
-		if (err)
-			return err;	/* no record, no change */
-	} else if (!jnl_task_moats(e, &cur)) {
-		pr_info("thread %d (process %d): scheduling changed by someone else to %s: that is now the value to restore",
-			(int)t->tid, (int)t->tgid, now);
-		err = adopt(j, e, now);
-		if (err)
-			return err;
-	}
-	strcpy(e->last, now);
-	if (moat_sched_equal(&cur, want))
-		return 0;
-	moat_sched_format(e->pending, sizeof(e->pending), want);
-	err = jnl_save(j);
-	if (err) {
-		e->pending[0] = '\0';
-		return err;
-	}
-	/* someone else's change in the save stands, as moat_kfile_write()'s */
-	err = moat_sched_get(t->tid, &again);
-	if (err) {
-		e->pending[0] = '\0';
-		goto fail;
-	}
-	if (!moat_sched_equal(&again, &cur)) {
-		moat_sched_format(o, sizeof(o), &again);
-		pr_info("thread %d (process %d): scheduling changed by someone else (%s) as moat was to change it: theirs stands",
-			(int)t->tid, (int)t->tgid, o);
-		e->pending[0] = '\0';
-		jnl_save(j);
-		return 0;
-	}
-	err = moat_sched_set(t->tid, want);
-	if (!err)
-		err = moat_sched_get(t->tid, &cur);
-	if (!err) {
-		moat_sched_format(e->last, sizeof(e->last), &cur);
-		if (strcmp(e->last, e->pending))
-			jnl_save(j);
-		return 0;
-	}
-	e->pending[0] = '\0';
-fail:
-	if (err == -ESRCH)
-		err = -ENOENT;
-	if (err == -ENOENT && e) {
-		jnl_drop_entry(j, e - j->e);
-		jnl_save(j);
-	}
-	return err;
+	if (orig)
+		op.orig = *orig;
+	err = moat_ktask_write_all(j, dir, &op, 1);
+	return err ? err : op.err;
 }
 
 const char *moat_kfile_strerror(int err)

@@ -71,12 +71,12 @@ static bool lever_value(const struct levers *lv, const struct lever_want *w,
 	return want->slice_ns > 0;
 }
 
-/* One thread; 1: changed, 0: left, or -errno. */
-static int apply_one(struct moatd *d, struct levers *lv,
-		     const struct moatd_group *u, const struct lever_want *w,
-		     pid_t tid)
+/* Thread @tid's change into @op: 1, 0 for none, or -errno. */
+static int plan_one(struct moatd *d, struct levers *lv,
+		    const struct moatd_group *u, const struct lever_want *w,
+		    pid_t tid, struct moat_ktask_op *op)
 {
-	struct moat_sched cur, want, orig;
+	struct moat_sched cur;
 	struct moat_task t;
 	int err;
 
@@ -86,13 +86,14 @@ static int apply_one(struct moatd *d, struct levers *lv,
 	err = moat_sched_get(tid, &cur);
 	if (err)
 		return err == -ESRCH ? 0 : err;
+	*op = (struct moat_ktask_op){ .t = t, .want = cur };
 	/* forked from a thread moat changed: its parent's original */
-	if (moat_ktask_inherited(d->journal, u->dir, &t, &cur, &orig))
-		return moat_ktask_write(d->journal, u->dir, &t, &cur, &orig);
-	if (!plain(&cur) || !lever_value(lv, w, &cur, &want))
+	op->inherited = moat_ktask_inherited(d->journal, u->dir, &t, &cur, &op->orig);
+	if (op->inherited)
+		return 1;
+	if (!plain(&cur) || !lever_value(lv, w, &cur, &op->want))
 		return 0;	/* a policy or slice of its own */
-	err = moat_ktask_write(d->journal, u->dir, &t, &want, NULL);
-	return err == -ENOENT ? 0 : err ? err : 1;
+	return 1;
 }
 
 static int cmp_tid(const void *a, const void *b)
@@ -105,8 +106,9 @@ static int cmp_tid(const void *a, const void *b)
 int levers_apply(struct moatd *d, struct levers *lv, struct moatd_group *unit,
 		 const struct lever_want *w, __u32 **seen, size_t *nseen)
 {
+	struct moat_ktask_op *ops = NULL;
 	__u32 *all = NULL, *tids, *v;
-	size_t n = 0, i;
+	size_t n = 0, i, nops = 0;
 	int changed = 0, err = 0, first = 0;
 	long nt;
 
@@ -136,17 +138,28 @@ int levers_apply(struct moatd *d, struct levers *lv, struct moatd_group *unit,
 	}
 	if (n)
 		qsort(all, n, sizeof(*all), cmp_tid);
-	for (i = 0; i < n; i++) {
+	ops = calloc(n ? n : 1, sizeof(*ops));
+	if (!ops && !first)
+		first = -ENOMEM;
+	for (i = 0; ops && i < n; i++) {
 		if (*seen && bsearch(&all[i], *seen, *nseen, sizeof(**seen), cmp_tid))
 			continue;	/* seen at an earlier pass */
-		err = apply_one(d, lv, unit, w, all[i]);
+		err = plan_one(d, lv, unit, w, all[i], &ops[nops]);
 		if (err > 0)
-			changed++;
+			nops++;
 		else if (err < 0 && !first)
 			first = err;
-		if (err == -EPERM || (err < 0 && d->journal->stale))
-			break;
 	}
+	/* one journal save for the pass's threads, not one each */
+	err = nops ? moat_ktask_write_all(d->journal, unit->dir, ops, nops) : 0;
+	if (err && !first)
+		first = err;
+	for (i = 0; i < nops; i++) {
+		changed += ops[i].changed && !ops[i].inherited;
+		if (ops[i].err && ops[i].err != -ENOENT && !first)
+			first = ops[i].err;
+	}
+	free(ops);
 	if (first == -EPERM && !lv->denied) {
 		pr_warn("levers: group %s: sched_setattr: %s: moatd lacks CAP_SYS_NICE, which another user's threads need, and threads with a capability moatd lacks (a container's); pods get only the CPU quota from now on",
 			unit->gid.id, strerror(EPERM));
