@@ -336,8 +336,10 @@ void burst_act(struct moatd *d, const struct plan *plan)
 				bg->held = false;
 				b->releases++;
 				pr_info("burst: group %s: its %s back (%s)", who,
-					burst_name(d), bg->lc ? "not throttled lately" :
-					"no longer LC");
+					burst_name(d), !bg->lc ? "no longer LC" :
+					!b->on ? "burst/enabled off" :
+					bg->quota_us <= 0 ? "no CPU limit now" :
+					"not throttled lately");
 			}
 		} else {
 			err = moat_act_cpu_burst.apply(d->journal, s->g->dir,
@@ -375,11 +377,12 @@ void burst_outside(struct moatd *d, struct moatd_group *g, const char *path,
 	struct burst_group *bg = BG(g);
 	char who[MOATD_GROUP_NAME_MAX];
 
+	moatd_group_name(g, who, sizeof(who));
 	if (!burst_file(strrchr(path, '/') + 1)) {
 		/* the unit's quota: a resize, its original now; lifted afresh */
 		bg->lifted = false;
 		pr_info("burst: unit %s: quota changed by someone else, '%s' -> '%s' (a resize): its original now",
-			(moatd_group_name(g, who, sizeof(who)), who), was, now);
+			who, was, now);
 		return;
 	}
 	B(d)->outside++;
@@ -387,7 +390,6 @@ void burst_outside(struct moatd *d, struct moatd_group *g, const char *path,
 	if (bg->alone)
 		return;
 	bg->alone = true;
-	moatd_group_name(g, who, sizeof(who));
 	pr_info("burst: group %s: %s changed by someone else, '%s' -> '%s': theirs; moat leaves it alone from now on",
 		who, path, was, now);
 }
