@@ -859,6 +859,13 @@ Test(journal, a_pass_of_threads_is_one_save, .fini = fini_tmp)
 		cr_expect(op[i].changed);
 		expect_sched(p[i], &want, "in the batch");
 	}
+	/* again, each with moat's value already: nothing to save */
+	renames = 0;
+	cr_assert_eq(moat_ktask_write_all(j, cg.dir, op, 3), 0);
+	cr_expect_eq(renames, 0, "%u saves where nothing changed", renames);
+	for (i = 0; i < 3; i++)
+		cr_expect(!op[i].err && !op[i].changed, "thread %zu: err %d, changed %d",
+			  i, op[i].err, op[i].changed);
 	cr_assert_eq(moat_journal_open(file, &again), 0);
 	cr_expect_eq(again->n, 3, "%zu entries on disk, not the three threads'", again->n);
 	for (i = 0; i < again->n; i++)

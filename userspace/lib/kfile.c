@@ -504,19 +504,19 @@ static void task_record(struct moat_journal *j, const char *dir,
 		if (op->err)
 			return;		/* no record, no change */
 		e = &j->e[j->n - 1];
-		op->recorded = true;
+		op->recorded = *save = true;
 	} else if (!jnl_task_moats(e, &op->cur)) {
 		pr_info("thread %d (process %d): scheduling changed by someone else to %s: that is now the value to restore",
 			(int)op->t.tid, (int)op->t.tgid, now);
 		strcpy(e->orig, now);
 		e->pending[0] = '\0';
+		*save = true;
 	}
-	*save = true;
 	strcpy(e->last, now);
 	if (moat_sched_equal(&op->cur, &op->want))
 		return;
 	moat_sched_format(e->pending, sizeof(e->pending), &op->want);
-	op->write = true;
+	op->write = *save = true;
 }
 
 /* 2. Thread @op's change, once the journal holds it. */
