@@ -346,6 +346,57 @@ bool forker_ready(pid_t pid)
 	return false;
 }
 
+int task_schedstat(pid_t pid, struct task_schedstat *s)
+{
+	char path[64];
+	int n, err = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	n = fscanf(f, "%llu %llu %llu", (unsigned long long *)&s->run_ns,
+		   (unsigned long long *)&s->delay_ns,
+		   (unsigned long long *)&s->waits);
+	if (n != 3)
+		err = -EINVAL;
+	fclose(f);
+	return err;
+}
+
+/* @pid's state letter from /proc/PID/stat, after its "(comm)"; 0 if gone. */
+static char task_state(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t len;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return 0;
+	buf[len] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+bool task_wait_asleep(pid_t pid, int ms)
+{
+	int i;
+
+	for (i = 0; i <= ms; i++) {
+		if (task_state(pid) == 'S')
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
 pid_t tcg_new_thread(const struct tcg *cg, const pid_t *known, size_t n)
 {
 	char path[PATH_MAX + 16];

@@ -86,6 +86,21 @@ void fake_resctrl_stop(void);
  */
 void die_with_parent(pid_t parent, int sig);
 
+/*
+ * What the kernel's sched_info counted for task @pid (/proc/PID/schedstat,
+ * CONFIG_SCHED_INFO): its time on a CPU, its time queued for one, and
+ * its arrivals on a CPU after being queued, i.e. its run-queue waits.
+ */
+struct task_schedstat {
+	__u64 run_ns;
+	__u64 delay_ns;
+	__u64 waits;
+};
+int task_schedstat(pid_t pid, struct task_schedstat *s);
+
+/* Whether @pid is asleep (state S in /proc/PID/stat), polling up to @ms. */
+bool task_wait_asleep(pid_t pid, int ms);
+
 /* Workloads for tcg_spawn(). */
 void work_hog(void *unused);		/* spin until killed */
 

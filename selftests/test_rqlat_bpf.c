@@ -112,26 +112,142 @@ static void read_hist(__u64 id, struct moat_rqlat_hist *h)
 }
 
 /*
+ * The server: a process in cgroup B pinned to the test CPU that runs
+ * work_periodic() once each time its gate opens, says so on a pipe, and
+ * sleeps on the gate between, where the test reads what was counted.
+ */
+struct server {
+	pid_t pid;
+	const struct tcg *cg;
+	int gate;	/* the test writes one byte to open it */
+	int done;	/* the test reads one byte when a run is done */
+};
+
+struct server_ends {
+	int gate, done;	/* the server's ends */
+};
+
+static void work_gated(void *arg)
+{
+	const struct server_ends *e = arg;
+	struct work_periodic w = { SLEEPS_PER_PHASE, WORK_US };
+	char c;
+
+	while (read(e->gate, &c, 1) == 1 && c == 'r') {
+		work_periodic(&w);
+		if (write(e->done, "d", 1) != 1)
+			_exit(1);
+	}
+}
+
+static void server_start(struct server *s, const struct tcg *cg)
+{
+	struct server_ends e;
+	int gate[2], done[2];
+
+	cr_assert_eq(pipe2(gate, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(done, O_CLOEXEC), 0);
+	e = (struct server_ends){ gate[0], done[1] };
+	s->cg = cg;
+	s->pid = tcg_spawn(cg, test_cpu, work_gated, &e);
+	cr_assert_gt(s->pid, 0, "spawn server");
+	/* the server holds the only write end: a server that dies reads EOF */
+	close(gate[0]);
+	close(done[1]);
+	s->gate = gate[1];
+	s->done = done[0];
+}
+
+/*
+ * The waits the kernel's sched_info counted for the server (arrivals on
+ * a CPU after being queued: /proc/PID/schedstat) and rqlat's histogram
+ * and blame of its cgroup, read while it sleeps on its gate: nothing it
+ * does can end a wait between the reads, which the same count before and
+ * after them confirms.
+ */
+static void read_asleep(const struct server *s, const struct tcg *a,
+			struct task_schedstat *ss, struct moat_rqlat_hist *h,
+			struct blame_sums *blame)
+{
+	struct task_schedstat again;
+
+	do {
+		cr_assert(task_wait_asleep(s->pid, 60000),
+			  "the server never slept on its gate");
+		cr_assert_eq(task_schedstat(s->pid, ss), 0, "read the server's schedstat");
+		read_hist(s->cg->id, h);
+		read_blame(s->cg->id, a->id, blame);
+		cr_assert_eq(task_schedstat(s->pid, &again), 0);
+	} while (again.waits != ss->waits);
+}
+
+/*
+ * Run the server once; return the waits rqlat saw of its cgroup in that
+ * run and how they were blamed (on @a, on <idle>), and the number of
+ * waits the kernel counted for the server.  That count, not the number
+ * of sleeps, is what the load did: a timer that fires before the task
+ * has switched out (an emulated guest is slow enough) wakes it where it
+ * runs, and no wait starts.
+ */
+static __u64 server_run(const struct server *s, const struct tcg *a,
+			struct moat_rqlat_hist *win, struct blame_sums *blame)
+{
+	struct task_schedstat s0, s1;
+	struct moat_rqlat_hist before, after;
+	struct blame_sums b0, b1;
+	__u64 waits;
+	char c;
+
+	read_asleep(s, a, &s0, &before, &b0);
+	cr_assert_eq(write(s->gate, "r", 1), 1);
+	/*
+	 * Its 600 cycles each wait behind a hog's slice where there is one:
+	 * seconds here, tens of them in an emulated guest, so the test waits
+	 * for the server to say it is done, not for a time.
+	 */
+	cr_assert_eq(read(s->done, &c, 1), 1, "the server died in its work");
+	read_asleep(s, a, &s1, &after, &b1);
+	moat_hist_delta(win, &after, &before);
+	blame_delta(blame, &b1, &b0);
+	waits = s1.waits - s0.waits;
+	cr_log_info("%s: %llu waits, %.1f ms in all; the kernel's "
+		    "sched_info: %llu waits, %.1f ms", s->cg->path,
+		    (unsigned long long)win->count, win->sum_ns / 1e6,
+		    (unsigned long long)waits, (s1.delay_ns - s0.delay_ns) / 1e6);
+	/* it did wait: at least for the wake-up at its gate */
+	cr_assert_gt(waits, 0, "the kernel counted no wait of the server");
+	return waits;
+}
+
+static void server_stop(struct server *s)
+{
+	cr_assert_eq(write(s->gate, "q", 1), 1);
+	cr_assert_eq(tcg_wait(s->pid), 0, "server in %s failed", s->cg->path);
+	close(s->gate);
+	close(s->done);
+}
+
+/*
  * Run the server in @b once; return the waits it saw in that phase, and
- * how they were blamed (on @a, on <idle>).
+ * how they were blamed (on @a, on <idle>).  rqlat counts the waits the
+ * kernel counted for it, within 1%: on this host's 6.18, with the test
+ * CPU idle between the server's runs, rqlat has counted up to 4 in 600
+ * fewer (in about half of such phases; never with a hog on the CPU, and
+ * never in the 6.1 and 6.12 guests): Documentation/rqlat.rst.
  */
 static void server_phase(const struct tcg *b, const struct tcg *a,
 			 struct moat_rqlat_hist *win, struct blame_sums *blame)
 {
-	struct work_periodic w = { SLEEPS_PER_PHASE, WORK_US };
-	struct moat_rqlat_hist before, after;
-	struct blame_sums b0, b1;
-	pid_t pid;
+	struct server srv;
+	__u64 waits, slack;
 
-	read_blame(b->id, a->id, &b0);
-	read_hist(b->id, &before);
-	pid = tcg_spawn(b, test_cpu, work_periodic, &w);
-	cr_assert_gt(pid, 0, "spawn server");
-	cr_assert_eq(tcg_wait(pid), 0, "server in %s failed", b->path);
-	read_hist(b->id, &after);
-	read_blame(b->id, a->id, &b1);
-	moat_hist_delta(win, &after, &before);
-	blame_delta(blame, &b1, &b0);
+	server_start(&srv, b);
+	waits = server_run(&srv, a, win, blame);
+	server_stop(&srv);
+	slack = waits / 100 + 1;
+	cr_expect(win->count + slack >= waits && win->count <= waits + slack,
+		  "rqlat counted %llu waits of %s, the kernel %llu",
+		  (unsigned long long)win->count, b->path, (unsigned long long)waits);
 }
 
 /* Mean wait per wake-up that some cgroup's task caused (not <idle>), us. */
@@ -182,11 +298,6 @@ static void contention(bool raw_tp)
 	server_phase(&b, &a, &busy, &bb);
 	tcg_kill(hog);
 	server_phase(&b, &a, &after, &ba);
-
-	/* Each phase woke the server ~SLEEPS_PER_PHASE times. */
-	cr_assert_geq(quiet.count, SLEEPS_PER_PHASE / 2);
-	cr_assert_geq(busy.count, SLEEPS_PER_PHASE / 2);
-	cr_assert_geq(after.count, SLEEPS_PER_PHASE / 2);
 
 	p_quiet = p99_us(&quiet);
 	p_busy = p99_us(&busy);
@@ -254,87 +365,43 @@ Test(rqlat_bpf, contention_is_measured_and_blamed_raw_tp)
 }
 
 /*
- * A server held on a pipe until it reads a byte, and after its work until
- * it reads another: it says on a second pipe that its work is done, and
- * the test looks at it between.
- */
-struct gated {
-	int gate;	/* read: one byte to start, one to exit */
-	int done;	/* written: one byte when the work is done */
-};
-
-static void work_gated(void *arg)
-{
-	const struct gated *g = arg;
-	struct work_periodic w = { SLEEPS_PER_PHASE, WORK_US };
-	char c;
-
-	if (read(g->gate, &c, 1) != 1)
-		_exit(1);
-	work_periodic(&w);
-	if (write(g->done, "d", 1) != 1)
-		_exit(1);
-	if (read(g->gate, &c, 1) != 1)
-		_exit(1);
-}
-
-/*
  * A task that was there before the load, and one forked after it, keep
  * their starts in their own local storage (the seed_starts iterator, the
- * fork hook), not in the pid hash, and their waits behind a hog are
- * measured.
+ * fork hook), not in the pid hash, and every wait of theirs is measured.
  */
 static void storage(bool before)
 {
 	struct moat_rqlat_opts opts = {};
-	struct moat_rqlat_hist h0, h1, win;
+	struct moat_rqlat_hist win;
+	struct blame_sums blame;
+	struct server srv;
 	struct tcg a, b;
-	pid_t server = 0, hog;
-	int gate[2], done[2];
-	struct gated g;
-	char c;
+	__u64 waits;
+	pid_t hog;
 
 	cr_assert_eq(tcg_create("a", &a), 0);
 	cr_assert_eq(tcg_create("b", &b), 0);
-	cr_assert_eq(pipe(gate), 0);
-	cr_assert_eq(pipe(done), 0);
-	g = (struct gated){ gate[0], done[1] };
 	if (before)
-		server = tcg_spawn(&b, test_cpu, work_gated, &g);
+		server_start(&srv, &b);
 	cr_assert_eq(moat_rqlat_open(&opts, &rq), 0);
 	if (strcmp(moat_rqlat_attach_kind(rq), "tp_btf"))
 		cr_skip_test("raw_tp programs here: no task local storage");
 	if (!before)
-		server = tcg_spawn(&b, test_cpu, work_gated, &g);
-	cr_assert_gt(server, 0, "spawn server");
-	/* the server holds the only write end: a server that dies reads EOF */
-	close(done[1]);
+		server_start(&srv, &b);
 	hog = tcg_spawn(&a, test_cpu, work_hog, NULL);
 	cr_assert_gt(hog, 0, "spawn hog");
-	read_hist(b.id, &h0);
-	cr_assert_eq(write(gate[1], "x", 1), 1);
-	/*
-	 * Its 600 cycles each wait behind the hog's slice: seconds here,
-	 * tens of them in an emulated guest, so the test waits for the
-	 * server to say it is done, not for a time.
-	 */
-	cr_assert_eq(read(done[0], &c, 1), 1, "the server died in its work");
-	cr_expect_eq(moat_rqlat_hash_has(rq, server), 0,
+	waits = server_run(&srv, &a, &win, &blame);
+	cr_expect_eq(moat_rqlat_hash_has(rq, srv.pid), 0,
 		     "the server's start is in the pid hash");
-	cr_assert_eq(write(gate[1], "x", 1), 1);
-	cr_assert_eq(tcg_wait(server), 0, "server in %s failed", b.path);
-	read_hist(b.id, &h1);
+	server_stop(&srv);
 	tcg_kill(hog);
-	close(gate[0]);
-	close(gate[1]);
-	close(done[0]);
-	moat_hist_delta(&win, &h1, &h0);
-	cr_log_info("a server %s the load: %llu waits, p99 %.1f us; %llu starts "
-		    "in the pid hash since the load (any task's)",
-		    before ? "from before" : "forked after",
-		    (unsigned long long)win.count, p99_us(&win),
+	cr_log_info("a server %s the load: %llu starts in the pid hash since "
+		    "the load (any task's)", before ? "from before" : "forked after",
 		    (unsigned long long)moat_rqlat_hash_marks(rq));
-	cr_expect_geq(win.count, SLEEPS_PER_PHASE);
+	/* every one: a wait the task's storage missed would be in the hash */
+	cr_expect_eq(win.count, waits, "rqlat counted %llu of the server's waits, "
+		     "the kernel %llu", (unsigned long long)win.count,
+		     (unsigned long long)waits);
 	/* the hog holds the CPU: ms, not the us of an idle CPU's wake-up */
 	cr_expect_gt(p99_us(&win), 1000);
 }
@@ -360,7 +427,6 @@ Test(rqlat_bpf, unwatched_cgroup_is_not_blamed)
 	cr_assert_eq(tcg_create("c", &c), 0);
 	cr_assert_eq(moat_rqlat_open(&opts, &rq), 0);
 	server_phase(&c, &c, &win, &blame);
-	cr_expect_geq(win.count, SLEEPS_PER_PHASE / 2);
 	read_blame(c.id, 0, &blame);
 	cr_expect_eq(blame.total_ns, 0);
 }
