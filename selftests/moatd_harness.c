@@ -351,6 +351,18 @@ double get_number(const char *path)
 	return strtod(out, NULL);
 }
 
+double wait_number(const char *path, double want, int ms)
+{
+	double v = get_number(path);
+	int i;
+
+	for (i = 0; i < ms / 100 && !(v >= want); i++) {
+		sleep_ms(100);
+		v = get_number(path);
+	}
+	return v;
+}
+
 /* How often @needle is in @hay. */
 int count_of(const char *hay, const char *needle)
 {

@@ -93,6 +93,13 @@ int log_count(const char *needle);
 void set_runtime(const char *knob, const char *val);
 /* A knob as a number; NAN where it cannot be read. */
 double get_number(const char *path);
+/*
+ * Poll knob @path every 100 ms until its number is at least @want, up
+ * to @ms of polls; its last number.  For what moatd must do a number of
+ * times: however slow this machine, the test waits for the count, not
+ * for a time.
+ */
+double wait_number(const char *path, double want, int ms);
 
 /* HTTP to the test's moatd: its port (http/port), a request, a GET. */
 int http_port(void);
