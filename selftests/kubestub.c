@@ -48,6 +48,10 @@ static struct {
 	int evict_status, evict_n, evict_delay_ms, evicting;
 	void (*on_evict)(const char *ns, const char *name);
 	bool stopping, gone_always;
+	/* stub_odd_answer() */
+	char odd_method[8], odd_prefix[128], odd_body[4096];
+	int odd_status, odd_n;
+	int patch_delay_ms;
 } stub = {
 	.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
 };
@@ -303,6 +307,32 @@ int stub_evicts_in_progress(void)
 	n = stub.evicting;
 	pthread_mutex_unlock(&stub.lock);
 	return n;
+}
+
+void stub_odd_answer(const char *method, const char *prefix, int status,
+		     const char *body, int n)
+{
+	pthread_mutex_lock(&stub.lock);
+	snprintf(stub.odd_method, sizeof(stub.odd_method), "%s", method);
+	snprintf(stub.odd_prefix, sizeof(stub.odd_prefix), "%s", prefix);
+	snprintf(stub.odd_body, sizeof(stub.odd_body), "%s", body);
+	stub.odd_status = status;
+	stub.odd_n = n;
+	pthread_mutex_unlock(&stub.lock);
+}
+
+void stub_patch_delay(int ms)
+{
+	pthread_mutex_lock(&stub.lock);
+	stub.patch_delay_ms = ms;
+	pthread_mutex_unlock(&stub.lock);
+}
+
+/* Under no lock: @ms, or less when the stub stops. */
+static void held(int ms)
+{
+	for (; ms > 0 && !__atomic_load_n(&stub.stopping, __ATOMIC_RELAXED); ms -= 50)
+		nap(50);
 }
 
 void stub_on_evict(void (*fn)(const char *ns, const char *name))
@@ -563,9 +593,9 @@ static enum MHD_Result stub_handle(void *cls, struct MHD_Connection *c,
 {
 	struct stub_conn *sc = *state;
 	const char *h, *w;
-	char node[4096];
+	char node[4096], odd[4096];
 	bool status;
-	int fail = 0;
+	int fail = 0, odd_status = 0, delay = 0;
 
 	if (!sc) {
 		sc = calloc(1, sizeof(*sc));
@@ -612,7 +642,20 @@ static enum MHD_Result stub_handle(void *cls, struct MHD_Connection *c,
 		stub.fail_n--;
 		fail = stub.fail_status;
 	}
+	if (stub.odd_n > 0 && !strcmp(method, stub.odd_method) &&
+	    !strncmp(url, stub.odd_prefix, strlen(stub.odd_prefix))) {
+		stub.odd_n--;
+		odd_status = stub.odd_status;
+		snprintf(odd, sizeof(odd), "%s", stub.odd_body);
+	}
+	if (!strcmp(method, "PATCH"))
+		delay = stub.patch_delay_ms;
 	pthread_mutex_unlock(&stub.lock);
+	if (odd_status) {
+		free(sc);
+		*state = NULL;
+		return stub_reply(c, odd_status, odd);
+	}
 	if (!strncmp(url, "/api/v1/namespaces/", 19)) {
 		enum MHD_Result ret = namespaced(c, url, method, &sc->r);
 
@@ -637,6 +680,7 @@ static enum MHD_Result stub_handle(void *cls, struct MHD_Connection *c,
 		return stub_status(c, 404, "NotFound");
 	if (!strcmp(method, "GET") && !status)
 		return stub_reply(c, 200, node);
+	held(delay);
 	if (!strcmp(method, "PATCH") && status && stub.status_patches == 1)
 		return stub_status(c, 500, "InternalError");
 	if (!strcmp(method, "PATCH"))
@@ -755,6 +799,8 @@ struct MHD_Daemon *stub_serve(const char *sa, unsigned int *port)
 	stub.evicting = 0;
 	stub.gone_always = false;
 	stub.on_evict = NULL;
+	stub.odd_n = 0;
+	stub.patch_delay_ms = 0;
 	stub.stopping = false;
 	pthread_mutex_unlock(&stub.lock);
 	api = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |

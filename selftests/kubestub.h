@@ -97,6 +97,17 @@ void stub_on_evict(void (*fn)(const char *ns, const char *name));
 /* POSTs of @what ("eviction" or "events") seen, for pod @name ("": any). */
 int stub_posts(const char *what, const char *name);
 
+/*
+ * The next @n requests of @method whose path starts with @prefix are
+ * answered HTTP @status with @body as it is ("": no body at all), what a
+ * proxy or a misbehaving API server may send; a path with a query is
+ * matched without it.
+ */
+void stub_odd_answer(const char *method, const char *prefix, int status,
+		     const char *body, int n);
+/* PATCHes of the node and its status are answered only after @ms. */
+void stub_patch_delay(int ms);
+
 /* The latest resourceVersion. */
 unsigned long stub_rv(void);
 

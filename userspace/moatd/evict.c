@@ -64,10 +64,9 @@ struct evict_req {
 };
 
 struct evictor {
-	pthread_t thread;
+	struct kube_thread t;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	bool stop;
 	struct kube_api api;
 	/* under lock */
 	bool pending, done;
@@ -204,7 +203,7 @@ static void *worker(void *arg)
 	struct evictor *ev = arg;
 
 	pthread_mutex_lock(&ev->lock);
-	while (!ev->stop) {
+	while (!kube_thread_stopping(&ev->t)) {
 		struct evict_req r;
 		long status;
 		bool event = false;
@@ -241,9 +240,12 @@ static int evict_start(struct moatd *d)
 	if (!ev)
 		return -ENOMEM;
 	ev->api = api;
+	ev->api.thread = &ev->t;
 	pthread_mutex_init(&ev->lock, NULL);
 	pthread_cond_init(&ev->cond, NULL);
-	if (kube_api_thread(&ev->thread, worker, ev)) {
+	if (kube_thread_start(&ev->t, worker, ev)) {
+		pthread_mutex_destroy(&ev->lock);
+		pthread_cond_destroy(&ev->cond);
 		free(ev);
 		return -EAGAIN;
 	}
@@ -251,17 +253,32 @@ static int evict_start(struct moatd *d)
 	return 0;
 }
 
+/* moatd stops: an eviction in flight is abandoned within a second. */
 static void evict_stop(struct moatd *d)
+{
+	struct evictor *ev = V(d)->ev;
+	long long by = d->stop_by_ns ? d->stop_by_ns :
+		       kube_mono_ns() + d->kube_stop_s * 1000000000LL;
+
+	if (!ev)
+		return;
+	pthread_mutex_lock(&ev->lock);
+	kube_thread_stop(&ev->t, by);
+	pthread_cond_signal(&ev->cond);
+	pthread_mutex_unlock(&ev->lock);
+}
+
+static void evict_close(struct moatd *d)
 {
 	struct evictor *ev = V(d)->ev;
 
 	if (!ev)
 		return;
-	pthread_mutex_lock(&ev->lock);
-	ev->stop = true;
-	pthread_cond_signal(&ev->cond);
-	pthread_mutex_unlock(&ev->lock);
-	pthread_join(ev->thread, NULL);
+	evict_stop(d);
+	if (kube_thread_join(&ev->t, ev->t.deadline_ns + 2000000000LL)) {
+		pr_warn("evict: a request did not end by its deadline: left to the exit");
+		return;
+	}
 	pthread_mutex_destroy(&ev->lock);
 	pthread_cond_destroy(&ev->cond);
 	free(ev);
@@ -667,6 +684,7 @@ const struct moatd_module evict_module = {
 	.group_size = sizeof(struct evict_group),
 	.init = evict_init,
 	.start = evict_start,
-	.close = evict_stop,
+	.stop = evict_stop,
+	.close = evict_close,
 	.group_add = evict_group_add,
 };

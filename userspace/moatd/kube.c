@@ -11,7 +11,9 @@
  *  - the annotation "moat.io/hints": the /hints document.
  *
  * All three are withdrawn when moatd stops publishing (it stops, or
- * kube/publish goes to 0).
+ * kube/publish goes to 0), by the thread on its way out, within
+ * kube/stop_timeout_s: at exit after the kernel's values are back, and
+ * never with the control loop waiting for it.
  *
  * The API server, the token and the node's name: kubeapi.c, as the pod
  * source (pods.c) has them.
@@ -51,10 +53,10 @@ struct kube_state {
 };
 
 struct kube {
-	pthread_t thread;
+	struct kube_thread t;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	bool stop, pending;
+	bool pending;
 	struct kube_state want;		/* under lock */
 	struct kube_state sent;		/* the thread's own */
 	struct kube_api api;
@@ -69,11 +71,16 @@ struct kube {
 	double updated_s;		/* CLOCK_REALTIME of the last update */
 };
 
-/* The module: its knobs, and the publisher while it runs. */
+/*
+ * The module: its knobs, the publisher while it runs, and one that was
+ * asked to stop and is withdrawing the hints (a new one starts only
+ * after it ended: its withdrawal would undo the new one's hints).
+ */
 struct kube_mod {
 	struct moatd *d;
 	unsigned int publish, interval_ms, untaint_s, change_pct, resync_s;
-	struct kube *k;
+	struct kube *k, *stopping;
+	bool start_wanted;		/* kube/publish went to 1 meanwhile */
 };
 
 static struct kube_mod *K(const struct moatd *d)
@@ -134,19 +141,30 @@ static int patch_node(struct kube *k, const struct kube_state *s)
 
 	snprintf(path, sizeof(path), "/api/v1/nodes/%s", k->api.node);
 	status = kube_api_request(&k->api, "GET", path, NULL, NULL, BODY_MAX, false, &resp);
-	if (kube_api_ok(status))
-		node = json_tokener_parse(resp);
-	if (!node) {
+	if (!kube_api_ok(status)) {
 		log_status("get node", status, resp);
-		if (kube_api_ok(status))
-			pr_warn("kube: get node: not JSON");
 		free(resp);
 		return -EIO;
 	}
+	node = json_tokener_parse(resp);
 	free(resp);
-	keep = json_object_new_array();
+	if (!json_object_is_type(node, json_type_object)) {
+		pr_warn("kube: get node: HTTP %ld, but not a JSON object", status);
+		json_object_put(node);
+		return -EIO;
+	}
+	taints = NULL;
 	if (json_object_object_get_ex(node, "spec", &spec) &&
-	    json_object_object_get_ex(spec, "taints", &taints))
+	    json_object_object_get_ex(spec, "taints", &taints) &&
+	    !json_object_is_type(taints, json_type_array) &&
+	    !json_object_is_type(taints, json_type_null)) {
+		/* patching the list would lose taints this one does not show */
+		pr_warn("kube: get node: spec.taints is not a list");
+		json_object_put(node);
+		return -EIO;
+	}
+	keep = json_object_new_array();
+	if (json_object_is_type(taints, json_type_array))
 		for (i = 0; i < json_object_array_length(taints); i++) {
 			json_object *e = json_object_array_get_idx(taints, i), *key;
 
@@ -191,13 +209,46 @@ static int patch_node(struct kube *k, const struct kube_state *s)
 	return err;
 }
 
+/*
+ * What moatd put on the node goes when it stops publishing: the taint,
+ * the annotation (null) and the extended resources (null), so that a
+ * node without moatd is not left tainted or offering BE capacity nobody
+ * measures.  Best effort: an error is logged, and the next moatd to
+ * publish sets them all again.
+ */
+static void withdraw(struct kube *k)
+{
+	struct kube_state none = { .be_cpu_milli = -1, .be_memory = -1 };
+	char path[400], *resp;
+	long status;
+	bool gone = true;
+
+	if (patch_node(k, &none)) {
+		pr_warn("kube: node %s: the taint and annotation stay", k->api.node);
+		gone = false;
+	}
+	snprintf(path, sizeof(path), "/api/v1/nodes/%s/status", k->api.node);
+	status = kube_api_request(&k->api, "PATCH", path, "application/merge-patch+json",
+			 "{\"status\":{\"capacity\":{\"moat.io/be-cpu\":null,\"moat.io/be-memory\":null},"
+			 "\"allocatable\":{\"moat.io/be-cpu\":null,\"moat.io/be-memory\":null}}}",
+			 BODY_MAX, false, &resp);
+	if (!kube_api_ok(status)) {
+		log_status("withdraw the extended resources", status, resp);
+		gone = false;
+	}
+	free(resp);
+	if (gone)
+		pr_info("kube: node %s: moat's taint, annotation and extended resources withdrawn",
+			k->api.node);
+}
+
 static void *worker(void *arg)
 {
 	struct kube *k = arg;
 	double backoff = 0;
 
 	pthread_mutex_lock(&k->lock);
-	while (!k->stop) {
+	while (!kube_thread_stopping(&k->t)) {
 		struct kube_state s;
 		struct timespec until;
 		int err;
@@ -235,12 +286,26 @@ static void *worker(void *arg)
 		k->pending = true;	/* the newest wanted state, after the wait */
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec += (time_t)(backoff / 1e3);
-		while (!k->stop &&
+		while (!kube_thread_stopping(&k->t) &&
 		       pthread_cond_timedwait(&k->cond, &k->lock, &until) != ETIMEDOUT)
 			;
 	}
 	pthread_mutex_unlock(&k->lock);
+	/* on its way out, by its deadline: what moat put on the node goes */
+	if (k->sent_valid || k->errors) {
+		k->api.finishing = true;
+		withdraw(k);
+	}
 	return NULL;
+}
+
+static void kube_free(struct kube *k)
+{
+	pthread_mutex_destroy(&k->lock);
+	pthread_cond_destroy(&k->cond);
+	state_free(&k->want);
+	state_free(&k->sent);
+	free(k);	/* libcurl stays loaded: publishing may start again */
 }
 
 static int kube_start(struct moatd *d)
@@ -249,8 +314,13 @@ static int kube_start(struct moatd *d)
 	struct kube *k;
 	int err;
 
+	K(d)->start_wanted = false;
 	if (!K(d)->publish || K(d)->k)
 		return 0;
+	if (K(d)->stopping) {
+		K(d)->start_wanted = true;	/* once it has withdrawn */
+		return 0;
+	}
 	if (kube_api_init(&api)) {
 		pr_warn("kube/publish is on but KUBERNETES_SERVICE_HOST/PORT are not set: not in a pod; nothing goes to the Node object");
 		return 0;
@@ -261,12 +331,13 @@ static int kube_start(struct moatd *d)
 	if (!k)
 		return -ENOMEM;
 	k->api = api;
+	k->api.thread = &k->t;
 	k->want.be_cpu_milli = k->want.be_memory = -1;
 	pthread_mutex_init(&k->lock, NULL);
 	pthread_cond_init(&k->cond, NULL);
-	err = kube_api_thread(&k->thread, worker, k);
+	err = kube_thread_start(&k->t, worker, k);
 	if (err) {
-		free(k);
+		kube_free(k);
 		return err;
 	}
 	pr_info("kube: hints go to node %s through %s", k->api.node, k->api.server);
@@ -274,56 +345,73 @@ static int kube_start(struct moatd *d)
 	return 0;
 }
 
-/*
- * What moatd put on the node goes when it stops publishing: the taint,
- * the annotation (null) and the extended resources (null), so that a
- * node without moatd is not left tainted or offering BE capacity nobody
- * measures.  Best effort: an error is logged, and the next moatd to
- * publish sets them all again.
- */
-static void withdraw(struct kube *k)
+
+/* Ask @k's thread to withdraw and end by @by_ns; it is not waited for. */
+static void ask_stop(struct kube *k, long long by_ns)
 {
-	struct kube_state none = { .be_cpu_milli = -1, .be_memory = -1 };
-	char path[400], *resp;
-	long status;
-	bool gone = true;
-
-	if (patch_node(k, &none)) {
-		pr_warn("kube: node %s: the taint and annotation stay", k->api.node);
-		gone = false;
-	}
-	snprintf(path, sizeof(path), "/api/v1/nodes/%s/status", k->api.node);
-	status = kube_api_request(&k->api, "PATCH", path, "application/merge-patch+json",
-			 "{\"status\":{\"capacity\":{\"moat.io/be-cpu\":null,\"moat.io/be-memory\":null},"
-			 "\"allocatable\":{\"moat.io/be-cpu\":null,\"moat.io/be-memory\":null}}}",
-			 BODY_MAX, false, &resp);
-	if (!kube_api_ok(status)) {
-		log_status("withdraw the extended resources", status, resp);
-		gone = false;
-	}
-	free(resp);
-	if (gone)
-		pr_info("kube: node %s: moat's taint, annotation and extended resources withdrawn",
-			k->api.node);
-}
-
-static void kube_stop(struct moatd *d)
-{
-	struct kube *k = K(d)->k;
-
-	if (!k)
-		return;
 	pthread_mutex_lock(&k->lock);
-	k->stop = true;
+	kube_thread_stop(&k->t, by_ns);
 	pthread_cond_signal(&k->cond);
 	pthread_mutex_unlock(&k->lock);
-	pthread_join(k->thread, NULL);
-	if (k->sent_valid || k->errors)
-		withdraw(k);
-	state_free(&k->want);
-	state_free(&k->sent);
-	free(k);	/* libcurl stays loaded: publishing may start again */
-	K(d)->k = NULL;
+}
+
+/*
+ * The publisher stops: the loop goes on, and reaps the thread once it
+ * has withdrawn the hints (kube_reap()).
+ */
+static void kube_stop(struct moatd *d, long long by_ns)
+{
+	struct kube_mod *km = K(d);
+
+	if (km->k) {
+		ask_stop(km->k, by_ns);
+		km->stopping = km->k;
+		km->k = NULL;
+	} else if (km->stopping) {
+		ask_stop(km->stopping, by_ns);	/* the earlier deadline holds */
+	}
+}
+
+/* The publisher that was stopped, once it ended; then one wanted since. */
+static void kube_reap(struct moatd *d)
+{
+	struct kube_mod *km = K(d);
+
+	if (!km->stopping || !kube_thread_done(&km->stopping->t))
+		return;
+	kube_thread_join(&km->stopping->t, 0);
+	kube_free(km->stopping);
+	km->stopping = NULL;
+	if (km->start_wanted)
+		kube_start(d);
+}
+
+static void kube_mod_stop(struct moatd *d)
+{
+	kube_stop(d, d->stop_by_ns);
+}
+
+/*
+ * At exit, after kube_mod_stop(): wait for the withdrawal, until its
+ * deadline and the second that a request takes to see it.  A thread
+ * still in a request then is left to the process's exit.
+ */
+static void kube_close(struct moatd *d)
+{
+	struct kube_mod *km = K(d);
+	long long by = d->stop_by_ns ? d->stop_by_ns :
+		       kube_mono_ns() + d->kube_stop_s * 1000000000LL;
+
+	kube_stop(d, by);
+	if (!km->stopping)
+		return;
+	if (kube_thread_join(&km->stopping->t, by + 2000000000LL)) {
+		pr_warn("kube: node %s: the publisher's request did not end by its deadline: left to the exit",
+			km->stopping->api.node);
+		return;
+	}
+	kube_free(km->stopping);
+	km->stopping = NULL;
 }
 
 /* Whether @now differs from @was by more than @pct% of @was. */
@@ -348,6 +436,7 @@ void kube_publish(struct moatd *d)
 	double now = mono_ms();
 	bool over, send;
 
+	kube_reap(d);
 	if (!k || now < k->next_ms)
 		return;
 	if (hints_for_kube(d, &h))
@@ -441,7 +530,7 @@ static void store_publish(const struct moat_knob *k, unsigned int u,
 	if (u)
 		kube_start(d);
 	else
-		kube_stop(d);
+		kube_stop(d, kube_mono_ns() + d->kube_stop_s * 1000000000LL);
 }
 
 static int kube_init(struct moatd *d)
@@ -457,6 +546,7 @@ static int kube_init(struct moatd *d)
 		U32("kube/untaint_s", 0, 86400, &km->untaint_s),
 		U32("kube/change_pct", 1, 100, &km->change_pct),
 		U32("kube/resync_s", 1, 86400, &km->resync_s),
+		U32("kube/stop_timeout_s", 1, 60, &d->kube_stop_s),
 		{ .path = "kube/node", .type = MOAT_KNOB_SHOW, .show = show_node },
 		{ .path = "kube/updates", .type = MOAT_KNOB_SHOW, .show = show_counter },
 		{ .path = "kube/errors", .type = MOAT_KNOB_SHOW, .show = show_counter },
@@ -470,6 +560,7 @@ static int kube_init(struct moatd *d)
 	km->untaint_s = 60;
 	km->change_pct = 10;
 	km->resync_s = 300;
+	d->kube_stop_s = 5;
 	return moat_knob_add_all(d->tree, "", knobs, sizeof(knobs) / sizeof(knobs[0]),
 				 d);
 }
@@ -479,5 +570,6 @@ const struct moatd_module kube_module = {
 	.size = sizeof(struct kube_mod),
 	.init = kube_init,
 	.start = kube_start,
-	.close = kube_stop,
+	.stop = kube_mod_stop,
+	.close = kube_close,
 };

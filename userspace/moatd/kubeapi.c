@@ -12,6 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <curl/curl.h>
 #include "kubeapi.h"
 #include "log.h"
@@ -19,6 +23,17 @@
 
 #define SA_DIR		"/var/run/secrets/kubernetes.io/serviceaccount"
 #define TIMEOUT_S	10L
+/*
+ * A connection whose peer is gone (a half-open watch after the API
+ * server's host died) is found by TCP keepalive within
+ * KEEPIDLE + KEEPCNT * KEEPINTVL seconds, and data it cannot deliver
+ * fails after USER_TIMEOUT: a minute, where the kernel's defaults take
+ * two hours.
+ */
+#define KEEPIDLE_S	30
+#define KEEPINTVL_S	10
+#define KEEPCNT		3
+#define USER_TIMEOUT_MS	60000
 
 #ifndef MOAT_LIBCURL
 #define MOAT_LIBCURL	"libcurl.so.4"
@@ -125,6 +140,8 @@ static char *sa_file(const struct kube_api *a, const char *name)
 
 struct body {
 	CURL *c;
+	const struct kube_api *api;
+	bool cancelled;		/* its thread stopped it */
 	char *p;
 	size_t n, max;
 	bool cut;
@@ -200,12 +217,40 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ctx)
 	return append(b, ptr, add) ? 0 : add;
 }
 
+long long kube_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static long long deadline_of(const struct kube_api *a)
+{
+	return a->thread ? __atomic_load_n(&a->thread->deadline_ns, __ATOMIC_ACQUIRE) : 0;
+}
+
+/* Whether @a's thread wants its request to end now. */
+static bool cancelled(const struct kube_api *a)
+{
+	long long by = deadline_of(a);
+
+	if (by && kube_mono_ns() >= by)
+		return true;
+	return a->thread && !a->finishing && kube_thread_stopping(a->thread);
+}
+
+/* libcurl calls it at least once a second, whatever the transfer does. */
 static int on_progress(void *ctx, curl_off_t dt, curl_off_t dn, curl_off_t ut,
 		       curl_off_t un)
 {
 	struct body *b = ctx;
 	long status = 0;
 
+	if (cancelled(b->api)) {
+		b->cancelled = true;
+		return 1;
+	}
 	if (b->stop && b->stop(b->ctx)) {
 		b->ended = true;
 		return 1;
@@ -220,6 +265,22 @@ static int on_progress(void *ctx, curl_off_t dt, curl_off_t dn, curl_off_t ut,
 	return 0;
 }
 
+static int set_keepalive(void *ctx, curl_socket_t fd, curlsocktype purpose)
+{
+	int on = 1, idle = KEEPIDLE_S, intvl = KEEPINTVL_S, cnt = KEEPCNT;
+	unsigned int user = USER_TIMEOUT_MS;
+
+	if (purpose != CURLSOCKTYPE_IPCXN)
+		return CURL_SOCKOPT_OK;
+	/* a failure leaves the kernel's defaults: slower to notice, no worse */
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user, sizeof(user));
+	return CURL_SOCKOPT_OK;
+}
+
 static long perform(const struct kube_api *a, const char *method,
 		    const char *path, const char *type, const char *data,
 		    long timeout_s, struct body *b, bool quiet)
@@ -227,10 +288,18 @@ static long perform(const struct kube_api *a, const char *method,
 	char url[2048], auth[8192], ca[PATH_MAX + 16], ctype[128];
 	struct curl_slist *h = NULL;
 	char *token = sa_file(a, "token");
+	long long by = deadline_of(a), timeout_ms = timeout_s * 1000;
 	long status = -1;
 	CURLcode rc;
 	CURL *c;
 
+	if (cancelled(a)) {
+		free(token);
+		b->cancelled = true;
+		return -1;
+	}
+	if (by && (by - kube_mono_ns()) / 1000000 < timeout_ms)
+		timeout_ms = (by - kube_mono_ns()) / 1000000 + 1;
 	if (!token) {
 		if (!quiet)
 			pr_warn("kube: no service account token in %s", a->sa_dir);
@@ -242,6 +311,7 @@ static long perform(const struct kube_api *a, const char *method,
 		return -1;
 	}
 	b->c = c;
+	b->api = a;
 	snprintf(url, sizeof(url), "%s%s", a->server, path);
 	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
 	snprintf(ca, sizeof(ca), "%s/ca.crt", a->sa_dir);
@@ -255,18 +325,19 @@ static long perform(const struct kube_api *a, const char *method,
 	curl.easy_setopt(c, CURLOPT_URL, url);
 	curl.easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	curl.easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	/* the service account's CA only, not also the distribution's */
 	curl.easy_setopt(c, CURLOPT_CAINFO, ca);
+	curl.easy_setopt(c, CURLOPT_CAPATH, NULL);
 	curl.easy_setopt(c, CURLOPT_USERAGENT, "moatd/" MOAT_VERSION);
 	curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT, TIMEOUT_S);
-	curl.easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
+	curl.easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
 	curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl.easy_setopt(c, CURLOPT_SOCKOPTFUNCTION, set_keepalive);
 	curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
 	curl.easy_setopt(c, CURLOPT_WRITEDATA, b);
-	if (b->stop) {
-		curl.easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-		curl.easy_setopt(c, CURLOPT_XFERINFODATA, b);
-		curl.easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-	}
+	curl.easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl.easy_setopt(c, CURLOPT_XFERINFODATA, b);
+	curl.easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
 	if (data)
 		curl.easy_setopt(c, CURLOPT_POSTFIELDS, data);
 	rc = curl.easy_perform(c);
@@ -275,7 +346,7 @@ static long perform(const struct kube_api *a, const char *method,
 		curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	if (!status)
 		status = -1;
-	if (status < 0 && !b->ended && !quiet)
+	if (status < 0 && !b->ended && !b->cancelled && !quiet)
 		pr_warn("kube: %s %s: %s%s", method, url, curl.easy_strerror(rc),
 			b->cut ? " (the answer is too long)" : "");
 	curl.easy_cleanup(c);
@@ -292,6 +363,11 @@ long kube_api_request(const struct kube_api *a, const char *method,
 
 	if (b.cut)
 		status = -1;
+	if (status >= 0 && !b.p) {
+		b.p = strdup("");
+		if (!b.p)
+			status = -1;
+	}
 	*out = b.p;
 	return status;
 }
@@ -313,18 +389,67 @@ long kube_api_stream(const struct kube_api *a, const char *path, long timeout_s,
 	return status;
 }
 
-int kube_api_thread(pthread_t *t, void *(*fn)(void *), void *arg)
+static void *thread_main(void *arg)
+{
+	struct kube_thread *t = arg;
+
+	t->fn(t->arg);
+	__atomic_store_n(&t->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+int kube_thread_start(struct kube_thread *t, void *(*fn)(void *), void *arg)
 {
 	sigset_t all, old;
 	int err;
 
+	*t = (struct kube_thread){ .fn = fn, .arg = arg };
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	err = pthread_create(t, NULL, fn, arg);
+	err = pthread_create(&t->id, NULL, thread_main, t);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err)
 		pr_err("kube: no thread for the API server's requests: %s", strerror(err));
 	return err ? -EAGAIN : 0;
+}
+
+void kube_thread_stop(struct kube_thread *t, long long deadline_ns)
+{
+	long long was = __atomic_load_n(&t->deadline_ns, __ATOMIC_ACQUIRE);
+
+	/* asked twice (a toggle, then the exit): the earlier deadline holds */
+	if (!was || deadline_ns < was)
+		__atomic_store_n(&t->deadline_ns, deadline_ns, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->stop, true, __ATOMIC_RELEASE);
+}
+
+bool kube_thread_stopping(const struct kube_thread *t)
+{
+	return __atomic_load_n(&t->stop, __ATOMIC_ACQUIRE);
+}
+
+bool kube_thread_done(const struct kube_thread *t)
+{
+	return __atomic_load_n(&t->done, __ATOMIC_ACQUIRE);
+}
+
+int kube_thread_join(struct kube_thread *t, long long by_ns)
+{
+	long long left = by_ns - kube_mono_ns();
+	struct timespec until;
+
+	if (kube_thread_done(t))
+		return -pthread_join(t->id, NULL);
+	if (left <= 0)
+		return -ETIMEDOUT;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += left / 1000000000LL;
+	until.tv_nsec += left % 1000000000LL;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	return pthread_timedjoin_np(t->id, NULL, &until) ? -ETIMEDOUT : 0;
 }
 
 void kube_api_escape(const char *s, char *out, size_t len)

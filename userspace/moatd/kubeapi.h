@@ -10,18 +10,42 @@
  * ($MOAT_KUBE_SA_DIR instead, for tests and for moatd outside a pod).
  * The node's name from $NODE_NAME (the downward API), else the host name.
  *
- * Requests block: the Node publisher (kube.c) and the pod source
- * (pods.c) make them from threads of their own.
+ * Requests block: the Node publisher (kube.c), the pod source (pods.c)
+ * and the evictor (evict.c) make them from threads of their own
+ * (struct kube_thread), which the control loop asks to stop without
+ * waiting for them: a request ends within a second of its thread being
+ * asked to stop, and at its thread's deadline whatever it does.
  */
 #include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
+/*
+ * A thread for the API server's requests.  It takes no signal: SIGTERM
+ * must reach moatd's signalfd, which puts back what moat changed, not
+ * kill the process from the thread.
+ */
+struct kube_thread {
+	pthread_t id;
+	void *(*fn)(void *);
+	void *arg;
+	bool stop;		/* asked to stop (atomic) */
+	bool done;		/* fn returned (atomic) */
+	long long deadline_ns;	/* CLOCK_MONOTONIC: no request past it; 0: none */
+};
+
 struct kube_api {
 	char server[300];
 	char sa_dir[PATH_MAX];
 	char node[256];
+	/*
+	 * The thread making the requests, if any: they end once it is asked
+	 * to stop, unless @finishing (what it does on its way out, such as
+	 * withdrawing the Node's hints), and at its deadline in any case.
+	 */
+	const struct kube_thread *thread;
+	bool finishing;
 };
 
 /* From the environment: 0, or -ENOENT when not in a pod (no host, port). */
@@ -32,8 +56,10 @@ int kube_api_load(void);
 
 /*
  * One request.  Return: the HTTP status, or -1 when there was none
- * (logged unless @quiet); *@out: the response body, to free.  A body
- * past @max bytes is cut off and the request fails (-1).
+ * (logged unless @quiet; not when its thread stopped it); *@out: the
+ * response body, to free, "" for an answer without one (never NULL with
+ * a status).  A body past @max bytes is cut off and the request fails
+ * (-1).
  */
 long kube_api_request(const struct kube_api *a, const char *method,
 		      const char *path, const char *type, const char *data,
@@ -60,12 +86,23 @@ static inline bool kube_api_ok(long status)
 	return status >= 200 && status < 300;
 }
 
+/* Start @t running @fn(@arg).  Return: 0, or -EAGAIN (logged). */
+int kube_thread_start(struct kube_thread *t, void *(*fn)(void *), void *arg);
 /*
- * A thread for the requests that takes no signal: SIGTERM must reach
- * moatd's signalfd, which puts back what it changed, not kill the process
- * from there.  Return: 0, or -EAGAIN (logged).
+ * Ask @t to stop, its requests to end by @deadline_ns (CLOCK_MONOTONIC,
+ * kube_mono_ns()); the caller wakes it if it waits on a condition of its
+ * own.  Does not wait.
  */
-int kube_api_thread(pthread_t *t, void *(*fn)(void *), void *arg);
+void kube_thread_stop(struct kube_thread *t, long long deadline_ns);
+bool kube_thread_stopping(const struct kube_thread *t);
+/* Whether @t's function returned: a join will not wait. */
+bool kube_thread_done(const struct kube_thread *t);
+/*
+ * Join @t, waiting until @by_ns at most.  Return: 0, or -ETIMEDOUT: it
+ * still runs, and what it uses must stay.
+ */
+int kube_thread_join(struct kube_thread *t, long long by_ns);
+long long kube_mono_ns(void);
 
 /* @s escaped for a URL's query. */
 void kube_api_escape(const char *s, char *out, size_t len);

@@ -846,20 +846,24 @@ int main(int argc, char **argv)
 		err = run(d, srv);
 out:
 	/*
-	 * Every module that was set up closes, opened or not (a close does
-	 * nothing where there is nothing), the reporters first: the Node's
-	 * hints are withdrawn before the values they describe are put back.
+	 * What moat changed in the kernel goes back first, before anything
+	 * that may wait for the network (a DaemonSet's grace period ends in
+	 * SIGKILL).  Then every module's threads are asked to end, all of
+	 * them at once, by one deadline: kube/stop_timeout_s for the Node's
+	 * hints to be withdrawn.  Then every module that was set up closes,
+	 * opened or not (a close does nothing where there is nothing), and
+	 * joins its threads.
 	 */
 	server_close(srv);
-	if (inited == MOD_NR) {
-		moatd_modules[MOD_KUBE]->close(d);
-		moatd_modules[MOD_HTTP]->close(d);
-		inited = MOD_HTTP;
-	}
 	moatd_restore(d, "moatd stops");
 	if (enforce_report_stale(d) && !err)
 		err = -EIO;
 	started = d->started;
+	d->stop_by_ns = (long long)(moatd_mono_s() * 1e9) +
+			d->kube_stop_s * 1000000000LL;
+	for (m = inited; m-- > 0;)
+		if (moatd_modules[m]->stop)
+			moatd_modules[m]->stop(d);
 	close_modules(d, inited);
 	for (m = 0; m < MOD_NR; m++)
 		free(d->mod[m]);

@@ -70,6 +70,11 @@ struct moatd_module {
 	int (*open)(struct moatd *d);
 	/* After moatd detached: threads (a thread does not survive fork). */
 	int (*start)(struct moatd *d);
+	/*
+	 * moatd stops, after the restore: ask its threads to end by
+	 * d->stop_by_ns, without waiting for them (close() joins them).
+	 */
+	void (*stop)(struct moatd *d);
 	void (*close)(struct moatd *d);
 	/* A group found: its knobs; its state is zeroed. */
 	int (*group_add)(struct moatd *d, struct moatd_group *g);
@@ -296,6 +301,13 @@ struct moatd {
 	unsigned int period_ms;
 	bool period_changed;
 	bool started;			/* past start-up: the main loop runs */
+	/*
+	 * kube/stop_timeout_s: how long the API server's threads may still
+	 * talk to it once stopped (the Node's hints withdrawn); at exit, by
+	 * stop_by_ns (CLOCK_MONOTONIC), after the kernel's values are back.
+	 */
+	unsigned int kube_stop_s;
+	long long stop_by_ns;
 	double cycle_us;		/* the last cycle's duration */
 	unsigned long long cycles;	/* cycles run */
 	__u64 stage_cpu_ns[STAGE_NR];	/* moatd's CPU time in each, all cycles */

@@ -37,6 +37,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/random.h>
 #include "groups.h"
 #include "kubeapi.h"
 #include "log.h"
@@ -77,10 +79,9 @@ enum note {
 };
 
 struct podsrc {
-	pthread_t thread;
+	struct kube_thread th;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	bool stop;
 	struct kube_api api;
 	/* under lock: what the loop reads */
 	struct pod_table t;
@@ -96,10 +97,14 @@ struct podsrc {
 	unsigned int noted;		/* enum note bits logged */
 };
 
-/* The module: its knob, and the source while it runs. */
+/*
+ * The module: its knob, the source while it runs, and one asked to stop
+ * that has not ended yet (its request ends within a second).
+ */
 struct pods_mod {
 	unsigned int watch;
-	struct podsrc *ps;
+	struct podsrc *ps, *stopping;
+	bool start_wanted;		/* kube/pods went to 1 meanwhile */
 	unsigned long long seen_gen, seen_groups_gen;
 };
 
@@ -289,7 +294,7 @@ static bool stopping(void *ctx)
 {
 	struct podsrc *ps = ctx;
 
-	return __atomic_load_n(&ps->stop, __ATOMIC_RELAXED);
+	return kube_thread_stopping(&ps->th);
 }
 
 static void selector(const struct podsrc *ps, char *out, size_t len)
@@ -363,12 +368,17 @@ static int on_event(const char *line, size_t len, void *ctx)
 	int err = 0;
 
 	if (!len) {
-		note(ps, NOTE_LONG, "a watch event past %d MiB: left out", EVENT_MAX >> 20);
-		return 0;
+		note(ps, NOTE_LONG, "a watch event past %d MiB: left out, the pods listed again",
+		     EVENT_MAX >> 20);
+		ps->rv[0] = '\0';
+		return 1;
 	}
 	if (moat_watch_event_parse(line, len, &ev, why, sizeof(why))) {
-		note(ps, NOTE_EVENT, "a watch event left out: %s: %.120s", why, line);
-		return 0;
+		/* the table may now lack a change: list again */
+		note(ps, NOTE_EVENT, "a watch event left out, the pods listed again: %s: %.120s",
+		     why, line);
+		ps->rv[0] = '\0';
+		return 1;
 	}
 	if (ev.type == MOAT_WATCH_ERROR) {
 		if (ev.code == 410) {
@@ -446,10 +456,10 @@ static bool wait_ms(struct podsrc *ps, double ms)
 		until.tv_nsec -= 1000000000L;
 	}
 	pthread_mutex_lock(&ps->lock);
-	while (!ps->stop &&
+	while (!stopping(ps) &&
 	       pthread_cond_timedwait(&ps->cond, &ps->lock, &until) != ETIMEDOUT)
 		;
-	stop = ps->stop;
+	stop = stopping(ps);
 	pthread_mutex_unlock(&ps->lock);
 	return stop;
 }
@@ -530,6 +540,14 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+static void podsrc_free(struct podsrc *ps)
+{
+	table_free(&ps->t);
+	pthread_mutex_destroy(&ps->lock);
+	pthread_cond_destroy(&ps->cond);
+	free(ps);
+}
+
 static int pods_start(struct moatd *d)
 {
 	struct pods_mod *pm = P(d);
@@ -537,8 +555,13 @@ static int pods_start(struct moatd *d)
 	struct podsrc *ps;
 	int err;
 
+	pm->start_wanted = false;
 	if (!pm->watch || pm->ps)
 		return 0;
+	if (pm->stopping) {
+		pm->start_wanted = true;	/* once the last one ended */
+		return 0;
+	}
 	if (kube_api_init(&api)) {
 		pr_warn("kube/pods is on but KUBERNETES_SERVICE_HOST/PORT are not set: not in a pod; classes come from the QoS tiers and rules");
 		return 0;
@@ -549,11 +572,12 @@ static int pods_start(struct moatd *d)
 	if (!ps)
 		return -ENOMEM;
 	ps->api = api;
+	ps->api.thread = &ps->th;
 	pthread_mutex_init(&ps->lock, NULL);
 	pthread_cond_init(&ps->cond, NULL);
-	err = kube_api_thread(&ps->thread, worker, ps);
+	err = kube_thread_start(&ps->th, worker, ps);
 	if (err) {
-		free(ps);
+		podsrc_free(ps);
 		return err;
 	}
 	pr_info("kube: pods: node %s's pods from %s", api.node, api.server);
@@ -562,22 +586,61 @@ static int pods_start(struct moatd *d)
 	return 0;
 }
 
-static void pods_stop(struct moatd *d)
+/*
+ * The source stops: its request ends within a second, and the loop,
+ * which does not wait for that, reaps it after (pods_reap()).  The
+ * groups keep what they learned.
+ */
+static void pods_stop(struct moatd *d, long long by_ns)
 {
-	struct podsrc *ps = P(d)->ps;
+	struct pods_mod *pm = P(d);
+	struct podsrc *ps = pm->ps ? pm->ps : pm->stopping;
 
 	if (!ps)
 		return;
 	pthread_mutex_lock(&ps->lock);
-	__atomic_store_n(&ps->stop, true, __ATOMIC_RELAXED);
+	kube_thread_stop(&ps->th, by_ns);
 	pthread_cond_signal(&ps->cond);
 	pthread_mutex_unlock(&ps->lock);
-	pthread_join(ps->thread, NULL);
-	table_free(&ps->t);
-	pthread_mutex_destroy(&ps->lock);
-	pthread_cond_destroy(&ps->cond);
-	free(ps);
-	P(d)->ps = NULL;
+	if (pm->ps) {
+		pm->stopping = ps;
+		pm->ps = NULL;
+	}
+}
+
+static void pods_reap(struct moatd *d)
+{
+	struct pods_mod *pm = P(d);
+
+	if (!pm->stopping || !kube_thread_done(&pm->stopping->th))
+		return;
+	kube_thread_join(&pm->stopping->th, 0);
+	podsrc_free(pm->stopping);
+	pm->stopping = NULL;
+	if (pm->start_wanted)
+		pods_start(d);
+}
+
+static void pods_mod_stop(struct moatd *d)
+{
+	pods_stop(d, d->stop_by_ns);
+}
+
+static void pods_close(struct moatd *d)
+{
+	struct pods_mod *pm = P(d);
+	long long by = d->stop_by_ns ? d->stop_by_ns :
+		       kube_mono_ns() + d->kube_stop_s * 1000000000LL;
+
+	pods_stop(d, by);
+	if (!pm->stopping)
+		return;
+	if (kube_thread_join(&pm->stopping->th, by + 2000000000LL)) {
+		pr_warn("kube: pods: a request did not end by its deadline: left to the exit");
+		return;
+	}
+	podsrc_free(pm->stopping);
+	pm->stopping = NULL;
 }
 
 /* ---- the loop's side ---- */
@@ -613,6 +676,7 @@ void pods_update(struct moatd *d)
 	bool changed = false;
 	size_t i;
 
+	pods_reap(d);
 	if (!ps)
 		return;
 	pthread_mutex_lock(&ps->lock);
@@ -718,12 +782,13 @@ static void store_watch(const struct moat_knob *k, unsigned int u,
 	if (u)
 		pods_start(d);
 	else
-		pods_stop(d);	/* the groups keep what they learned */
+		pods_stop(d, kube_mono_ns() + d->kube_stop_s * 1000000000LL);
 }
 
 static int pods_init(struct moatd *d)
 {
 	struct pods_mod *pm = P(d);
+	unsigned int seed;
 	const struct moat_knob knobs[] = {
 		{ .path = "kube/pods", .type = MOAT_KNOB_U32, .writable = true,
 		  .min = 0, .max = 1, .data = &pm->watch, .store = store_watch },
@@ -737,6 +802,13 @@ static int pods_init(struct moatd *d)
 
 	/* On by default in a pod, where the API server is. */
 	pm->watch = getenv("KUBERNETES_SERVICE_HOST") != NULL;
+	/*
+	 * The watches' lengths are jittered so that a fleet's agents do not
+	 * all list at once: each process its own sequence.
+	 */
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != sizeof(seed))
+		seed = (unsigned int)getpid() ^ (unsigned int)time(NULL);
+	srandom(seed);
 	return moat_knob_add_all(d->tree, "", knobs, sizeof(knobs) / sizeof(knobs[0]),
 				 d);
 }
@@ -746,5 +818,6 @@ const struct moatd_module pods_module = {
 	.size = sizeof(struct pods_mod),
 	.init = pods_init,
 	.start = pods_start,
-	.close = pods_stop,
+	.stop = pods_mod_stop,
+	.close = pods_close,
 };
