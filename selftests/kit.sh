@@ -203,13 +203,15 @@ example_config() {
 	"$O/moatctl" -s "$work/sock" config | sed 's/ = .*//' | grep -v '^http/listen$' | sort >"$work/writable"
 	stop_moatd
 	# every writable knob is in it, each at its default
-	commented=$(sed -nE 's/^#([a-z][a-z0-9_/]*) = .*/\1/p' "$ex" | sort -u)
+	# (an empty value: "key =", as moatctl config prints it less its space)
+	commented=$(sed -nE 's/^#([a-z][a-z0-9_/]*) =( .*)?$/\1/p' "$ex" | sort -u)
 	comm -23 "$work/writable" <(echo "$commented") | while read -r k; do
 		why "the example config lacks $k"
 	done
-	sed -E 's/^#([a-z][a-z0-9_/]* = )/\1/' "$ex" >"$work/uncommented"
+	sed -E 's/^#([a-z][a-z0-9_/]* =)/\1/' "$ex" >"$work/uncommented"
 	CONF=$work/uncommented start_moatd || return
-	"$O/moatctl" -s "$work/sock" config | grep -v '^http/listen ' | sort >"$work/running"
+	"$O/moatctl" -s "$work/sock" config | grep -v '^http/listen ' | sed 's/ *$//' |
+		sort >"$work/running"
 	grep -E '^[a-z]' "$work/uncommented" | grep -v '^http/listen ' | sort >"$work/wanted"
 	diff "$work/wanted" "$work/running" >"$work/diff" ||
 		why "the example's values, uncommented, are not what moatd runs with: $(cat "$work/diff")"
@@ -298,6 +300,8 @@ render() {
 		{ echo "no kubectl (tools/deps.sh installs kubernetes-client)"; return 77; }
 	kubectl kustomize "$top/deploy" >"$work/deploy.yaml" 2>"$work/kustomize.err" ||
 		{ why "kubectl kustomize deploy/ failed: $(cat "$work/kustomize.err")"; return 1; }
+	kubectl kustomize "$top/deploy/policy" >"$work/policy.yaml" 2>"$work/kustomize.err" ||
+		{ why "kubectl kustomize deploy/policy/ failed: $(cat "$work/kustomize.err")"; return 1; }
 }
 
 deploy_schema() {
@@ -306,12 +310,36 @@ deploy_schema() {
 	"$check" schema "$schema" <"$work/deploy.yaml" >"$work/out" ||
 		why "deploy/ against Kubernetes $(jq -r .kubernetes "$schema")'s schemas: $(cat "$work/out")"
 	tail -n 1 "$work/out"
+	"$check" schema "$schema" <"$work/policy.yaml" >"$work/out" ||
+		why "deploy/policy/ against Kubernetes $(jq -r .kubernetes "$schema")'s schemas: $(cat "$work/out")"
+	tail -n 1 "$work/out"
 	# what the check is for: a misspelt field, a string for a number
 	sed 's/hostPID: true/hostPid: true/; s/terminationGracePeriodSeconds: 60/terminationGracePeriodSeconds: "60"/' \
 		"$work/deploy.yaml" | "$check" schema "$schema" >"$work/bad" &&
 		why "a misspelt field and a mistyped one passed"
 	grep -q "'hostPid' was unexpected" "$work/bad" || why "hostPid not caught: $(cat "$work/bad")"
 	grep -q "'60' is not of type 'integer'" "$work/bad" || why "a string for an integer not caught: $(cat "$work/bad")"
+}
+
+# deploy/policy's CEL, evaluated against example requests, each with the
+# answer it must get (selftests/fixtures/own-node-requests.json)
+CEL_JS=/usr/local/lib/moat-ci/node_modules/@marcbachmann/cel-js/lib/index.js
+policy_cel() {
+	command -v node >/dev/null || { echo "no node (Node.js 20.19 or later runs the CEL evaluator)"; return 77; }
+	[ -e "$CEL_JS" ] || { echo "no CEL evaluator: $CEL_JS (tools/deps.sh installs it where Node.js 20.19+ is)"; return 77; }
+	render || return
+	python3 -c 'import json, sys, yaml; json.dump([o for o in yaml.safe_load_all(sys.stdin) if o], sys.stdout)' \
+		<"$work/policy.yaml" >"$work/policy.json"
+	node "$top/selftests/policy_check.mjs" "$CEL_JS" "$work/policy.json" \
+		"$top/selftests/fixtures/own-node-requests.json" >"$work/out" ||
+		why "deploy/policy/ answers wrong: $(cat "$work/out")"
+	tail -n 1 "$work/out"
+	# what the check is for: a NoExecute taint let through must be caught
+	sed "s/PreferNoSchedule'/NoExecute'/" "$work/policy.json" >"$work/bad.json"
+	if node "$top/selftests/policy_check.mjs" "$CEL_JS" "$work/bad.json" \
+		"$top/selftests/fixtures/own-node-requests.json" >"$work/bad"; then
+		why "a policy that lets a NoExecute taint through passed"
+	fi
 }
 
 deploy_lint() {
@@ -413,6 +441,7 @@ image_runs() {
 
 run_check image_builds_and_runs_as_the_daemonset_runs_it image_runs
 run_check deploy_renders_and_passes_the_kubernetes_schemas deploy_schema
+run_check the_admission_policy_holds_moatd_to_its_own_node policy_cel
 run_check deploy_passes_yamllint deploy_lint
 run_check deploy_asks_of_moatd_what_it_accepts deploy_moatd
 run_check unit_passes_systemd_analyze_verify unit_verify

@@ -175,6 +175,14 @@ void stub_pod_ex(const char *uid, const char *ns, const char *name,
 		 const char *labels, const char *priority_class, int priority,
 		 const char *owner_kind, const char *containers)
 {
+	stub_pod_meta(uid, ns, name, labels, priority_class, priority, owner_kind, "",
+		      containers);
+}
+
+void stub_pod_meta(const char *uid, const char *ns, const char *name,
+		   const char *labels, const char *priority_class, int priority,
+		   const char *owner_kind, const char *meta, const char *containers)
+{
 	char statuses[4096] = "", owners[256] = "", cname[64], cid[80];
 	const char *p = containers;
 	size_t n = 0;
@@ -194,10 +202,10 @@ void stub_pod_ex(const char *uid, const char *ns, const char *name,
 	put_pod(uid, false, format(
 		"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"%s\","
 		"\"namespace\":\"%s\",\"uid\":\"%s\",\"resourceVersion\":\"@RV@\","
-		"\"labels\":{%s}%s},\"spec\":{\"nodeName\":\"" NODE "\"%s%s%s,"
+		"\"labels\":{%s}%s%s%s},\"spec\":{\"nodeName\":\"" NODE "\"%s%s%s,"
 		"\"priority\":%d,\"containers\":[]},\"status\":{\"phase\":\"Running\","
 		"\"qosClass\":\"Burstable\",\"containerStatuses\":[%s]}}",
-		name, ns, uid, labels, owners,
+		name, ns, uid, labels, owners, *meta ? "," : "", meta,
 		*priority_class ? ",\"priorityClassName\":\"" : "",
 		priority_class, *priority_class ? "\"" : "", priority, statuses));
 }
@@ -365,6 +373,32 @@ int stub_posts(const char *what, const char *name)
 }
 
 /*
+ * Under the lock: whether an eviction's precondition (deleteOptions'
+ * preconditions.uid), if any, is the UID of the pod @ns/@name the stub
+ * has now: the API server refuses it with 409 otherwise.
+ */
+static bool uid_holds(const char *ns, const char *name, const char *body)
+{
+	const char *want = strstr(body, "\"preconditions\":{\"uid\":\"");
+	char key[400];
+	size_t i;
+
+	if (!want)
+		return true;
+	want += strlen("\"preconditions\":{\"uid\":\"");
+	snprintf(key, sizeof(key), "\"name\":\"%s\",\"namespace\":\"%s\",\"uid\":\"", name, ns);
+	for (i = 0; i < stub.nr_pods; i++) {
+		const char *at = strstr(stub.pods[i].json, key);
+
+		size_t n = strcspn(want, "\"");
+
+		if (at)
+			return !strncmp(at + strlen(key), want, n) && at[strlen(key) + n] == '"';
+	}
+	return true;
+}
+
+/*
  * POST /api/v1/namespaces/<ns>/pods/<name>/eviction, a policy/v1
  * Eviction of that pod; POST /api/v1/namespaces/<ns>/events.
  */
@@ -400,6 +434,8 @@ static enum MHD_Result namespaced(struct MHD_Connection *c, const char *url,
 		stub.evict_n--;
 		code = stub.evict_status;
 	}
+	if (code / 100 == 2 && !uid_holds(ns, name, r->body))
+		code = 409;
 	if (code / 100 == 2)
 		fn = stub.on_evict;
 	pthread_mutex_unlock(&stub.lock);
@@ -409,7 +445,8 @@ static enum MHD_Result namespaced(struct MHD_Connection *c, const char *url,
 		return stub_reply(c, code, "{\"kind\":\"Status\",\"apiVersion\":\"v1\","
 				  "\"metadata\":{},\"status\":\"Success\",\"code\":201}");
 	return stub_status(c, code, code == 429 ? "TooManyRequests" :
-				    code == 404 ? "NotFound" : "InternalError");
+				    code == 404 ? "NotFound" :
+				    code == 409 ? "Conflict" : "InternalError");
 }
 
 unsigned long stub_rv(void)

@@ -67,6 +67,10 @@ void stub_pod(const char *uid, const char *ns, const char *name,
 void stub_pod_ex(const char *uid, const char *ns, const char *name,
 		 const char *labels, const char *priority_class, int priority,
 		 const char *owner_kind, const char *containers);
+/* The same with more members of its metadata, @meta ("": none). */
+void stub_pod_meta(const char *uid, const char *ns, const char *name,
+		   const char *labels, const char *priority_class, int priority,
+		   const char *owner_kind, const char *meta, const char *containers);
 /* A pod on another node: listed only without the field selector. */
 void stub_pod_elsewhere(const char *uid, const char *ns, const char *name);
 void stub_pod_delete(const char *uid);

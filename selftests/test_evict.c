@@ -71,3 +71,21 @@ Test(evict, at_most_max_in_ten_minutes)
 	cr_expect(moat_evict_allowed(at, 4, 2, 1600), "the first is ten minutes old");
 	cr_expect_not(moat_evict_allowed(at, 4, 0, 5000), "max 0: none");
 }
+
+/*
+ * At evict/max_per_10min's highest value the memory of evictions holds
+ * them all: one more, as moatd records them in a ring, is refused.
+ */
+Test(evict, the_rate_holds_at_the_knobs_highest_value)
+{
+	double at[MOAT_EVICT_RATE_MAX] = { 0 };
+	unsigned int i, next = 0;
+
+	for (i = 0; i < MOAT_EVICT_RATE_MAX; i++) {
+		cr_assert(moat_evict_allowed(at, MOAT_EVICT_RATE_MAX, MOAT_EVICT_RATE_MAX,
+					     1000 + i), "eviction %u refused", i + 1);
+		at[next++ % MOAT_EVICT_RATE_MAX] = 1000 + i;
+	}
+	cr_expect_not(moat_evict_allowed(at, MOAT_EVICT_RATE_MAX, MOAT_EVICT_RATE_MAX, 1200),
+		      "one more than %d in ten minutes", MOAT_EVICT_RATE_MAX);
+}

@@ -65,9 +65,9 @@ static struct MHD_Daemon *start(const char *mode, unsigned int mem_pct, const ch
 		kube_add_pod(&node, &pods[i], (int)i + 1);
 	api = stub_start();
 	stub_pod_ex(WEB_UID, "shop", "web", "\"moat.io/class\":\"lc\"", "", 1000, "", "");
-	stub_pod_ex(LOW_UID, "batch", "low", "", "", -10, "", "");
-	stub_pod_ex(ETL_UID, "batch", "etl", "\"moat.io/class\":\"be\"", "", 0, "", "");
-	stub_pod_ex(ETL2_UID, "batch", "etl2", "\"moat.io/class\":\"be\"", "", 0, "", "");
+	stub_pod_ex(LOW_UID, "batch", "low", "", "", -10, "ReplicaSet", "");
+	stub_pod_ex(ETL_UID, "batch", "etl", "\"moat.io/class\":\"be\"", "", 0, "Job", "");
+	stub_pod_ex(ETL2_UID, "batch", "etl2", "\"moat.io/class\":\"be\"", "", 0, "Job", "");
 	stub_pod_ex(DS_UID, "kube-system", "agent", "", "", -100, "DaemonSet", "");
 	snprintf(conf, sizeof(conf),
 		 "period_ms = 100\nhttp/listen = 127.0.0.1:0\nkube/publish = 0\n"
@@ -95,6 +95,8 @@ Test(moatd, be_pods_are_evicted_in_order_through_the_api_with_an_event, .timeout
 			    NULL, &r, 15000), "no eviction of batch/low");
 	cr_expect(strstr(r.body, "\"apiVersion\":\"policy/v1\"") &&
 		  strstr(r.body, "\"kind\":\"Eviction\""), "%s", r.body);
+	cr_expect(strstr(r.body, "\"deleteOptions\":{\"preconditions\":{\"uid\":\"" LOW_UID
+			 "\"}}"), "no UID precondition: %s", r.body);
 	cr_expect_str_eq(r.auth, "Bearer t0ken-123");
 	cr_expect(wait_stub("POST", "/api/v1/namespaces/batch/events", "\"reason\":\"MoatEviction\"",
 			    NULL, &r, 5000), "no Event");
@@ -149,13 +151,22 @@ Test(moatd, eviction_faults_429_404_500_401_a_timeout_and_a_pod_that_stays, .tim
 	struct stub_req r;
 
 	stub_on_evict(NULL);
-	api = start("on", 100, "evict/max_per_10min = 20\n");
-	/* a disruption budget says no, once: asked again after 5 s */
+	api = start("on", 100, "evict/max_per_10min = 20\nevict/stuck_s = 3\n");
+	/* a disruption budget says no: that pod is left alone, the next goes */
 	stub_evict_answer(429, 1);
 	cr_expect(wait_log("a disruption budget refuses it now (429)", 1, 15000), "429");
 	cr_expect(wait_knob("evict/refused", "1\n", 20), "%s", out);
-	cr_expect(wait_log("evict: pod batch/low evicted", 1, 15000), "not asked again");
-	/* accepted, but the pod stays (no kubelet here): counted, another goes */
+	cr_expect(wait_log("evict: pod batch/etl evicted", 1, 15000),
+		  "the next candidate did not go after a 429");
+	cr_expect_eq(stub_count("POST", "/api/v1/namespaces/batch/pods/low/eviction", NULL), 1,
+		     "the pod a budget keeps was asked for again at once");
+	/*
+	 * Accepted, but the pod stays (no kubelet here): none other goes
+	 * while it leaves, and after evict/stuck_s it is counted and another
+	 * may go; it is never asked for again.
+	 */
+	sleep_ms(1500);		/* past the cooldown, short of evict/stuck_s */
+	cr_expect_eq(stub_posts("eviction", ""), 2, "another went while batch/etl leaves");
 	cr_expect(wait_log("is still here", 1, 10000), "a pod that stayed was not said");
 	cr_expect(wait_knob("evict/stuck", "1\n", 20), "%s", out);
 	/* 500, then a 401 after the token rotated: failures, asked again */
@@ -165,10 +176,12 @@ Test(moatd, eviction_faults_429_404_500_401_a_timeout_and_a_pod_that_stays, .tim
 	cr_expect(wait_log("not evicted (HTTP 500)", 1, 15000), "500");
 	stub_evict_answer(401, 1);
 	cr_expect(wait_log("not evicted (HTTP 401)", 1, 20000), "401");
-	cr_expect(wait_stub("POST", "/api/v1/namespaces/batch/pods/etl/eviction", NULL, NULL,
-			    &r, 1000) || wait_stub("POST", "/api/v1/namespaces/batch/pods/low/eviction",
-						   NULL, NULL, &r, 1000), "no eviction seen");
-	cr_expect_str_eq(r.auth, "Bearer t0ken-456", "the rotated token was not read");
+	/* the 500 and the 401 went to batch/low or batch/etl2, whichever was free */
+	cr_expect((stub_seen("POST", "/api/v1/namespaces/batch/pods/low/eviction", NULL, NULL,
+			     &r) && !strcmp(r.auth, "Bearer t0ken-456")) ||
+		  (stub_seen("POST", "/api/v1/namespaces/batch/pods/etl2/eviction", NULL, NULL,
+			     &r) && !strcmp(r.auth, "Bearer t0ken-456")),
+		  "the rotated token was not read");
 	/* no answer within moatd's 10 s: a failure, asked again */
 	stub_evict_delay(12000);
 	cr_expect(wait_log("not evicted (no answer", 1, 40000), "the timeout was not said");
@@ -181,6 +194,8 @@ Test(moatd, eviction_faults_429_404_500_401_a_timeout_and_a_pod_that_stays, .tim
 	/* the API server away: nothing evicted, moatd goes on */
 	stub_stop(api);
 	cr_expect(wait_log("not evicted (no answer", 2, 60000), "the API away was not said");
+	cr_expect_eq(stub_count("POST", "/api/v1/namespaces/batch/pods/etl/eviction", NULL), 1,
+		     "a pod whose eviction was accepted was asked for again");
 	cr_assert_eq(ctl(out, err, "get", "cycle_us", NULL), 0, "moatd went away: %s", err);
 	stop(&daemon_pid);
 }
@@ -309,6 +324,121 @@ Test(moatd, the_pods_memory_under_kubepods_limit_decides_eviction, .timeout = 90
 	cr_assert_eq(http_get(http_port(), "/metrics", page, sizeof(page), &body), 200);
 	cr_expect(strstr(body, "\nmoat_pods_memory_limit_bytes 50331648\n"), "the metric");
 	tcg_kill(hog);
+	stop(&daemon_pid);
+	stub_stop(api);
+}
+
+/*
+ * The pods eviction must never take, each of a lower priority than the
+ * one it may take, so that any rule missing would make its pod the
+ * first to go: an LC pod, a bare pod (no controller: evicted is gone for
+ * good), one in kube-system, a static pod's mirror, a DaemonSet's, one
+ * already leaving (deletionTimestamp), moat's own ($POD_UID); then one
+ * of system-cluster-critical's priority, which sorts last, alone with
+ * what it may not take once the first has gone.  With evict/bare_pods 1
+ * the bare pod goes too.
+ */
+#define SOLO_UID	"a0000000-0000-0000-0000-000000000001"
+#define DNS_UID		"a0000000-0000-0000-0000-000000000002"
+#define CRIT_UID	"a0000000-0000-0000-0000-000000000003"
+#define STATIC_UID	"a0000000-0000-0000-0000-000000000004"
+#define AGENT_UID	"a0000000-0000-0000-0000-000000000005"
+#define LEAVING_UID	"a0000000-0000-0000-0000-000000000006"
+#define SELF_UID	"a0000000-0000-0000-0000-000000000007"
+#define JOB_UID		"a0000000-0000-0000-0000-000000000008"
+#define LC_UID		"a0000000-0000-0000-0000-000000000009"
+
+static struct kube_pod never[] = {
+	{ .uid = LC_UID, .tier = KUBE_BURSTABLE, .shares = 512 },
+	{ .uid = SOLO_UID, .tier = KUBE_BESTEFFORT },
+	{ .uid = DNS_UID, .tier = KUBE_BESTEFFORT },
+	{ .uid = STATIC_UID, .tier = KUBE_BESTEFFORT },
+	{ .uid = AGENT_UID, .tier = KUBE_BESTEFFORT },
+	{ .uid = LEAVING_UID, .tier = KUBE_BESTEFFORT },
+	{ .uid = SELF_UID, .tier = KUBE_BESTEFFORT },
+	{ .uid = CRIT_UID, .tier = KUBE_BESTEFFORT },
+	{ .uid = JOB_UID, .tier = KUBE_BESTEFFORT },
+};
+
+/* As kubelet: the evicted pod's cgroups go. */
+static void kill_never(const char *ns, const char *name)
+{
+	static const char *const names_never[] = {
+		"web", "solo", "dns", "static", "agent", "leaving", "moat-self", "crit", "job",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(never) / sizeof(never[0]); i++)
+		if (!strcmp(names_never[i], name)) {
+			if (rmdir(never[i].ctr.dir) || rmdir(never[i].pod.dir))
+				fprintf(stderr, "kill_never %s: %s\n", name, strerror(errno));
+			stub_pod_delete(never[i].uid);
+		}
+}
+
+Test(moatd, eviction_never_takes_the_pods_it_must_not, .timeout = 90)
+{
+	static const char *pod_uid = "POD_UID=" SELF_UID;
+	struct MHD_Daemon *api;
+	struct stub_req r;
+	size_t i;
+	int n;
+
+	stop(&daemon_pid);
+	stub_on_evict(NULL);
+	kube_node(&node, false);
+	for (i = 0; i < sizeof(never) / sizeof(never[0]); i++)
+		kube_add_pod(&node, &never[i], (int)i + 1);
+	api = stub_start();
+	for (n = 0; moatd_env[n]; n++)
+		;
+	moatd_env[n] = pod_uid;
+	moatd_env[n + 1] = NULL;
+	stub_pod_ex(LC_UID, "shop", "web", "\"moat.io/class\":\"lc\"", "", -1000, "ReplicaSet", "");
+	stub_pod_ex(SOLO_UID, "batch", "solo", "", "", -100, "", "");
+	stub_pod_ex(DNS_UID, "kube-system", "dns", "", "", -100, "ReplicaSet", "");
+	stub_pod_meta(STATIC_UID, "batch", "static", "", "", -100, "Node",
+		      "\"annotations\":{\"kubernetes.io/config.mirror\":\"0f1e\"}", "");
+	stub_pod_ex(AGENT_UID, "batch", "agent", "", "", -100, "DaemonSet", "");
+	stub_pod_meta(LEAVING_UID, "batch", "leaving", "", "", -100, "ReplicaSet",
+		      "\"deletionTimestamp\":\"2026-12-05T00:00:00Z\"", "");
+	stub_pod_ex(SELF_UID, "batch", "moat-self", "", "", -100, "ReplicaSet", "");
+	stub_pod_ex(CRIT_UID, "batch", "crit", "", "system-cluster-critical", 2000000000,
+		    "ReplicaSet", "");
+	stub_pod_ex(JOB_UID, "batch", "job", "", "", 0, "Job", "");
+	start_with_config("evict.conf", "period_ms = 100\nhttp/listen = \nkube/publish = 0\n"
+			  "mode = enforce\nevict/mode = on\nevict/memory_available_pct = 100\n"
+			  "evict/memory_release_pct = 100\nevict/memory_periods = 2\n"
+			  "evict/memory_after_high = 0\nevict/cooldown_s = 1\n"
+			  "evict/stuck_s = 1\n");
+	moatd_env[0] = NULL;
+	stub_on_evict(kill_never);
+
+	cr_expect(wait_stub("POST", "/api/v1/namespaces/batch/pods/job/eviction", NULL, NULL,
+			    &r, 20000), "the one pod that may go did not");
+	/* the critical pod is now the first; it must stay, as all the others */
+	cr_expect(wait_knob("groups/" CRIT_UID "/class", "be", 20), "%s", out);
+	sleep_ms(3000);		/* three cooldowns, and stuck_s, past */
+	cr_expect_eq(stub_posts("eviction", ""), 1, "%d evictions: one that must not go went",
+		     stub_posts("eviction", ""));
+	for (i = 0; i < sizeof(never) / sizeof(never[0]) - 1; i++) {
+		char path[128];
+
+		snprintf(path, sizeof(path), "groups/%s/name", never[i].uid);
+		if (!ctl(out, err, "get", path, NULL)) {
+			out[strcspn(out, "\n")] = '\0';
+			cr_expect_eq(stub_posts("eviction", strchr(out, '/') + 1), 0,
+				     "%s was evicted", out);
+		}
+	}
+	cr_assert_eq(ctl(out, err, "get", "evict/candidates", NULL), 0, "%s", err);
+	cr_expect_str_eq(out, "\n", "candidates: %s", out);
+
+	/* bare pods where the admin allows them */
+	set_runtime("evict/bare_pods", "1");
+	cr_expect(wait_stub("POST", "/api/v1/namespaces/batch/pods/solo/eviction", NULL, NULL,
+			    &r, 20000), "a bare pod did not go with evict/bare_pods 1");
+	cr_expect_eq(stub_posts("eviction", ""), 2, "%d evictions", stub_posts("eviction", ""));
 	stop(&daemon_pid);
 	stub_stop(api);
 }

@@ -57,8 +57,9 @@ Test(moatd, no_answer_of_the_api_server_crashes_moatd)
 		"",					/* no body at all */
 		"not JSON",
 		"{\"kind\":\"PodList\",\"items\":5}",	/* the wrong type */
-		"{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"9\"},"
-		"\"items\":[{\"metadata\":{\"uid\":",	/* cut off */
+		/* cut off */
+		("{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"9\"},"
+		 "\"items\":[{\"metadata\":{\"uid\":"),
 	};
 	static const char *const nodes[] = {
 		"",

@@ -134,9 +134,26 @@ Test(moatd, pods_are_named_and_classed_from_the_api_server, .timeout = 90)
 	set_runtime("classes/priority/batch", "batch-* be");
 	stub_pod(WEB_UID, "shop", "frontend-7d9f", "", "batch-low", "web=" WEB_CTR);
 	expect_class(WEB_UID, "be\n", "priority:batch");
+	/*
+	 * The label may only lower what the admin's rules give (lc, none,
+	 * be) outside classes/label_namespaces: none on a pod the rule
+	 * makes be is a raise, refused and said once; in a namespace listed
+	 * there it is taken.  lc on a batch pod likewise.
+	 */
 	stub_pod(WEB_UID, "shop", "frontend-7d9f", "\"moat.io/class\":\"none\"",
 		 "batch-low", "web=" WEB_CTR);
+	cr_expect(wait_log("pod shop/frontend-7d9f: label moat.io/class=none ignored", 1, 5000),
+		  "a label that raises the class was not refused");
+	expect_class(WEB_UID, "be\n", "priority:batch");
+	stub_pod(ETL_UID, "batch", "etl-1", "\"moat.io/class\":\"lc\"", "batch-low",
+		 "etl=" ETL_CTR);
+	cr_expect(wait_log("pod batch/etl-1: label moat.io/class=lc ignored", 1, 5000),
+		  "a batch pod labelled lc was not refused");
+	expect_class(ETL_UID, "be\n", "priority:batch");
+	set_runtime("classes/label_namespaces", "shop");
 	expect_class(WEB_UID, "none\n", "label:moat.io/class");
+	expect_class(ETL_UID, "be\n", "priority:batch");
+	cr_expect_eq(log_count("label moat.io/class=lc ignored"), 1, "said again");
 	set_runtime("groups/" WEB_UID "/class", "lc");
 	expect_class(WEB_UID, "lc\n", "override");
 	set_runtime("groups/" WEB_UID "/class", "auto");

@@ -12,6 +12,11 @@
 #                            nginx package starts its own service on port
 #                            80; the benchmark runs a private instance)
 #
+# And from the npm registry, where Node.js 20.19 or later is installed: the
+# CEL evaluator make check runs deploy/policy/'s admission policy with
+# (@marcbachmann/cel-js, pinned; npm checks it against the registry's
+# integrity hash), in /usr/local/lib/moat-ci.
+#
 # The tests run Debian's prometheus (and its promtool) as a private
 # instance on a free loopback port.  The package starts a service of its
 # own on port 9090 of every address: when this script installed it, it
@@ -41,6 +46,25 @@ if [ "${1:-}" = "--bench" ]; then
 	shift
 fi
 
+CEL_JS_VERSION=8.0.0
+CEL_JS_DIR=/usr/local/lib/moat-ci
+cel_js() {
+	[ -e "$CEL_JS_DIR/node_modules/@marcbachmann/cel-js/package.json" ] &&
+		grep -q "\"version\": \"$CEL_JS_VERSION\"" \
+			"$CEL_JS_DIR/node_modules/@marcbachmann/cel-js/package.json" && return 0
+	command -v node >/dev/null && command -v npm >/dev/null || return 0
+	node -e 'const [a, b] = process.versions.node.split(".").map(Number);
+		 process.exit(a > 20 || (a == 20 && b >= 19) ? 0 : 1)' || return 0
+	if [ "${1:-}" = "--check" ]; then
+		echo "missing from the npm registry: @marcbachmann/cel-js@$CEL_JS_VERSION"
+		return 1
+	fi
+	echo "deps.sh: installing @marcbachmann/cel-js@$CEL_JS_VERSION in $CEL_JS_DIR"
+	mkdir -p "$CEL_JS_DIR"
+	npm install --no-audit --no-fund --silent --prefix "$CEL_JS_DIR" \
+		"@marcbachmann/cel-js@$CEL_JS_VERSION"
+}
+
 missing=
 for p in $PACKAGES; do
 	status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
@@ -51,7 +75,9 @@ for p in $PACKAGES; do
 done
 
 if [ -z "$missing" ]; then
-	exit 0
+	[ "$(id -u)" -ne 0 ] && [ "${1:-}" != "--check" ] && exit 0
+	cel_js "${1:-}"
+	exit
 fi
 if [ "${1:-}" = "--check" ]; then
 	echo "missing packages:$missing"
@@ -76,3 +102,4 @@ case " $missing " in
 	fi
 	;;
 esac
+cel_js

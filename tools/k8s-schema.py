@@ -21,6 +21,8 @@ KINDS = [
     ("v1", "Service"), ("apps/v1", "DaemonSet"),
     ("rbac.authorization.k8s.io/v1", "ClusterRole"),
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"),
 ]
 EITHER = {
     "io.k8s.apimachinery.pkg.util.intstr.IntOrString": ["string", "integer"],

@@ -41,6 +41,12 @@ bool moat_evict_memory(struct moat_evict_mem *st, double avail_pct,
 		       unsigned int threshold_pct, unsigned int release_pct,
 		       unsigned int periods, bool exhausted);
 
+/*
+ * The most evictions evict/max_per_10min allows, and so the times the
+ * rate limit must remember: a shorter memory would let any more through.
+ */
+#define MOAT_EVICT_RATE_MAX	100
+
 /**
  * moat_evict_allowed() - whether one more eviction at @now (s) keeps to
  * @max in any 600 s, given the times of the last ones in @at (@n of them,

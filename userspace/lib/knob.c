@@ -480,3 +480,39 @@ void moat_knob_expects(const struct moat_knob *k, char *buf, size_t len)
 	}
 	snprintf(buf, len, "read-only");
 }
+
+int moat_knob_check_names(const struct moat_knob *k, const char *val, char *why,
+			  size_t len)
+{
+	size_t i;
+
+	if (!strcmp(val, "*"))
+		return 0;
+	for (i = 0; val[i]; i++) {
+		char c = val[i];
+
+		if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')
+			continue;
+		if (c == ' ' && i && val[i - 1] != ' ' && val[i + 1])
+			continue;
+		snprintf(why, len, "'%c' at %zu: names of [a-z0-9-], one space between, or *",
+			 c, i + 1);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+bool moat_names_has(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p = list;
+
+	if (!strcmp(list, "*"))
+		return true;
+	while (n && (p = strstr(p, name))) {
+		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
+			return true;
+		p += n;
+	}
+	return false;
+}

@@ -175,4 +175,13 @@ bool moat_knob_path_valid(const char *path);
  */
 bool moat_value_valid(const char *val);
 
+/**
+ * moat_knob_check_names() - a MOAT_KNOB_STRING check: Kubernetes names
+ * (namespaces: [a-z0-9-]), one space between, or "*" for all; "" none.
+ */
+int moat_knob_check_names(const struct moat_knob *k, const char *val, char *why,
+			  size_t len);
+/* Whether @name is in @list, as moat_knob_check_names() takes it. */
+bool moat_names_has(const char *list, const char *name);
+
 #endif /* MOAT_KNOB_H */

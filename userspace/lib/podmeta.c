@@ -138,7 +138,10 @@ static int label_class(json_object *labels, struct moat_pod_meta *p, char *why,
 	return 0;
 }
 
-/* Who owns it, for eviction: never a DaemonSet's pod, never a static one. */
+/*
+ * Who owns it, for eviction: never a DaemonSet's pod, never a static
+ * one, a bare one (no controller makes it again) only where allowed.
+ */
 static void owners(json_object *meta, struct moat_pod_meta *p)
 {
 	json_object *refs = member(meta, "ownerReferences", json_type_array);
@@ -146,13 +149,17 @@ static void owners(json_object *meta, struct moat_pod_meta *p)
 	size_t i, n = refs ? json_object_array_length(refs) : 0;
 
 	for (i = 0; i < n; i++) {
-		json_object *kind = member(json_object_array_get_idx(refs, i), "kind",
-					   json_type_string);
+		json_object *ref = json_object_array_get_idx(refs, i);
+		json_object *kind = member(ref, "kind", json_type_string);
+		json_object *ctl = member(ref, "controller", json_type_boolean);
 
 		if (kind && !strcmp(json_object_get_string(kind), "DaemonSet"))
 			p->daemonset = true;
+		if (ctl && json_object_get_boolean(ctl))
+			p->controlled = true;
 	}
 	p->mirror = ann && json_object_object_get_ex(ann, "kubernetes.io/config.mirror", &v);
+	p->terminating = member(meta, "deletionTimestamp", json_type_string) != NULL;
 }
 
 static void containers(json_object *status, const char *key,

@@ -41,6 +41,8 @@ struct moat_pod_meta {
 	int label_class;	/* enum moat_class, or MOAT_POD_LABEL_NONE/BAD */
 	bool daemonset;		/* an ownerReference of kind DaemonSet */
 	bool mirror;		/* a static pod's mirror (kubernetes.io/config.mirror) */
+	bool controlled;	/* an ownerReference with controller true: made again */
+	bool terminating;	/* metadata.deletionTimestamp: on its way out */
 	char label_value[MOAT_POD_CTR_NAME_MAX];	/* a bad value, cut, for the log */
 	size_t nr_containers;
 	struct moat_pod_container c[MOAT_POD_CONTAINERS];

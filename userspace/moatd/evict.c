@@ -3,9 +3,13 @@
  * Eviction, the last resort (evict.h).
  *
  * Who may go: a pod (a unit, never a container or a rule's cgroup) of
- * class be whose metadata came from the API server (pods.c), owned by no
- * DaemonSet (moat's own pod is one) and no static pod's mirror.  Never an
- * LC pod, never one not classed, never one not known.  The first to go:
+ * class be whose metadata came from the API server (pods.c), made again
+ * by a controller (a bare pod evicted is gone for good: only with
+ * evict/bare_pods), and not leaving already.  Never an LC pod, never one
+ * not classed, never one not known; never a DaemonSet's pod, a static
+ * pod's mirror, moat's own ($POD_UID), one of priority 2000000000 or more
+ * (system-node-critical, system-cluster-critical), nor one in the
+ * namespaces of evict/never_namespaces (kube-system).  The first to go:
  * the lowest priority, then the largest memory user (lib/evict.c).
  *
  * When: the node's memory available (or the pods' under kubepods' limit,
@@ -20,12 +24,17 @@
  * evict/max_per_10min in ten minutes.
  *
  * How: POST /api/v1/namespaces/<ns>/pods/<name>/eviction with a
- * policy/v1 Eviction, then an Event on the pod (reason MoatEviction, the
- * figure that decided).  201/200 is evicted; 404 is gone already, as
- * good; 429 is a PodDisruptionBudget saying not now: the same decision is
- * taken again after a doubling backoff; anything else is logged and
- * retried likewise.  A pod whose eviction was accepted but which is still
- * there a cooldown later is counted (evict/stuck) and another may go.
+ * policy/v1 Eviction whose deleteOptions hold the pod's UID as a
+ * precondition (a pod made again under the same name since is not the
+ * one decided on: the API server says 409), then an Event on the pod
+ * (reason MoatEviction, the figure that decided).  201/200 is evicted;
+ * 404 is gone already, as good; 429 is a PodDisruptionBudget saying not
+ * now: that pod is left alone for a doubling while and the next
+ * candidate may go; anything else is logged and retried after a
+ * doubling backoff.  A pod whose eviction was accepted is never asked
+ * for again, and none other goes while it leaves: until its cgroup is
+ * gone, or for evict/stuck_s, after which it is counted (evict/stuck)
+ * and another may go.
  * Requests block, so they run in a thread of their own; the loop hands it
  * one pod at a time and reads its answer at the next decision.
  *
@@ -47,8 +56,10 @@
 #include "kubeapi.h"
 #include "log.h"
 
-#define RECENT		32
 #define LAST		8
+#define ASKED_MAX	64	/* pods accepted for eviction, still here */
+#define SKIP_MAX	64	/* pods a disruption budget keeps, for now */
+#define CRITICAL_PRIORITY 2000000000LL	/* system-cluster-critical and up */
 #define RETRY_MIN_S	5
 #define RETRY_MAX_S	300
 
@@ -83,22 +94,37 @@ struct evict_last {
 	char result[48];
 };
 
+/* A pod the policy remembers by UID, with a time (CLOCK_MONOTONIC, s). */
+struct evict_pod {
+	char uid[MOAT_POD_UID_MAX];
+	double at;		/* asked: accepted at; skipped: until */
+	double wait;		/* skipped: the last wait, doubled each time */
+	bool stuck;		/* asked: counted as stuck already */
+};
+
 struct evict_mod {
 	/* knobs */
 	unsigned int mode, mem_pct, release_pct, mem_periods, after_high;
 	unsigned int cooldown_s, max_per_10min, cpu, cpu_starved_s;
+	unsigned int bare_pods, stuck_s;
+	char never_ns[256];		/* evict/never_namespaces */
+	char self_uid[MOAT_POD_UID_MAX];	/* $POD_UID: moat's own pod */
 	/* the policy's state */
 	struct moat_evict_mem mem;
 	double last_s;			/* CLOCK_MONOTONIC of the last decision */
-	double recent[RECENT];		/* of the last evictions asked for */
+	double recent[MOAT_EVICT_RATE_MAX];	/* of the last evictions asked for */
 	unsigned int next_recent;
-	double retry_s, retry_wait;	/* after a refusal or failure */
-	bool said_rate, said_unavailable;
-	/* the pod in flight, then the one that should be leaving */
+	double retry_s, retry_wait;	/* after a failure */
+	bool said_rate, said_unavailable, said_full;
+	/* the pod in flight */
 	bool in_flight;
 	struct evict_req flight;
-	char leaving[MOAT_POD_UID_MAX];
-	double leaving_s;
+	/* pods accepted for eviction and not gone yet: never asked again */
+	struct evict_pod asked[ASKED_MAX];
+	size_t nr_asked;
+	/* pods a disruption budget refused: left alone until their time */
+	struct evict_pod skip[SKIP_MAX];
+	size_t nr_skip;
 	/* counters and the record */
 	unsigned long long count[EVICT_REASONS][2], refused, stuck, errors;
 	struct evict_last last[LAST];
@@ -188,10 +214,13 @@ static long post_eviction(struct evictor *ev, const struct evict_req *r)
 		 r->name);
 	snprintf(body, sizeof(body),
 		 "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\","
-		 "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"}}", r->name, r->ns);
+		 "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},"
+		 "\"deleteOptions\":{\"preconditions\":{\"uid\":\"%s\"}}}",
+		 r->name, r->ns, r->uid);
 	status = kube_api_request(&ev->api, "POST", path, "application/json", body,
 				  1 << 20, false, &resp);
-	if (!kube_api_ok(status) && status != 404 && status != 429 && status >= 0)
+	if (!kube_api_ok(status) && status != 404 && status != 409 && status != 429 &&
+	    status >= 0)
 		pr_warn("evict: pod %s/%s: HTTP %ld: %.200s", r->ns, r->name, status,
 			resp ? resp : "");
 	free(resp);
@@ -308,13 +337,47 @@ static struct moatd_group *pod_by_uid(const struct moatd *d, const char *uid)
 	return NULL;
 }
 
+/* @uid's entry in @v (@n of them), or NULL. */
+static struct evict_pod *pod_in(struct evict_pod *v, size_t n, const char *uid)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(v[i].uid, uid))
+			return &v[i];
+	return NULL;
+}
+
+/* A 429 for the pod in flight: left alone a doubling while, others may go. */
+static void skip_pod(struct evict_mod *vm, double now)
+{
+	struct evict_pod *p = pod_in(vm->skip, vm->nr_skip, vm->flight.uid);
+	size_t i, old = 0;
+
+	if (!p && vm->nr_skip < SKIP_MAX) {
+		p = &vm->skip[vm->nr_skip++];
+		*p = (struct evict_pod){ .wait = 0 };
+	} else if (!p) {
+		for (i = 1; i < vm->nr_skip; i++)	/* the one free the soonest */
+			if (vm->skip[i].at < vm->skip[old].at)
+				old = i;
+		p = &vm->skip[old];
+		*p = (struct evict_pod){ .wait = 0 };
+	}
+	snprintf(p->uid, sizeof(p->uid), "%s", vm->flight.uid);
+	p->wait = p->wait ? fmin(p->wait * 2, RETRY_MAX_S) : RETRY_MIN_S;
+	p->at = now + p->wait;
+}
+
 /* The thread's answer to the pod in flight, if it came. */
 static void take_answer(struct moatd *d, struct evict_mod *vm)
 {
 	struct evictor *ev = vm->ev;
+	double now = moatd_mono_s();
 	bool done;
 	long status = -1;
 	bool event = false;
+	struct evict_pod *s;
 
 	if (!vm->in_flight || !ev)
 		return;
@@ -335,57 +398,93 @@ static void take_answer(struct moatd *d, struct evict_mod *vm)
 			kube_api_ok(status) && !event ? "; its Event was not recorded" : "");
 		vm->count[vm->flight.reason][0]++;
 		remember(vm, &vm->flight, status == 404 ? "gone" : "evicted");
-		vm->recent[vm->next_recent++ % RECENT] = moatd_mono_s();
+		vm->recent[vm->next_recent++ % MOAT_EVICT_RATE_MAX] = now;
 		vm->retry_wait = 0;
-		if (status != 404) {
-			snprintf(vm->leaving, sizeof(vm->leaving), "%s", vm->flight.uid);
-			vm->leaving_s = moatd_mono_s();
+		s = pod_in(vm->skip, vm->nr_skip, vm->flight.uid);
+		if (s)
+			*s = vm->skip[--vm->nr_skip];
+		/* it leaves; until its cgroup is gone it is never asked for again */
+		if (status != 404 && vm->nr_asked < ASKED_MAX) {
+			struct evict_pod *a = &vm->asked[vm->nr_asked++];
+
+			*a = (struct evict_pod){ .at = now };
+			snprintf(a->uid, sizeof(a->uid), "%s", vm->flight.uid);
 		}
+		return;
+	}
+	if (status == 429) {
+		vm->refused++;
+		skip_pod(vm, now);
+		remember(vm, &vm->flight, "refused (429: a disruption budget)");
+		pr_info("evict: pod %s/%s: a disruption budget refuses it now (429): left alone %.0f s, the next may go",
+			vm->flight.ns, vm->flight.name,
+			pod_in(vm->skip, vm->nr_skip, vm->flight.uid)->wait);
 		return;
 	}
 	vm->retry_wait = vm->retry_wait ? fmin(vm->retry_wait * 2, RETRY_MAX_S) :
 					  RETRY_MIN_S;
-	vm->retry_s = moatd_mono_s() + vm->retry_wait;
-	if (status == 429) {
-		vm->refused++;
-		remember(vm, &vm->flight, "refused (429: a disruption budget)");
-		pr_info("evict: pod %s/%s: a disruption budget refuses it now (429); again in %.0f s",
-			vm->flight.ns, vm->flight.name, vm->retry_wait);
-	} else {
-		vm->errors++;
-		remember(vm, &vm->flight, status < 0 ? "failed (no answer)" : "failed");
-		pr_warn("evict: pod %s/%s not evicted (%s %ld); again in %.0f s",
-			vm->flight.ns, vm->flight.name, status < 0 ? "no answer" : "HTTP",
-			status, vm->retry_wait);
-	}
+	vm->retry_s = now + vm->retry_wait;
+	vm->errors++;
+	remember(vm, &vm->flight, status == 409 ? "failed (409: not the pod decided on)" :
+		 status < 0 ? "failed (no answer)" : "failed");
+	pr_warn("evict: pod %s/%s not evicted (%s %ld%s); again in %.0f s",
+		vm->flight.ns, vm->flight.name, status < 0 ? "no answer" : "HTTP",
+		status, status == 409 ? ": its UID is not the one decided on" : "",
+		vm->retry_wait);
 }
 
-/* A pod whose eviction was accepted: gone, or counted as stuck. */
+/*
+ * The pods accepted for eviction: a pod whose cgroup is gone is
+ * forgotten; while one leaves, younger than evict/stuck_s, none other
+ * goes.  One older is counted as stuck once, and no longer holds the
+ * others back; it is still never asked for again.
+ */
 static bool still_leaving(struct moatd *d, struct evict_mod *vm, double now)
 {
-	struct moatd_group *g;
+	bool wait = false;
+	size_t i;
 
-	if (!vm->leaving[0])
-		return false;
-	g = pod_by_uid(d, vm->leaving);
-	if (!g) {
-		vm->leaving[0] = '\0';
-		return false;
+	for (i = 0; i < vm->nr_asked;) {
+		struct evict_pod *a = &vm->asked[i];
+		struct moatd_group *g = pod_by_uid(d, a->uid);
+
+		if (!g) {
+			*a = vm->asked[--vm->nr_asked];
+			continue;
+		}
+		if (now - a->at < vm->stuck_s) {
+			wait = true;
+		} else if (!a->stuck) {
+			a->stuck = true;
+			vm->stuck++;
+			pr_warn("evict: pod %s/%s is still here %.0f s after its eviction was accepted (evict/stuck_s): another may go; it is not asked for again",
+				g->meta.ns, g->meta.name, now - a->at);
+		}
+		i++;
 	}
-	if (now - vm->leaving_s < vm->cooldown_s)
-		return true;
-	vm->stuck++;
-	pr_warn("evict: pod %s/%s is still here %.0f s after its eviction was accepted: another may go",
-		g->meta.ns, g->meta.name, now - vm->leaving_s);
-	vm->leaving[0] = '\0';
-	return false;
+	return wait;
 }
 
-static bool candidate(const struct moatd_group *g)
+/*
+ * Whether @g may go at @now: a known BE pod made again by a controller
+ * (or bare, where allowed), not leaving, not critical, not in a
+ * namespace never touched, not moat's own, not asked for already, not
+ * kept by a disruption budget for now.
+ */
+static bool candidate(const struct evict_mod *vm, const struct moatd_group *g, double now)
 {
-	return g->gid.kind == MOAT_GROUP_POD && g->unit == g &&
-	       g->class == MOAT_CLASS_BE && g->meta.known && !g->meta.daemonset &&
-	       !g->meta.mirror;
+	const struct group_meta *m = &g->meta;
+	const struct evict_pod *s;
+
+	if (g->gid.kind != MOAT_GROUP_POD || g->unit != g || g->class != MOAT_CLASS_BE ||
+	    !m->known || m->daemonset || m->mirror || m->terminating ||
+	    (!m->controlled && !vm->bare_pods) || m->priority >= CRITICAL_PRIORITY ||
+	    moat_names_has(vm->never_ns, m->ns) || !strcmp(g->gid.kube.pod_uid, vm->self_uid))
+		return false;
+	if (pod_in((struct evict_pod *)vm->asked, vm->nr_asked, g->gid.kube.pod_uid))
+		return false;
+	s = pod_in((struct evict_pod *)vm->skip, vm->nr_skip, g->gid.kube.pod_uid);
+	return !s || now >= s->at;
 }
 
 static int cmp_cand(const void *a, const void *b)
@@ -435,11 +534,12 @@ void evict_decide(struct moatd *d, const struct period *p, struct plan *plan)
 	struct moatd_group **c, *pick = NULL;
 	double now = moatd_mono_s(), avail = NAN;
 	size_t i, n = 0, len = 0;
-	bool memory, pods = false;
+	bool memory, pods = false, leaving;
 	const char *cond;
 
 	plan->evict = NULL;
 	take_answer(d, vm);
+	leaving = still_leaving(d, vm, now);
 	if (vm->mode == EVICT_OFF) {
 		vm->candidates[0] = '\0';
 		return;
@@ -448,7 +548,7 @@ void evict_decide(struct moatd *d, const struct period *p, struct plan *plan)
 	if (!c)
 		return;
 	for (i = 0; i < d->nr_groups; i++)
-		if (candidate(d->groups[i]))
+		if (candidate(vm, d->groups[i], now))
 			c[n++] = d->groups[i];
 	qsort(c, n, sizeof(*c), cmp_cand);
 	vm->candidates[0] = '\0';
@@ -517,11 +617,19 @@ void evict_decide(struct moatd *d, const struct period *p, struct plan *plan)
 	if (!pick)
 		return;
 	/* one at a time, a cooldown between, a rate, a retry's backoff */
-	if (vm->in_flight || still_leaving(d, vm, now) ||
+	if (vm->in_flight || leaving ||
 	    (vm->last_s && now - vm->last_s < vm->cooldown_s) || now < vm->retry_s)
 		return;
+	if (vm->nr_asked == ASKED_MAX) {
+		if (!vm->said_full)
+			pr_warn("evict: %d pods accepted for eviction are still here: none other goes until one is gone",
+				ASKED_MAX);
+		vm->said_full = true;
+		return;
+	}
+	vm->said_full = false;
 	if (vm->mode == EVICT_ON && d->mode == MOATD_ENFORCE &&
-	    !moat_evict_allowed(vm->recent, RECENT, vm->max_per_10min, now)) {
+	    !moat_evict_allowed(vm->recent, MOAT_EVICT_RATE_MAX, vm->max_per_10min, now)) {
 		if (!vm->said_rate)
 			pr_warn("evict: pod %s/%s would go (%s), but %u evictions in ten minutes is evict/max_per_10min",
 				pick->meta.ns, pick->meta.name, plan->evict_why, vm->max_per_10min);
@@ -649,7 +757,13 @@ static int evict_init(struct moatd *d)
 		U32("evict/memory_periods", 1, 1000, &vm->mem_periods),
 		U32("evict/memory_after_high", 0, 1, &vm->after_high),
 		U32("evict/cooldown_s", 0, 3600, &vm->cooldown_s),
-		U32("evict/max_per_10min", 0, 100, &vm->max_per_10min),
+		U32("evict/max_per_10min", 0, MOAT_EVICT_RATE_MAX, &vm->max_per_10min),
+		U32("evict/stuck_s", 1, 86400, &vm->stuck_s),
+		U32("evict/bare_pods", 0, 1, &vm->bare_pods),
+		{ .path = "evict/never_namespaces", .type = MOAT_KNOB_STRING, .writable = true,
+		  .data = vm->never_ns, .str_max = sizeof(vm->never_ns),
+		  .check = moat_knob_check_names,
+		  .expects = "namespaces, one space between (kube-system), or *; '' none" },
 		U32("evict/cpu", 0, 1, &vm->cpu),
 		U32("evict/cpu_starved_s", 10, 86400, &vm->cpu_starved_s),
 		{ .path = "evict/candidates", .type = MOAT_KNOB_SHOW, .show = show_candidates },
@@ -669,6 +783,11 @@ static int evict_init(struct moatd *d)
 	vm->max_per_10min = 3;
 	vm->cpu = 0;
 	vm->cpu_starved_s = 300;
+	vm->stuck_s = 120;
+	snprintf(vm->never_ns, sizeof(vm->never_ns), "kube-system");
+	/* the downward API's metadata.uid (deploy/daemonset.yaml) */
+	snprintf(vm->self_uid, sizeof(vm->self_uid), "%s",
+		 getenv("POD_UID") ? getenv("POD_UID") : "");
 	return moat_knob_add_all(d->tree, "", knobs, sizeof(knobs) / sizeof(knobs[0]), d);
 }
 

@@ -53,6 +53,12 @@ struct task_event {
 	__u32 tid;
 };
 
+/* The module's state of a group: the way back to the module. */
+struct group_in {
+	struct groups *gs;
+	bool said_label;	/* its label's refusal was logged */
+};
+
 struct groups {
 	struct moatd *d;
 	struct moat_qos_classes qos;
@@ -62,6 +68,8 @@ struct groups {
 	size_t nr_active[RULES_NR];
 	struct override *overrides;
 	size_t nr_overrides;
+	/* classes/label_namespaces: where moat.io/class may raise a class */
+	char label_ns[256];
 	struct moat_cgroup_events *events;	/* NULL: walk every period */
 	bool changed;			/* an event or a rule since the walk */
 	unsigned int rescan_ms;		/* walk at least this often anyway */
@@ -335,16 +343,28 @@ static struct moatd_group *find_group(struct moatd *d, const char *id)
 	return NULL;
 }
 
+/* A class's rank in what it is spared: BE is throttled, none is left alone, LC is protected. */
+static int spared(unsigned int class)
+{
+	return class == MOAT_CLASS_LC ? 2 : class == MOAT_CLASS_NONE ? 1 : 0;
+}
+
 /*
  * A group's class and what decided it, highest first: the runtime
  * override (groups/<id>/class); its pod's label moat.io/class; the first
  * classes/priority/ rule, in name order, its pod's priorityClassName
  * matches; the first rules/ rule its path matches; its QoS tier's class.
  * A container has its pod's metadata, so its pod's class.
+ *
+ * Anyone who may make a pod may label it, so the label is taken as it is
+ * only in the namespaces of classes/label_namespaces; elsewhere it may
+ * only lower the class the admin's rules give (lc, then none, then be):
+ * a batch pod labelled lc is not spared its throttling.
  */
 static void update_class(struct groups *gs, struct moatd_group *g)
 {
 	struct override *o = find_override(gs, g->gid.id);
+	struct group_in *gi = group_mod(g, MOD_GROUPS);
 	const struct group_meta *m = &g->meta;
 	size_t i;
 
@@ -353,12 +373,8 @@ static void update_class(struct groups *gs, struct moatd_group *g)
 		snprintf(g->class_source, sizeof(g->class_source), "override");
 		return;
 	}
-	if (m->known && m->label_class >= 0) {
-		g->class = m->label_class;
-		snprintf(g->class_source, sizeof(g->class_source), "label:%s",
-			 MOAT_POD_CLASS_LABEL);
-		return;
-	}
+	g->class = g->gid.class;
+	snprintf(g->class_source, sizeof(g->class_source), "%s", g->gid.source);
 	for (i = 0; m->known && m->priority_class[0] &&
 		    i < gs->nr_active[RULES_PRIORITY]; i++) {
 		const struct moat_rule *r = &gs->active[RULES_PRIORITY][i];
@@ -367,11 +383,24 @@ static void update_class(struct groups *gs, struct moatd_group *g)
 			g->class = r->class;
 			snprintf(g->class_source, sizeof(g->class_source),
 				 "priority:%s", r->name);
-			return;
+			break;
 		}
 	}
-	g->class = g->gid.class;
-	snprintf(g->class_source, sizeof(g->class_source), "%s", g->gid.source);
+	if (!m->known || m->label_class < 0)
+		return;
+	if (spared(m->label_class) <= spared(g->class) ||
+	    moat_names_has(gs->label_ns, m->ns)) {
+		g->class = m->label_class;
+		snprintf(g->class_source, sizeof(g->class_source), "label:%s",
+			 MOAT_POD_CLASS_LABEL);
+		gi->said_label = false;
+		return;
+	}
+	if (g->gid.kind == MOAT_GROUP_POD && !gi->said_label)
+		pr_warn("pod %s/%s: label %s=%s ignored: it may only lower the class (%s here) outside classes/label_namespaces",
+			m->ns, m->name, MOAT_POD_CLASS_LABEL, moat_class_names[m->label_class],
+			moat_class_names[g->class]);
+	gi->said_label = true;
 }
 
 void groups_reclassify(struct moatd *d)
@@ -403,10 +432,6 @@ static int show_class(const struct moat_knob *k, char *buf, size_t len)
 	       -EOVERFLOW : 0;
 }
 
-/* The module's state of a group: the way back to the module. */
-struct group_in {
-	struct groups *gs;
-};
 
 static void store_class(const struct moat_knob *k, unsigned int choice,
 			const char *val)
@@ -844,6 +869,14 @@ static void store_tier_class(const struct moat_knob *k, unsigned int u,
 	gs->changed = true;
 }
 
+static void store_label_ns(const struct moat_knob *k, unsigned int u, const char *val)
+{
+	struct groups *gs = k->owner;
+
+	snprintf(gs->label_ns, sizeof(gs->label_ns), "%s", val);
+	groups_reclassify(gs->d);
+}
+
 static int show_rescans(const struct moat_knob *k, char *buf, size_t len)
 {
 	const struct groups *gs = k->owner;
@@ -879,6 +912,10 @@ static int groups_init(struct moatd *d)
 		{ .path = "classes/besteffort", .type = MOAT_KNOB_CHOICE,
 		  .writable = true, .choices = moat_class_names,
 		  .data = &gs->qos.besteffort, .store = store_tier_class },
+		{ .path = "classes/label_namespaces", .type = MOAT_KNOB_STRING,
+		  .writable = true, .data = gs->label_ns, .str_max = sizeof(gs->label_ns),
+		  .check = moat_knob_check_names, .store = store_label_ns,
+		  .expects = "namespaces where moat.io/class may raise a class, one space between, or *; '' none" },
 	};
 	int err;
 

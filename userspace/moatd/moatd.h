@@ -133,6 +133,8 @@ struct group_meta {
 	long long priority;		/* spec.priority: eviction's order */
 	char qos[16];			/* status.qosClass */
 	bool daemonset, mirror;		/* never evicted (podmeta.h) */
+	bool controlled;		/* a controller makes it again */
+	bool terminating;		/* deletionTimestamp: leaving */
 };
 
 struct moatd_group {

@@ -57,7 +57,7 @@ struct pod_entry {
 	char *ns, *name, *priority_class;
 	long long priority;
 	char qos[16];
-	bool daemonset, mirror;
+	bool daemonset, mirror, controlled, terminating;
 	int label_class;
 	char label_value[MOAT_POD_CTR_NAME_MAX];
 	size_t nr;
@@ -140,6 +140,8 @@ static struct pod_entry *entry_new(const struct moat_pod_meta *p)
 	strcpy(e->qos, p->qos);
 	e->daemonset = p->daemonset;
 	e->mirror = p->mirror;
+	e->controlled = p->controlled;
+	e->terminating = p->terminating;
 	e->label_class = p->label_class;
 	strcpy(e->label_value, p->label_value);
 	e->nr = p->nr_containers;
@@ -662,6 +664,8 @@ static void meta_of(const struct moatd_group *g, const struct pod_entry *e,
 	snprintf(m->qos, sizeof(m->qos), "%s", e->qos);
 	m->daemonset = e->daemonset;
 	m->mirror = e->mirror;
+	m->controlled = e->controlled;
+	m->terminating = e->terminating;
 	if (g->gid.kind != MOAT_GROUP_CONTAINER)
 		return;
 	for (i = 0; i < e->nr; i++)
