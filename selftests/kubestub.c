@@ -35,8 +35,8 @@ struct stub_event {
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	struct stub_req req[256];
-	int n, status_patches;
+	struct stub_req *req;	/* every request, in order */
+	int n, cap, status_patches;
 	char taints[2048];	/* the node's, as the last patch left them */
 	/* pods */
 	struct stub_pod *pods;
@@ -537,11 +537,15 @@ static const char *arg(struct MHD_Connection *c, const char *key)
 static enum MHD_Result pods_watch(struct MHD_Connection *c)
 {
 	const char *rv = arg(c, "resourceVersion"), *t = arg(c, "timeoutSeconds");
-	const char *b = arg(c, "allowWatchBookmarks");
-	struct watch *w = calloc(1, sizeof(*w));
+	const char *b = arg(c, "allowWatchBookmarks"), *sel = arg(c, "fieldSelector");
+	struct watch *w;
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 
+	/* the tests' moatd watches its node's pods only */
+	if (!sel || strcmp(sel, "spec.nodeName=" NODE))
+		return stub_status(c, 400, "BadRequest");
+	w = calloc(1, sizeof(*w));
 	must(w);
 	pthread_mutex_lock(&stub.lock);
 	w->rv = rv ? strtoul(rv, NULL, 10) : stub.rv;
@@ -570,21 +574,23 @@ static enum MHD_Result pods_watch(struct MHD_Connection *c)
 static enum MHD_Result pods_list(struct MHD_Connection *c)
 {
 	const char *sel = arg(c, "fieldSelector"), *lim = arg(c, "limit");
-	const char *cont = arg(c, "continue");
+	const char *cont = arg(c, "continue"), *rv = arg(c, "resourceVersion");
 	size_t i, from = cont ? strtoul(cont + (*cont == 'c'), NULL, 10) : 0;
 	size_t limit = lim ? strtoul(lim, NULL, 10) : 0, n = 0, seen = 0;
 	bool mine = sel && !strcmp(sel, "spec.nodeName=" NODE);
 	char *body = NULL, *more = NULL;
 	size_t blen = 0;
-	FILE *f = open_memstream(&body, &blen);
+	FILE *f;
 	enum MHD_Result ret;
 
-	must(f);
-	if (sel && !mine) {
-		fclose(f);
-		free(body);
+	/* as the API server: a continue token carries its version */
+	if ((sel && !mine) || (cont && rv))
 		return stub_status(c, 400, "BadRequest");
-	}
+	/* resourceVersion=0: the watch cache's answer, which ignores limit */
+	if (rv && !strcmp(rv, "0"))
+		limit = 0;
+	f = open_memstream(&body, &blen);
+	must(f);
 	pthread_mutex_lock(&stub.lock);
 	fputs("{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"items\":[", f);
 	for (i = 0; i < stub.nr_pods; i++) {
@@ -657,8 +663,14 @@ static enum MHD_Result stub_handle(void *cls, struct MHD_Connection *c,
 		return MHD_YES;
 	}
 	pthread_mutex_lock(&stub.lock);
-	if (stub.n < 256)
-		stub.req[stub.n++] = sc->r;
+	if (stub.n == stub.cap) {
+		struct stub_req *v = realloc(stub.req, (stub.cap * 2 + 256) * sizeof(*v));
+
+		must(v);
+		stub.req = v;
+		stub.cap = stub.cap * 2 + 256;
+	}
+	stub.req[stub.n++] = sc->r;
 	status = !strcmp(url, "/api/v1/nodes/" NODE "/status");
 	if (status && !strcmp(method, "PATCH"))
 		stub.status_patches++;
@@ -766,6 +778,32 @@ int stub_status_patches(void)
 	return n;
 }
 
+bool stub_query_value(const char *path, const char *has, const char *key, char *out,
+		      size_t len)
+{
+	bool found = false;
+	int i;
+
+	pthread_mutex_lock(&stub.lock);
+	for (i = stub.n - 1; i >= 0 && !found; i--) {
+		const char *q = stub.req[i].query, *at;
+		size_t k = strlen(key);
+
+		if (strcmp(stub.req[i].method, "GET") || strcmp(stub.req[i].path, path) ||
+		    (has && !strstr(q, has)))
+			continue;
+		for (at = q; (at = strstr(at, key)); at += k)
+			if ((at == q || at[-1] == '&') && at[k] == '=')
+				break;
+		if (!at)
+			break;
+		snprintf(out, len, "%.*s", (int)strcspn(at + k + 1, "&"), at + k + 1);
+		found = true;
+	}
+	pthread_mutex_unlock(&stub.lock);
+	return found;
+}
+
 int stub_count(const char *method, const char *path, const char *has)
 {
 	int i, n = 0;
@@ -798,6 +836,13 @@ static char *slurp_file(const char *path)
 	return buf;
 }
 
+static char stub_san[128] = "IP:127.0.0.1";
+
+void stub_cert_san(const char *san)
+{
+	snprintf(stub_san, sizeof(stub_san), "%s", san);
+}
+
 struct MHD_Daemon *stub_serve(const char *sa, unsigned int *port)
 {
 	char cmd[2 * PATH_MAX + 256];
@@ -811,8 +856,9 @@ struct MHD_Daemon *stub_serve(const char *sa, unsigned int *port)
 	snprintf(cmd, sizeof(cmd),
 		 "cd %s && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
 		 "-nodes -keyout key.pem -out ca.crt -days 1 -subj /CN=127.0.0.1 "
-		 "-addext subjectAltName=IP:127.0.0.1 2>/dev/null && printf 't0ken-123\\n' >token",
-		 sa);
+		 "-addext subjectAltName=%s 2>/dev/null && printf 't0ken-123\\n' >token",
+		 sa, stub_san);
+	stub_cert_san("IP:127.0.0.1");	/* the next one as usual */
 	if (system(cmd)) {
 		fprintf(stderr, "kubestub: the certificate: %s failed\n", cmd);
 		return NULL;

@@ -39,6 +39,12 @@ struct stub_req {
  */
 struct MHD_Daemon *stub_serve(const char *sa, unsigned int *port);
 /*
+ * The next stub_serve()'s certificate names @san (openssl's
+ * subjectAltName, "IP:127.0.0.2"), not 127.0.0.1: a server whose name is
+ * not the one asked for.
+ */
+void stub_cert_san(const char *san);
+/*
  * For a test (moatd_harness.c): stub_serve() in the test's dir, and
  * moatd_env[] set as above, for the next start; skips without openssl.
  */
@@ -54,6 +60,13 @@ bool wait_stub(const char *method, const char *path, const char *has,
 int stub_status_patches(void);
 /* Requests of @method on @path whose query has @has. */
 int stub_count(const char *method, const char *path, const char *has);
+/*
+ * The value of @key ("" when it has none) in the query of the newest GET
+ * of @path whose query has @has, in @out; false when there is no such
+ * request or it lacks @key.
+ */
+bool stub_query_value(const char *path, const char *has, const char *key, char *out,
+		      size_t len);
 
 /*
  * A pod on test-node, added or changed (ADDED or MODIFIED to the

@@ -363,6 +363,41 @@ double wait_number(const char *path, double want, int ms)
 	return v;
 }
 
+double series_value(const char *body, const char *series)
+{
+	size_t len = strlen(series);
+	const char *at = body;
+
+	while ((at = strstr(at, series))) {
+		if ((at == body || at[-1] == '\n') && at[len] == ' ')
+			return strtod(at + len + 1, NULL);
+		at += len;
+	}
+	return NAN;
+}
+
+double moatd_cycles(void)
+{
+	static char scrape[1 << 22];
+	char *body;
+
+	if (http_get(http_port(), "/metrics", scrape, sizeof(scrape), &body) != 200)
+		return NAN;
+	return series_value(body, "moat_cycles_total");
+}
+
+double wait_cycles(int n, int ms)
+{
+	double c0 = moatd_cycles(), c = c0;
+	int i;
+
+	for (i = 0; i < ms / 50 && !(c - c0 >= n); i++) {
+		sleep_ms(50);
+		c = moatd_cycles();
+	}
+	return c - c0;
+}
+
 /* How often @needle is in @hay. */
 int count_of(const char *hay, const char *needle)
 {

@@ -101,6 +101,16 @@ double get_number(const char *path);
  */
 double wait_number(const char *path, double want, int ms);
 
+/* The value of series @series (name and labels) in a scrape; NAN if none. */
+double series_value(const char *body, const char *series);
+/* moatd's control cycles so far (moat_cycles_total in /metrics); NAN: no answer. */
+double moatd_cycles(void);
+/*
+ * Wait for moatd to run @n more cycles, up to @ms: however slow this
+ * machine, what a cycle must do is then done.  Return: the cycles run.
+ */
+double wait_cycles(int n, int ms);
+
 /* HTTP to the test's moatd: its port (http/port), a request, a GET. */
 int http_port(void);
 int tcp_connect(int port);

@@ -229,3 +229,50 @@ Test(moatd, stopping_the_publisher_does_not_wait_for_the_api_server)
 	stop(&daemon_pid);
 	stub_stop(api);
 }
+
+/*
+ * Only the service account's CA, and only a certificate that names the
+ * address asked for: a stub whose certificate another CA signed, and
+ * one whose certificate names another address, are refused before any
+ * request reaches them; with the right CA back, the pods sync (the CA is
+ * read for each request, as the token is).
+ */
+Test(moatd, an_api_server_of_the_wrong_ca_or_name_is_refused)
+{
+	struct MHD_Daemon *api;
+	char cmd[PATH_MAX * 2];
+
+	/* another CA in the service account's directory */
+	stop(&daemon_pid);
+	api = stub_start();
+	stub_pod(WEB_UID, "shop", "frontend", "", "", "");
+	snprintf(cmd, sizeof(cmd), "cd %s/sa && cp ca.crt right.crt && openssl req -x509 -newkey ec "
+		 "-pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout other.key -out ca.crt "
+		 "-days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null", dir);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	start_with_config("kubesafe.conf", "period_ms = 100\nhttp/listen = \nkube/publish = 0\n");
+	moatd_env[0] = NULL;
+	cr_expect(wait_number("kube/pods_errors", 2, 30000) >= 2, "no failure counted");
+	cr_expect_eq(stub_count("GET", "/api/v1/pods", NULL), 0,
+		     "a request reached a server of another CA");
+	/* libcurl's word for a peer it could not verify */
+	cr_expect(wait_log("SSL peer certificate", 1, 0), "the refusal does not say why");
+	snprintf(cmd, sizeof(cmd), "cp %s/sa/right.crt %s/sa/ca.crt", dir, dir);
+	cr_assert_eq(system(cmd), 0);
+	cr_expect(wait_knob("kube/pods_state", "synced", 300), "the right CA back, no sync: %s",
+		  out);
+	stop(&daemon_pid);
+	stub_stop(api);
+
+	/* the service account's CA, but a certificate for 127.0.0.2 */
+	stub_cert_san("IP:127.0.0.2");
+	api = stub_start();
+	start_with_config("kubesafe.conf", "period_ms = 100\nhttp/listen = \nkube/publish = 0\n");
+	moatd_env[0] = NULL;
+	cr_expect(wait_number("kube/pods_errors", 2, 30000) >= 2, "no failure counted");
+	cr_expect_eq(stub_count("GET", "/api/v1/pods", NULL), 0,
+		     "a request reached a server whose certificate names another address");
+	cr_expect(wait_log("SSL peer certificate", 1, 0), "the refusal does not say why");
+	stop(&daemon_pid);
+	stub_stop(api);
+}

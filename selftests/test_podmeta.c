@@ -182,3 +182,62 @@ Test(podmeta, a_list_its_version_continue_and_bad_items)
 	cr_expect_eq(moat_pod_list_parse(list, strlen(list), count, &n, lrv, cont,
 					 sizeof(cont), &bad, why, sizeof(why)), -EINVAL);
 }
+
+/*
+ * A page is parsed a pod at a time (its tree is never whole): the items
+ * are found in the text however their strings bracket and escape, and
+ * anything that is not JSON is refused as json-c refuses it.
+ */
+Test(podmeta, a_list_is_read_item_by_item_and_its_text_checked_whole)
+{
+	static const char *const good[] = {
+		/* brackets, braces, commas and escaped quotes inside strings */
+		"{\"items\":[" POD(",\"annotations\":{\"a\":\"]},{\\\"x\\\":[\"}", "", "")
+		"," POD(",\"labels\":{\"b\":\"x\"}", "\"priority\":-3", "") "],"
+		"\"metadata\":{\"resourceVersion\":\"9\"},\"kind\":\"PodList\"}",
+		/* space everywhere JSON allows it */
+		" \n{ \"metadata\" : { \"resourceVersion\" : \"9\" } , \"items\" : [ "
+		POD("", "", "") " , " POD("", "", "") " ] } \n",
+	};
+	static const char *const bad[] = {
+		"{\"metadata\":{\"resourceVersion\":\"9\"},\"items\":[" POD("", "", "") ",]}",
+		"{\"metadata\":{\"resourceVersion\":\"9\"},\"items\":[" POD("", "", "") "],}",
+		"{\"metadata\":{\"resourceVersion\":\"9\"},\"items\":[" POD("", "", "") "]} x",
+		"{\"metadata\":{\"resourceVersion\":\"9\"},\"items\":[" POD("", "", "") "]",
+		"{\"metadata\":{\"resourceVersion\":\"9\"},\"items\":[" POD("", "", "") "}}",
+		"{\"metadata\":{\"resourceVersion\":\"9\"},\"items\":[{\"a\":tru}]}",
+		"{\"metadata\":{\"resourceVersion\":\"9\"},\"items\":[\"unterminated]}",
+		"{\"metadata\":{\"resourceVersion\":\"9\"} \"items\":[]}",
+		"{\"metadata\":{\"resourceVersion\":\"9\"},\"items\":5}",
+		"{\"metadata\":[],\"items\":[]}",
+		"[]",
+		"",
+	};
+	char lrv[MOAT_POD_RV_MAX], cont[64], deep[400];
+	size_t i, nbad;
+	int n;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		n = 0;
+		cr_expect_eq(moat_pod_list_parse(good[i], strlen(good[i]), count, &n, lrv, cont,
+						 sizeof(cont), &nbad, why, sizeof(why)), 0,
+			     "good[%zu]: %s", i, why);
+		cr_expect_eq(n, 2, "good[%zu]: %d pods", i, n);
+		cr_expect_eq(nbad, 0, "good[%zu]: %zu bad: %s", i, nbad, why);
+		cr_expect_str_eq(lrv, "9");
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_expect_eq(moat_pod_list_parse(bad[i], strlen(bad[i]), count, &n, lrv, cont,
+						 sizeof(cont), &nbad, why, sizeof(why)), -EINVAL,
+			     "bad[%zu] was taken: %s", i, bad[i]);
+	/* nested deeper than any pod: refused, not followed */
+	strcpy(deep, "{\"metadata\":{\"resourceVersion\":\"9\"},\"x\":");
+	for (i = 0; i < 100; i++)
+		strcat(deep, "[");
+	for (i = 0; i < 100; i++)
+		strcat(deep, "]");
+	strcat(deep, ",\"items\":[]}");
+	cr_expect_eq(moat_pod_list_parse(deep, strlen(deep), count, &n, lrv, cont,
+					 sizeof(cont), &nbad, why, sizeof(why)), -EINVAL,
+		     "100 levels of nesting taken");
+}

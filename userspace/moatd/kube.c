@@ -103,6 +103,8 @@ static void log_status(const char *what, long status, const char *body)
 {
 	if (status >= 0)
 		pr_warn("kube: %s: HTTP %ld: %.300s", what, status, body ? body : "");
+	else if (status == KUBE_API_TOO_LONG)
+		pr_warn("kube: %s: an answer past %d MiB", what, BODY_MAX >> 20);
 }
 
 /* The extended resources, on the node's status subresource. */

@@ -346,9 +346,9 @@ static long perform(const struct kube_api *a, const char *method,
 		curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	if (!status)
 		status = -1;
-	if (status < 0 && !b->ended && !b->cancelled && !quiet)
-		pr_warn("kube: %s %s: %s%s", method, url, curl.easy_strerror(rc),
-			b->cut ? " (the answer is too long)" : "");
+	/* an answer past max: the caller says so (KUBE_API_TOO_LONG) */
+	if (status < 0 && !b->ended && !b->cancelled && !b->cut && !quiet)
+		pr_warn("kube: %s %s: %s", method, url, curl.easy_strerror(rc));
 	curl.easy_cleanup(c);
 	curl.slist_free_all(h);
 	return status;
@@ -362,7 +362,7 @@ long kube_api_request(const struct kube_api *a, const char *method,
 	long status = perform(a, method, path, type, data, TIMEOUT_S, &b, quiet);
 
 	if (b.cut)
-		status = -1;
+		status = KUBE_API_TOO_LONG;
 	if (status >= 0 && !b.p) {
 		b.p = strdup("");
 		if (!b.p)

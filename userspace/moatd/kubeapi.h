@@ -54,12 +54,15 @@ int kube_api_init(struct kube_api *a);
 /* libcurl, loaded once (dlopen: 4.5 MiB a node without the API need not carry). */
 int kube_api_load(void);
 
+/* A request's answer was past its @max: said, and no status. */
+#define KUBE_API_TOO_LONG	(-2)
+
 /*
  * One request.  Return: the HTTP status, or -1 when there was none
  * (logged unless @quiet; not when its thread stopped it); *@out: the
  * response body, to free, "" for an answer without one (never NULL with
- * a status).  A body past @max bytes is cut off and the request fails
- * (-1).
+ * a status).  A body past @max bytes is cut off and the request fails:
+ * KUBE_API_TOO_LONG.
  */
 long kube_api_request(const struct kube_api *a, const char *method,
 		      const char *path, const char *type, const char *data,

@@ -46,9 +46,14 @@
 
 #define BACKOFF_MIN_MS	1000
 #define BACKOFF_MAX_MS	(5 * 60 * 1000)
-#define LIST_PAGE	500
-#define LIST_MAX	(64 << 20)	/* a page's body */
-#define EVENT_MAX	(4 << 20)	/* an event: a pod is at most 1.5 MiB */
+/*
+ * A page's pods are parsed one at a time (podmeta.c), so a page costs
+ * its text: LIST_MAX bounds that, and a page past it is asked for again
+ * in smaller pages.  A pod is at most 1.5 MiB (etcd's request limit).
+ */
+#define LIST_PAGE	250
+#define LIST_MAX	(16 << 20)	/* a page's body */
+#define EVENT_MAX	(2 << 20)	/* a watch event */
 #define WATCH_S		300		/* and up to a fifth more, at random */
 
 /* What the thread knows of one pod: only what moat uses. */
@@ -265,6 +270,8 @@ static void note_failed(struct podsrc *ps, enum note kind, const char *what,
 {
 	if (status >= 0)
 		note(ps, kind, "%s: HTTP %ld: %.200s", what, status, body ? body : "");
+	else if (status == KUBE_API_TOO_LONG)
+		note(ps, kind, "%s: an answer past %d MiB", what, LIST_MAX >> 20);
 	else
 		note(ps, kind, "%s: no answer from %s", what, ps->api.server);
 }
@@ -312,24 +319,50 @@ static int list_add(const struct moat_pod_meta *p, void *ctx)
 	return table_put(ctx, p);
 }
 
-/* List the node's pods, page by page, into a new table: 0 or -EIO. */
-static int relist(struct podsrc *ps)
+/*
+ * List the node's pods, page by page, into a new table: 0 or -EIO.
+ *
+ * From the API server's watch cache (resourceVersion=0) where @cached, as
+ * client-go's reflectors list: when every node relists at once (an API
+ * server restarted), etcd is not read once a node.  The cache ignores
+ * limit (before Kubernetes 1.33's paginated lists from it), so its answer
+ * is one page of all the node's pods; one past LIST_MAX is asked for
+ * again from etcd, in pages, and a page past it in pages of half as many
+ * pods, down to one.  After a 410 the list is not @cached: a cache that
+ * lags could give an older state than the one the watch had reached.
+ */
+static int relist(struct podsrc *ps, bool cached)
 {
 	char path[8192], sel[1024], cont[2048] = "", esc[3 * 2048 + 1], why[256];
 	char rv[MOAT_POD_RV_MAX];
 	struct pod_table t = { 0 };
 	size_t bad = 0, page_bad;
+	int err, page = LIST_PAGE;
 	long status;
 	char *body;
-	int err;
 
 	selector(ps, sel, sizeof(sel));
 	do {
 		kube_api_escape(cont, esc, sizeof(esc));
-		snprintf(path, sizeof(path), "/api/v1/pods?fieldSelector=%s&limit=%d%s%s",
-			 sel, LIST_PAGE, cont[0] ? "&continue=" : "", esc);
+		snprintf(path, sizeof(path), "/api/v1/pods?fieldSelector=%s&limit=%d%s%s%s",
+			 sel, page, cached ? "&resourceVersion=0" : "",
+			 cont[0] ? "&continue=" : "", esc);
 		status = kube_api_request(&ps->api, "GET", path, NULL, NULL, LIST_MAX,
 					  ps->noted & (1u << NOTE_LIST), &body);
+		if (status == KUBE_API_TOO_LONG && (cached || page > 1)) {
+			pr_info("kube: pods: a list of %d pods%s past %d MiB: again in pages of %d",
+				page, cached ? " from the cache" : "", LIST_MAX >> 20,
+				cached ? page : page / 2);
+			if (!cached)
+				page /= 2;
+			cached = false;
+			cont[0] = '\0';	/* from the start: a page is a snapshot's */
+			table_free(&t);
+			t = (struct pod_table){ 0 };
+			bad = 0;
+			free(body);
+			continue;
+		}
 		if (!kube_api_ok(status)) {
 			note_failed(ps, NOTE_LIST, "list", status, body);
 			free(body);
@@ -347,7 +380,11 @@ static int relist(struct podsrc *ps)
 		if (page_bad)
 			note(ps, NOTE_ITEM, "list: %zu pods left out: %s", page_bad, why);
 		bad += page_bad;
-	} while (cont[0] && !stopping(ps));
+	} while ((cont[0] || status == KUBE_API_TOO_LONG) && !stopping(ps));
+	if (stopping(ps)) {
+		table_free(&t);
+		return -EIO;
+	}
 	pthread_mutex_lock(&ps->lock);
 	table_free(&ps->t);
 	ps->t = t;
@@ -483,7 +520,7 @@ static void *worker(void *arg)
 		double start;
 		long status;
 
-		if (!ps->rv[0] && relist(ps)) {
+		if (!ps->rv[0] && relist(ps, !gone_again)) {
 			unsynced(ps);
 			backoff = next_backoff(backoff);
 			if (wait_ms(ps, backoff))
