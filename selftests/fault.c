@@ -4,8 +4,12 @@
  * (LD_PRELOAD=libmoat-fault.so): the environment names one call and
  * which of its calls fails, with which errno,
  *
- *   MOAT_FAULT=<function>:<nth>[:<errno>]    e.g. bpf_iter_create:6:5
+ *   MOAT_FAULT=<function>:<nth>[:<errno>[:<file>]]    e.g. bpf_iter_create:6:5
  *
+ * and, where <file> is given, only the calls made while it exists count:
+ * the test creates it when it has seen what it needs to before the fault
+ * (a count of calls from the start is a time, which a slow machine
+ * stretches),
  * and every other call goes through to the real one.  It stands in for
  * what this machine cannot be made to do on cue: a cgroup iterator's read
  * that fails once (the kernel's -EAGAIN or -ENOMEM), a timer the kernel
@@ -21,10 +25,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/timerfd.h>
 
 struct fault {
 	char fn[64];
+	char arm[256];		/* "": armed from the start */
 	unsigned long nth, calls;
 	int err;
 	bool parsed;
@@ -40,11 +46,12 @@ static bool fails(const char *fn)
 	if (!fault.parsed) {
 		fault.parsed = true;
 		fault.err = EIO;
-		if (!spec || sscanf(spec, "%63[^:]:%lu:%d", fault.fn, &fault.nth,
-				    &fault.err) < 2)
+		if (!spec || sscanf(spec, "%63[^:]:%lu:%d:%255s", fault.fn, &fault.nth,
+				    &fault.err, fault.arm) < 2)
 			fault.fn[0] = '\0';
 	}
-	if (strcmp(fault.fn, fn) || ++fault.calls != fault.nth)
+	if (strcmp(fault.fn, fn) || (fault.arm[0] && access(fault.arm, F_OK)) ||
+	    ++fault.calls != fault.nth)
 		return false;
 	fprintf(stderr, "libmoat-fault: %s call %lu fails: %s\n", fn, fault.calls,
 		strerror(fault.err));

@@ -858,11 +858,15 @@ bool wait_log(const char *needle, int n, int ms)
  */
 static char fault_env[2][PATH_MAX];
 
-void preload_fault(const char *fn, int nth)
+void preload_fault(const char *fn, int nth, const char *arm)
 {
 	snprintf(fault_env[0], sizeof(fault_env[0]), "LD_PRELOAD=%s/selftests/libmoat-fault.so",
 		 build_dir());
-	snprintf(fault_env[1], sizeof(fault_env[1]), "MOAT_FAULT=%s:%d", fn, nth);
+	if (arm)
+		snprintf(fault_env[1], sizeof(fault_env[1]), "MOAT_FAULT=%s:%d:%d:%s", fn, nth,
+			 EIO, arm);
+	else
+		snprintf(fault_env[1], sizeof(fault_env[1]), "MOAT_FAULT=%s:%d", fn, nth);
 	cr_assert_eq(access(fault_env[0] + strlen("LD_PRELOAD="), R_OK), 0, "%s", fault_env[0]);
 	moatd_env[0] = fault_env[0];
 	moatd_env[1] = fault_env[1];

@@ -71,9 +71,11 @@ void start_with_config(const char *name, const char *text);
 void restart(void);
 /*
  * The fault library (selftests/fault.c) preloaded into the next moatd
- * started, failing the @nth call of @fn.
+ * started, failing the @nth call of @fn; with @arm, the @nth call made
+ * once the file @arm exists (the test makes it when it is ready for
+ * the fault), with EIO.
  */
-void preload_fault(const char *fn, int nth);
+void preload_fault(const char *fn, int nth, const char *arm);
 
 /* The suite's .init and .fini. */
 void setup(void);

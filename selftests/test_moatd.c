@@ -635,7 +635,7 @@ Test(moatd, a_period_the_timer_refuses_is_said_and_not_shown)
 {
 	stop(&daemon_pid);
 	/* call 1 arms the start's period; call 2 is the change */
-	preload_fault("timerfd_settime", 2);
+	preload_fault("timerfd_settime", 2, NULL);
 	start_with_config("fault.conf", "period_ms = 100\nhttp/listen = \n");
 	moatd_env[0] = NULL;
 	set_runtime("period_ms", "300");
