@@ -114,6 +114,29 @@ Test(group, rule_values)
 	cr_expect_eq(moat_rule_parse("../x", "a lc", &r), -EINVAL);	/* bad name */
 }
 
+/* kubepods and its QoS tiers are kubelet's: no rule makes them a group */
+Test(group, rules_never_match_kubelets_own_cgroups)
+{
+	static const char *const kubelets[] = {
+		"/kubepods", "/kubepods/burstable", "/kubepods/besteffort",
+		"/kubepods.slice", "/kubepods.slice/kubepods-burstable.slice",
+		"/kubepods.slice/kubepods-besteffort.slice",
+	};
+	struct moat_rule r[3];
+	struct moat_group_id g;
+	size_t i;
+
+	cr_assert_eq(moat_rule_parse("a", "kubepods* be", &r[0]), 0);
+	cr_assert_eq(moat_rule_parse("b", "kubepods/* be", &r[1]), 0);
+	cr_assert_eq(moat_rule_parse("c", "kubepods.slice/* be", &r[2]), 0);
+	for (i = 0; i < sizeof(kubelets) / sizeof(kubelets[0]); i++)
+		cr_expect_eq(moat_group_classify(kubelets[i], &qos, r, 3, &g), -ENOENT,
+			     "%s is a group (%s)", kubelets[i], g.source);
+	/* a pod below still is one, its tier's class or the rule's */
+	cr_expect_eq(moat_group_classify("/kubepods/besteffort/podaaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee",
+					 &qos, r, 3, &g), 0);
+}
+
 Test(group, rules_never_match_the_root)
 {
 	struct moat_rule star;

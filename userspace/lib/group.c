@@ -87,7 +87,15 @@ int moat_group_classify(const char *path, const struct moat_qos_classes *qos,
 	bool kube;
 
 	memset(out, 0, sizeof(*out));
-	kube = !moat_kube_parse_path(path, k) && k->level >= MOAT_KUBE_POD;
+	kube = !moat_kube_parse_path(path, k);
+	/*
+	 * kubelet's own cgroups, kubepods and its QoS tiers, are never
+	 * groups, whatever rule matches them: kubelet rewrites them every
+	 * minute, and a weight or cpu.idle there is how an agent breaks it
+	 * (koordinator issue 2732).
+	 */
+	if (kube && k->level < MOAT_KUBE_POD)
+		return -ENOENT;
 	/* Cgroups a container makes inside its own are part of it, not groups. */
 	if (kube && k->level == MOAT_KUBE_CONTAINER &&
 	    !strstr(strrchr(path, '/'), k->container_id))
