@@ -96,7 +96,13 @@ Test(actuator, cpu_weight_converts_to_shares_on_v1)
 	cr_assert_eq(moat_act_cpu_weight.read(cg.dir, v2, &w), 0);
 	cr_assert_float_eq(w, 50, 1e-9);
 	cr_assert_eq(moat_act_cpu_weight.apply(j, cg.dir, v2, 0), -EINVAL);
-	cr_assert_eq(moat_act_cpu_weight.apply(j, cg.dir, v2, 10001), -EINVAL);
+	/* each version's most: 10000, 262144 shares; v2's is no bound on v1 */
+	cr_assert_eq(moat_act_cpu_weight.apply(j, cg.dir, v2, 10001), v2 ? -EINVAL : 0);
+	if (!v2) {
+		content("cpu.shares", buf, sizeof(buf));
+		cr_assert_str_eq(buf, "102410");
+	}
+	cr_assert_eq(moat_act_cpu_weight.apply(j, cg.dir, v2, 25601), -EINVAL);
 	cr_assert_eq(moat_act_restore(&moat_act_cpu_weight, j, cg.dir, v2), 0);
 	content(v2 ? "cpu.weight" : "cpu.shares", buf, sizeof(buf));
 	cr_assert_str_eq(buf, v2 ? "100" : "1024");

@@ -133,7 +133,8 @@ static int cpu_weight_read(const char *dir, bool v2, double *val)
 
 /*
  * The kernel's least is a weight of 1 on v2 and 2 shares (weight 0.2) on
- * v1: a weight over 0 and under that is the least.
+ * v1: a weight over 0 and under that is the least.  Its most: v2's
+ * 10000, v1's 262144 shares (weight 25600).
  */
 static int cpu_weight_apply(struct moat_journal *j, const char *dir, bool v2,
 			    double weight)
@@ -141,7 +142,7 @@ static int cpu_weight_apply(struct moat_journal *j, const char *dir, bool v2,
 	char buf[32];
 	long long v;
 
-	if (isnan(weight) || weight <= 0 || weight > 10000)
+	if (isnan(weight) || weight <= 0 || weight > (v2 ? 10000 : 262144 * 100.0 / 1024))
 		return -EINVAL;
 	v = v2 ? llround(weight) : llround(weight * 1024 / 100);
 	if (v < (v2 ? 1 : 2))
@@ -319,14 +320,9 @@ bool moat_act_supported(const struct moat_actuator *a, const char *dir,
 	char path[PATH_MAX];
 	const char *const *f;
 
-	/*
-	 * AT_EACCESS: as moatd's effective uid and capabilities; access()
-	 * asks for the real uid's, and a uid other than root loses its
-	 * CAP_DAC_OVERRIDE there.
-	 */
 	for (f = a->files[v2]; *f; f++)
 		if (file_path(path, sizeof(path), dir, *f) ||
-		    faccessat(AT_FDCWD, path, W_OK, AT_EACCESS))
+		    moat_kfile_access(path, W_OK))
 			return false;
 	return a->files[v2][0] != NULL;
 }
