@@ -6,6 +6,7 @@
 #   make run        build, then run moatd on this machine's cgroups
 #   make bench      build the benchmarks' tools and BPF probes (tools/bench)
 #   make check      build, then run every test, here and under QEMU
+#   make sim        build, then the closed-loop simulator at length
 #   make vmtest     build, then run the tests on cgroup v2 under QEMU
 #   make install    install into $(DESTDIR)$(PREFIX) (PREFIX=/usr: Debian's places)
 #   make V=1        show the commands
@@ -99,7 +100,7 @@ USER_OBJS	:= $(LIBMOAT_OBJS) $(SELFTEST_OBJS) \
 .DELETE_ON_ERROR:
 # Keep the BPF objects and skeletons: they are outputs, not intermediates.
 .SECONDARY: $(BPF_OBJS) $(SKELS) $(BENCH_BPF_OBJS) $(BENCH_SKELS)
-.PHONY: all run bench check vmtest nodetest install clean deps san fuzzers fuzz image
+.PHONY: all run bench check sim vmtest nodetest install clean deps san fuzzers fuzz image
 
 all: $(PROGS) $(SELFTESTS) $(TESTPROGS) $(TESTLIBS) $(MANPAGES) $(UNIT)
 
@@ -236,6 +237,13 @@ run: $(PROGS)
 # -j1 inside: the BPF tests measure scheduling and must not compete.
 check: all san bench
 	O=$(abspath $(O)) selftests/check.sh
+
+# The closed-loop simulator at length: MOAT_SIM_SEEDS seeds (200) of
+# MOAT_SIM_PERIODS periods (2000) on each cgroup version (testing.rst).
+MOAT_SIM_SEEDS ?= 200
+sim: all
+	MOAT_SIM_SEEDS=$(MOAT_SIM_SEEDS) MOAT_FIXTURES=$(abspath selftests/fixtures) \
+		MOAT_BUILD=$(abspath $(O)) $(O)/selftests/moat-selftests --jobs 1 --filter 'sim/*'
 
 # The suite on a real cgroup v2 kernel only (VMTEST_KERNEL=bzImage).
 vmtest: all

@@ -42,9 +42,6 @@ const char *const moat_chain_names[MOAT_RES_NR] = {
 	[MOAT_RES_L3] = "cpi",
 };
 
-/* A useless step's backoff doubles up to this many times. */
-#define BACKOFF_DOUBLINGS	6
-
 #define for_chain(r, head) \
 	for ((r) = (head); (r) < MOAT_RES_NR; (r) = moat_resource_next[r])
 
@@ -290,7 +287,7 @@ static void judge(const struct moat_ctl_params *p, enum moat_resource head,
  * chain head).
  */
 static void release(const struct moat_ctl_params *p,
-		    const struct moat_ctl_state *st, enum moat_resource head,
+		    struct moat_ctl_state *st, enum moat_resource head,
 		    const bool *ready, struct moat_ctl_be *be, size_t nbe)
 {
 	enum moat_resource r, last, h;
@@ -302,7 +299,7 @@ static void release(const struct moat_ctl_params *p,
 			if (!isinf(be[j].lim[r].limit))
 				last = r;
 		if (last == MOAT_RES_NR || be[j].action[last] != MOAT_CTL_NONE ||
-		    st->slack_periods[head] < p->step[last].release)
+		    (st->slack_periods[head] >> st->relapses[head]) < p->step[last].release)
 			continue;
 		for (h = 0; h < MOAT_RES_NR; h++)
 			if (is_head(h) && !ready[h] && moat_chain_has(h, last))
@@ -311,6 +308,29 @@ static void release(const struct moat_ctl_params *p,
 			continue;
 		step_up(p, &be[j], last);
 		be[j].chain[last] = head;
+		st->release_age[head] = 1;
+	}
+}
+
+/*
+ * The release's hysteresis (control.h): a violation within
+ * RELAPSE_PERIODS of the chain's last release doubles the slack the next
+ * one waits for; a release that held that long halves it.
+ */
+static void relapse(struct moat_ctl_state *st, enum moat_resource head)
+{
+	unsigned int *age = &st->release_age[head];
+
+	if (!*age)
+		return;
+	if (st->violated[head]) {
+		if (st->relapses[head] < RELAPSE_DOUBLINGS)
+			st->relapses[head]++;
+		*age = 0;
+	} else if (++*age > RELAPSE_PERIODS + 1) {
+		if (st->relapses[head])
+			st->relapses[head]--;
+		*age = 0;
 	}
 }
 
@@ -335,6 +355,7 @@ static bool control_chain(const struct moat_ctl_params *p,
 		all_slack &= slack;
 	}
 	judge(p, head, lc, nlc, sev, be, nbe);
+	relapse(st, head);
 	if (st->violated[head]) {
 		st->slack_periods[head] = 0;
 		for (;;) {
@@ -375,7 +396,7 @@ static bool control_chain(const struct moat_ctl_params *p,
 	}
 	if (st->slack_periods[head] < UINT_MAX)
 		st->slack_periods[head]++;
-	return st->slack_periods[head] >= p->release_periods;
+	return (st->slack_periods[head] >> st->relapses[head]) >= p->release_periods;
 }
 
 

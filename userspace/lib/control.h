@@ -66,7 +66,12 @@
  *    resource may ask for more periods of slack (its `release`): the CPU
  *    priority costs BE little, and releasing it the moment the LC group
  *    has slack only brings the waits back (an on-off cycle).  A limit
- *    under snap_below (cpu.idle) steps up to snap_below first.
+ *    under snap_below (cpu.idle) steps up to snap_below first.  A
+ *    release the chain is violated again within RELAPSE_PERIODS of is a
+ *    relapse: the slack the next release waits for doubles (up to
+ *    2^RELAPSE_DOUBLINGS times), and halves again after a release that
+ *    held, so that a limit the LC group needs is held, not cycled
+ *    between the step and its release.
  *  - in between: hold.
  * The reference of a throttled BE group is what it had when first
  * throttled: min(original limit, usage).  Its floor, min_pct% of the
@@ -172,10 +177,19 @@ struct moat_ctl_params {
 	unsigned int culprits;		/* BE groups stepped per LC group */
 };
 
+/* A useless step's backoff doubles up to this many times. */
+#define BACKOFF_DOUBLINGS	6
+
+#define RELAPSE_PERIODS		10
+#define RELAPSE_DOUBLINGS	6
+
 /* Indexed by the first resource of each chain. */
 struct moat_ctl_state {
 	unsigned int slack_periods[MOAT_RES_NR];
 	bool violated[MOAT_RES_NR];	/* out: in this period */
+	/* periods since its last release, + 1; 0: none to judge */
+	unsigned int release_age[MOAT_RES_NR];
+	unsigned int relapses[MOAT_RES_NR];	/* each doubles the release's wait */
 };
 
 /**

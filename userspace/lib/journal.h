@@ -184,6 +184,27 @@ int moat_kfile_write_with(struct moat_journal *j, const char *path,
 int moat_kfile_read(const char *path, char *buf, size_t len);
 
 /**
+ * moat_kfile_access() - whether @path exists (F_OK) or moatd may write it
+ * (W_OK, as its effective uid and capabilities): 0 or -errno.
+ */
+int moat_kfile_access(const char *path, int mode);
+
+/*
+ * Where the cgroup files moat reads, writes and asks about live: the
+ * kernel's, unless a closed-loop simulator (selftests/sim_kernel.c) puts
+ * an in-memory cgroup tree that follows the kernel's rules in their
+ * place, to drive the real policies and actuators, journal included,
+ * through thousands of periods.  Each returns 0 or -errno, as the
+ * kernel's file would.  NULL: the kernel's again.
+ */
+struct moat_kfile_ops {
+	int (*read)(const char *path, char *buf, size_t len);
+	int (*put)(const char *path, const char *value);
+	int (*access)(const char *path, int mode);
+};
+void moat_kfile_set_ops(const struct moat_kfile_ops *ops);
+
+/**
  * moat_journal_restore() - put back the original of every entry whose
  * path starts with @prefix ("" for all), and drop it from the journal.
  * Files that vanished are dropped quietly; a file someone changed since

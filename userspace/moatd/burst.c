@@ -125,11 +125,11 @@ static int probe(const struct moatd *d)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/%s", d->cpu->mnt, de->d_name,
 			 d->cpu->v2 ? "cpu.max" : "cpu.cfs_quota_us");
-		if (access(path, F_OK))
+		if (moat_kfile_access(path, F_OK))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/%s", d->cpu->mnt, de->d_name,
 			 burst_name(d));
-		found = !access(path, F_OK);
+		found = !moat_kfile_access(path, F_OK);
 	}
 	if (dir)
 		closedir(dir);

@@ -105,6 +105,12 @@ struct enforce_group {
 	const struct enforce *e;
 	struct pod_weight w;		/* of a BE pod: its weight */
 	/*
+	 * cgroup v1: the least quota the kernel takes of a unit, its members'
+	 * largest, in CPUs (a group's quota may not be under a child's:
+	 * sched-bwc.rst, tg_cfs_schedulable_down()); 0: no member has one.
+	 */
+	double cpu_least;
+	/*
 	 * Its files someone else wrote: this period (moat writes none of
 	 * them until the next), the last writes' times (monotonic s), and
 	 * until when a file rewritten too often is left alone.
@@ -173,7 +179,17 @@ static void forget_limits(struct moatd_group *g)
  */
 static bool kube_pod(const struct moatd_group *g)
 {
-	return g->gid.kind != MOAT_GROUP_RULE;
+	return g->gid.kind == MOAT_GROUP_POD;
+}
+
+/*
+ * Whether the controller may step unit @g: a pod or a rule's cgroup,
+ * never a container that is a unit because its pod is not a group (its
+ * files are the runtime's, rewritten on every update).
+ */
+static bool steppable(const struct moatd_group *g)
+{
+	return g->gid.kind != MOAT_GROUP_CONTAINER;
 }
 
 /* The least weight: v2 1, v1 2 shares; under it, cpu.idle. */
@@ -393,6 +409,17 @@ void enforce_sample(struct moatd *d, struct period *p)
 			eg->orig[r] = u->class == MOAT_CLASS_BE &&
 				      isinf(eg->lim[r].limit) ?
 				      original(d, p, u, r) : NAN;
+		eg->cpu_least = 0;
+	}
+	/* v1: a unit's quota no lower than its members' (runc's, kubelet's) */
+	for (i = 0; !d->cpu->v2 && i < d->nr_groups; i++) {
+		struct moatd_group *g = d->groups[i];
+		long long quota, period;
+
+		if (g->unit == g || g->unit->class != MOAT_CLASS_BE ||
+		    moat_cpu_max_get(g->dir, false, &quota, &period) || quota <= 0)
+			continue;
+		EG(g->unit)->cpu_least = fmax(EG(g->unit)->cpu_least, (double)quota / period);
 	}
 }
 
@@ -559,6 +586,12 @@ static void fill_be(const struct enforce *e, const struct period *p,
 		b->snap[r] = eg->w.ok ? e->weight_floor : 1;
 		b->least[r] = pod_lever(e) ? 0 : b->snap[r];
 	}
+	/* a quota the kernel refuses is no step (cgroup v1) */
+	if (eg->cpu_least > 0) {
+		b->own[MOAT_RES_CPU] = true;
+		b->snap[MOAT_RES_CPU] = 0;
+		b->least[MOAT_RES_CPU] = fmax(eg->cpu_least, 0.01);
+	}
 }
 
 /* Restores for what moat holds of units that are no BE units now. */
@@ -572,7 +605,7 @@ static void plan_unthrottles(struct moatd *d, const struct period *p,
 		struct moatd_group *g = d->groups[i];
 		const struct unit *u = unit_of(p, g);
 
-		if (u && u->class == MOAT_CLASS_BE)
+		if (u && u->class == MOAT_CLASS_BE && steppable(g))
 			continue;
 		for (r = 0; r < MOAT_RES_NR; r++) {
 			struct plan_step s = {
@@ -631,7 +664,7 @@ void enforce_decide(struct moatd *d, const struct period *p, struct plan *plan)
 			if (!e->ek.cpi2_act)
 				lc[nlc].target[MOAT_SIG_CPI] = 0;
 			lcu[nlc++] = u;
-		} else if (u->class == MOAT_CLASS_BE) {
+		} else if (u->class == MOAT_CLASS_BE && steppable(u->g)) {
 			idx[i] = nbe;
 			fill_be(e, p, u, &be[nbe]);
 			beu[nbe++] = u;
@@ -657,8 +690,9 @@ void enforce_decide(struct moatd *d, const struct period *p, struct plan *plan)
 		const struct unit *vu = v ? unit_of(p, v->unit) : NULL;
 		const struct unit *cu = c ? unit_of(p, c->unit) : NULL;
 
+		/* (a BE unit the controller does not step has no column) */
 		if (!vu || !cu || vu->class != MOAT_CLASS_LC ||
-		    cu->class != MOAT_CLASS_BE)
+		    cu->class != MOAT_CLASS_BE || idx[cu - p->units] < 0)
 			continue;
 		blame[idx[vu - p->units] * nbe + idx[cu - p->units]] += b->delta_ns;
 	}
@@ -669,7 +703,7 @@ void enforce_decide(struct moatd *d, const struct period *p, struct plan *plan)
 				moatd_group_by_cgid(d, lcu[i]->suspects[j].cgid);
 			const struct unit *su = s ? unit_of(p, s) : NULL;
 
-			if (su && su->class == MOAT_CLASS_BE)
+			if (su && su->class == MOAT_CLASS_BE && idx[su - p->units] >= 0)
 				suspect[i * nbe + idx[su - p->units]] =
 					lcu[i]->suspects[j].corr;
 		}

@@ -1,0 +1,848 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The controller in closed loop (sim.h): the real policies and actuators
+ * (units, enforce, burst, weights; the journal and its adoption of
+ * outside writes) driven period by period by a plant, over the fake
+ * cgroup tree of sim_kernel.c, with the invariants below checked at
+ * every period of every run.
+ *
+ * The plant: a node of NCPUS CPUs; kubelet's tree (kubepods, its
+ * burstable and besteffort tiers, guaranteed pods below kubepods), each
+ * pod with one or two containers, a CPU request that kubelet turns into
+ * its weight, maybe a limit (its cpu.max, and its containers'), and a
+ * demand.  Each period the CPU is shared as CFS shares it: down the tree
+ * by weight among those that want it, no group past its quota; a group
+ * that wants more than its quota is throttled.  An LC pod's waits: a
+ * floor of wake-up latency, and the slices of the BE pods that run on
+ * its CPUs, each in proportion to the CPU it takes and to how much its
+ * weight lets it hold the CPU against the LC pod's; an LC pod throttled
+ * by its own limit waits for its next period besides.  What it does not
+ * model: tasks and slices per task (the per-task lever is off), caches
+ * and memory bandwidth, memory (no memory.high here), wake-up placement
+ * across CPUs, the kernel's timing noise.
+ *
+ * The invariants (each checked in every run, its failure a message):
+ *  - moat writes no QoS tier, no container's weight or quota, no
+ *    cpu.idle on kubelet's cgroups, no LC pod's weight or quota;
+ *  - at stop every file holds its owner's value (the original, or what
+ *    kubelet wrote since), and after a crash the next start's restore
+ *    from the journal does the same;
+ *  - once the plant has been steady for ten minutes, no file moat holds
+ *    goes up and down more than twice a minute (no flapping; a
+ *    release's ramp goes one way);
+ *  - an owner's rewrite of a file to the same value leaves moat's value
+ *    the same (no factor of a factor);
+ *  - an LC pod that waits behind BE past twice its target has a BE pod
+ *    stepped down within 20 periods, or within the longest a step that
+ *    did not help leaves a BE pod alone (control.h's backoff, doubled
+ *    BACKOFF_DOUBLINGS times), or every BE pod that runs is at its floor;
+ *  - no write of moat's is refused by the kernel more than 3 times (a
+ *    write that cannot be made is not retried every period).
+ *
+ * MOAT_SIM_SEEDS=N and MOAT_SIM_PERIODS=N run more (make sim);
+ * MOAT_SIM_SEED=N runs seed N alone, MOAT_SIM_VERBOSE=1 with moatd's log.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <criterion/criterion.h>
+#include "burst.h"
+#include "control.h"
+#include "daemon.h"
+#include "enforce.h"
+#include "journal.h"
+#include "log.h"
+#include "sim.h"
+#include "units.h"
+
+#define NCPUS		4
+#define PERIOD_S	0.5
+#define MAX_PODS	24
+#define BASE_WAIT_US	40	/* a wake-up's latency on an idle CPU */
+#define BE_SLICE_US	3000	/* what a BE task's slice keeps a CPU */
+#define WAITS_PER_S	2000	/* an LC container's wake-ups */
+#define TARGET_US	1000	/* lc/rqlat_p99_target_us */
+
+enum qos { GUARANTEED, BURSTABLE, BESTEFFORT };
+
+struct pod {
+	bool alive;
+	char uid[37];
+	enum qos qos;
+	unsigned int class;
+	double request, limit;		/* CPUs; limit 0: none */
+	double demand;			/* what it would use */
+	bool orphan;			/* its own group missing: its containers units */
+	int nctr;
+	int cg, ctr[2];			/* its cgroups in the fake tree */
+	struct moatd_group *g, *gc[2];
+	/* this period */
+	double usage, ctr_usage[2];
+	bool throttled;
+	double tail_us;			/* an LC pod's tail wait */
+	/* an LC pod far over its target: since when, and BE steps since */
+	unsigned long over_since, steps_then;
+};
+
+struct plant {
+	struct moatd *d;
+	struct moat_cg_hierarchy h;
+	unsigned long long rng;
+	double t;
+	unsigned long period;
+	int kubepods, tier[3];
+	struct pod pods[MAX_PODS];
+	int n;
+	__u64 next_cgid;
+	/* the scenario */
+	bool owners;			/* kubelet's resizes and reloads, at random */
+	bool churn;			/* pods come and go */
+	bool orphan_next;		/* the next pod's own group is missing */
+	double steady_from;		/* from when the plant is steady, s */
+	/* what the invariants follow */
+	unsigned long be_steps;		/* moat's writes to BE pods' files */
+	unsigned long longest_backoff;	/* periods a useless step leaves a BE pod alone */
+	char failed[1024];
+};
+
+static struct plant *P;
+
+static double rnd(void)
+{
+	P->rng ^= P->rng << 13;
+	P->rng ^= P->rng >> 7;
+	P->rng ^= P->rng << 17;
+	return (P->rng >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static __attribute__((format(printf, 1, 2))) void fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (P->failed[0])
+		return;		/* the first says it */
+	va_start(ap, fmt);
+	vsnprintf(P->failed, sizeof(P->failed), fmt, ap);
+	va_end(ap);
+}
+
+/* ---- kubelet's part ---- */
+
+static unsigned long long shares_of(double cpus)
+{
+	unsigned long long s = llround(cpus * 1024);
+
+	return s < 2 ? 2 : s;
+}
+
+/* cgroup v2's weight for v1's shares, as kubelet's libcontainer converts it */
+static unsigned long long weight_of(unsigned long long shares)
+{
+	return 1 + ((shares - 2) * 9999) / 262142;
+}
+
+/* The value kubelet writes for a group's weight, and its quota, in its version's files. */
+static void kubelet_cpu(int cg, double request, double limit)
+{
+	const char *wfile = simk.v2 ? "cpu.weight" : "cpu.shares";
+	char w[32], q[64];
+
+	snprintf(w, sizeof(w), "%llu", simk.v2 ? weight_of(shares_of(request)) :
+					     shares_of(request));
+	cr_assert_eq(sim_owner_write(cg, wfile, w), 0, "kubelet's weight %s", w);
+	if (simk.v2)
+		snprintf(q, sizeof(q), limit > 0 ? "%lld 100000" : "max 100000",
+			 llround(limit * 100000));
+	else
+		snprintf(q, sizeof(q), "%lld", limit > 0 ? llround(limit * 100000) : -1LL);
+	/* a pod's quota before its containers', as kubelet makes them */
+	sim_owner_write(cg, simk.v2 ? "cpu.max" : "cpu.cfs_quota_us", q);
+}
+
+/* Is @path's cgroup a pod's, a container's, a tier's? */
+static struct pod *pod_of_cg(int cg, bool *container)
+{
+	int i, c;
+
+	for (i = 0; i < P->n; i++) {
+		if (P->pods[i].cg == cg) {
+			*container = false;
+			return &P->pods[i];
+		}
+		for (c = 0; c < P->pods[i].nctr; c++)
+			if (P->pods[i].ctr[c] == cg) {
+				*container = true;
+				return &P->pods[i];
+			}
+	}
+	return NULL;
+}
+
+/* What moat may write (the invariants' first): sim_kernel.c asks. */
+static bool may_write(const char *path, const char *file, const char *value, char *why,
+		      size_t len)
+{
+	char dir[256];
+	bool container = false, burst = !strcmp(file, "cpu.max.burst") ||
+				      !strcmp(file, "cpu.cfs_burst_us");
+	struct pod *p;
+	int cg, t;
+
+	snprintf(dir, sizeof(dir), "%.*s", (int)(strrchr(path, '/') - path), path);
+	cg = sim_find(dir);
+	if (cg == P->kubepods)
+		return snprintf(why, len, "kubepods itself"), false;
+	for (t = BURSTABLE; t <= BESTEFFORT; t++)
+		if (cg == P->tier[t])
+			return snprintf(why, len, "a QoS tier"), false;
+	p = pod_of_cg(cg, &container);
+	if (!p)
+		return true;	/* not kubelet's */
+	if (p->class == MOAT_CLASS_BE)
+		P->be_steps++;
+	if (!strcmp(file, "cpu.idle"))
+		return snprintf(why, len, "cpu.idle on kubelet's cgroup"), false;
+	if (container && !burst)
+		return snprintf(why, len, "a container's %s", file), false;
+	if (p->class == MOAT_CLASS_LC && !burst)
+		return snprintf(why, len, "an LC pod's %s", file), false;
+	if (p->class != MOAT_CLASS_LC && burst)
+		return snprintf(why, len, "burst on a pod not LC"), false;
+	return true;
+}
+
+static struct moatd_group *add_group(const char *id, enum moat_group_kind kind,
+				     unsigned int class, int cg)
+{
+	struct moatd_group *g = daemon_add(P->d, id, kind, class, simk.cg[cg].path,
+					   ++P->next_cgid);
+
+	snprintf(g->gid.kube.pod_uid, sizeof(g->gid.kube.pod_uid), "%s", id);
+	return g;
+}
+
+/* A pod made as kubelet makes it: its cgroup, its containers', their files. */
+static void pod_add(struct pod *p)
+{
+	char name[64], parent[256];
+	int c;
+
+	snprintf(name, sizeof(name), "pod%s", p->uid);
+	snprintf(parent, sizeof(parent), "%s", simk.cg[p->qos == GUARANTEED ? P->kubepods :
+							  P->tier[p->qos]].path);
+	p->cg = sim_mkdir(parent, name);
+	kubelet_cpu(p->cg, p->request, p->limit);
+	p->g = p->orphan ? NULL : add_group(p->uid, MOAT_GROUP_POD, p->class, p->cg);
+	for (c = 0; c < p->nctr; c++) {
+		char id[80];
+
+		snprintf(id, sizeof(id), "%064llx", (unsigned long long)P->next_cgid * 16 + c);
+		p->ctr[c] = sim_mkdir(simk.cg[p->cg].path, id);
+		kubelet_cpu(p->ctr[c], p->request / p->nctr,
+			    p->limit > 0 ? p->limit / p->nctr : 0);
+		p->gc[c] = add_group(id, MOAT_GROUP_CONTAINER, p->class, p->ctr[c]);
+		memcpy(p->gc[c]->gid.kube.pod_uid, p->uid, sizeof(p->gc[c]->gid.kube.pod_uid) - 1);
+	}
+	p->alive = true;
+}
+
+static void pod_del(struct pod *p)
+{
+	int c;
+
+	for (c = 0; c < p->nctr; c++) {
+		daemon_del(P->d, p->gc[c]);
+		sim_rmdir(simk.cg[p->ctr[c]].path);
+	}
+	if (p->g)
+		daemon_del(P->d, p->g);
+	sim_rmdir(simk.cg[p->cg].path);
+	p->alive = false;
+}
+
+static struct pod *pod_new(enum qos qos, unsigned int class, double request, double limit,
+			   double demand, int nctr)
+{
+	struct pod *p = &P->pods[P->n++];
+
+	cr_assert_leq(P->n, MAX_PODS);
+	memset(p, 0, sizeof(*p));
+	snprintf(p->uid, sizeof(p->uid), "%08x-0000-4000-8000-%012llx", P->n,
+		 (unsigned long long)(P->rng & 0xffffffffffffULL));
+	p->qos = qos;
+	p->class = class;
+	p->request = request;
+	p->limit = limit;
+	p->demand = demand;
+	p->nctr = nctr;
+	p->orphan = P->orphan_next;
+	P->orphan_next = false;
+	pod_add(p);
+	return p;
+}
+
+/* ---- the CPU ---- */
+
+static double weight_now(int cg)
+{
+	double w = atof(sim_get(cg, simk.v2 ? "cpu.weight" : "cpu.shares"));
+
+	return w > 0 ? w : 1;
+}
+
+static double quota_now(int cg)
+{
+	long long q = -1, per = 100000;
+
+	if (simk.v2) {
+		if (sscanf(sim_get(cg, "cpu.max"), "%lld %lld", &q, &per) != 2)
+			return INFINITY;
+	} else {
+		q = atoll(sim_get(cg, "cpu.cfs_quota_us"));
+		per = atoll(sim_get(cg, "cpu.cfs_period_us"));
+	}
+	return q < 0 ? INFINITY : (double)q / per;
+}
+
+/* Water-filling: @have CPUs among @n claims of @want by @w; each gets @got. */
+static void share(double have, const double *want, const double *w, double *got, int n)
+{
+	bool open[MAX_PODS + 3];
+	int i, left = n;
+
+	for (i = 0; i < n; i++) {
+		got[i] = 0;
+		open[i] = want[i] > 0;
+		left -= !open[i];
+	}
+	while (left && have > 1e-9) {
+		double sw = 0, used = 0;
+
+		for (i = 0; i < n; i++)
+			sw += open[i] ? w[i] : 0;
+		for (i = 0; i < n; i++) {
+			double give;
+
+			if (!open[i])
+				continue;
+			give = fmin(have * w[i] / sw, want[i] - got[i]);
+			got[i] += give;
+			used += give;
+		}
+		have -= used;
+		left = 0;
+		for (i = 0; i < n; i++) {
+			if (open[i] && got[i] >= want[i] - 1e-9)
+				open[i] = false;
+			left += open[i];
+		}
+		if (used < 1e-12)
+			break;
+	}
+}
+
+/* A pod's claim: its demand, no more than its own quota or its containers'. */
+static double claim(const struct pod *p)
+{
+	double c = 0;
+	int i;
+
+	for (i = 0; i < p->nctr; i++)
+		c += fmin(p->demand / p->nctr, quota_now(p->ctr[i]));
+	return fmin(c, quota_now(p->cg));
+}
+
+static void cpu(void)
+{
+	double want[MAX_PODS + 3], w[MAX_PODS + 3], got[MAX_PODS + 3];
+	double tw[3] = { 0 }, tgot[3] = { 0 };
+	int pod[MAX_PODS + 3], i, t, n = 0;
+
+	/* kubepods' children: the guaranteed pods (@pod their index), the two tiers (-1) */
+	for (i = 0; i < P->n; i++) {
+		struct pod *p = &P->pods[i];
+
+		if (!p->alive)
+			continue;
+		if (p->qos == GUARANTEED) {
+			pod[n] = i;
+			want[n] = claim(p);
+			w[n++] = weight_now(p->cg);
+		} else {
+			tw[p->qos] += claim(p);
+		}
+	}
+	for (t = BURSTABLE; t <= BESTEFFORT; t++) {
+		pod[n] = -t;
+		want[n] = tw[t];
+		w[n++] = weight_now(P->tier[t]);
+	}
+	share(NCPUS, want, w, got, n);
+	for (i = 0; i < n; i++)
+		if (pod[i] >= 0)
+			P->pods[pod[i]].usage = got[i];
+		else
+			tgot[-pod[i]] = got[i];
+	/* within each tier, by the pods' weights */
+	for (t = BURSTABLE; t <= BESTEFFORT; t++) {
+		int k = 0, map[MAX_PODS];
+
+		for (i = 0; i < P->n; i++) {
+			struct pod *p = &P->pods[i];
+
+			if (!p->alive || p->qos != (enum qos)t)
+				continue;
+			map[k] = i;
+			want[k] = claim(p);
+			w[k++] = weight_now(p->cg);
+		}
+		share(tgot[t], want, w, got, k);
+		for (i = 0; i < k; i++)
+			P->pods[map[i]].usage = got[i];
+	}
+	for (i = 0; i < P->n; i++) {
+		struct pod *p = &P->pods[i];
+		int c;
+
+		if (!p->alive)
+			continue;
+		p->throttled = p->demand > claim(p) + 1e-6 && !isinf(quota_now(p->cg)) &&
+			       claim(p) < p->demand;
+		for (c = 0; c < p->nctr; c++) {
+			p->ctr_usage[c] = p->usage / p->nctr;
+			if (p->demand / p->nctr > quota_now(p->ctr[c]) + 1e-6)
+				p->throttled = true;
+		}
+	}
+}
+
+/* An LC pod's tail wait: its floor, BE's slices on its CPUs, its own throttling. */
+static double tail_wait_us(const struct pod *l)
+{
+	double tail = BASE_WAIT_US, wl = weight_now(l->cg);
+	int i;
+
+	for (i = 0; i < P->n; i++) {
+		const struct pod *b = &P->pods[i];
+		double wb, hold;
+
+		if (!b->alive || b->class != MOAT_CLASS_BE || b->usage <= 0)
+			continue;
+		/* a BE pod's weight against the LC pod's, where their tiers meet */
+		wb = weight_now(b->cg) * (b->qos == BESTEFFORT ? 0.25 : 1);
+		hold = fmin(1, 4 * wb / (wb + wl));
+		tail += BE_SLICE_US * (b->usage / NCPUS) * hold;
+	}
+	if (l->throttled)
+		tail += 100000 * (1 - claim(l) / l->demand);
+	return tail;
+}
+
+static void hist_put(struct moat_rqlat_hist *h, double us, __u64 n)
+{
+	__u64 ns = (__u64)(us * 1000);
+	unsigned int slot = 0;
+
+	while (slot + 1 < MOAT_HIST_SLOTS && (ns >> (slot + 1)))
+		slot++;
+	h->slots[slot] += n;
+	h->count += n;
+	h->sum_ns += ns * n;
+}
+
+static void blame_add(struct period *p, __u64 victim, __u64 culprit, double ns)
+{
+	if (p->nr_blame == p->cap_blame) {
+		p->cap_blame = p->cap_blame ? 2 * p->cap_blame : 64;
+		p->blame = realloc(p->blame, p->cap_blame * sizeof(*p->blame));
+		cr_assert_not_null(p->blame);
+	}
+	p->blame[p->nr_blame++] = (struct blame_entry){ .victim = victim, .culprit = culprit,
+							 .wait_ns = ns, .delta_ns = ns };
+}
+
+/* The period's snapshot, as the sources would have made it of the plant. */
+static void sample(void)
+{
+	struct moatd *d = P->d;
+	struct period *p = &d->period;
+	double busy = 0;
+	int i, c, j;
+
+	cpu();
+	p->at.tv_sec = (time_t)P->t;
+	p->at.tv_nsec = (long)((P->t - (time_t)P->t) * 1e9);
+	p->secs = PERIOD_S;
+	p->nr_blame = 0;
+	p->blame_known = p->blame_valid = true;
+	for (i = 0; i < (int)d->nr_groups; i++) {
+		memset(&d->groups[i]->win_hist, 0, sizeof(d->groups[i]->win_hist));
+		memset(&d->groups[i]->win, 0, sizeof(d->groups[i]->win));
+		d->groups[i]->win.memory_pressure_pct = 0;
+	}
+	for (i = 0; i < P->n; i++) {
+		struct pod *l = &P->pods[i];
+		__u64 n = WAITS_PER_S * PERIOD_S, tail_n = n / 50;
+
+		if (!l->alive)
+			continue;
+		busy += l->usage;
+		if (l->g) {
+			l->g->win.cpu_usage = l->usage;
+			l->g->win.throttled_periods = l->throttled ? 10 * PERIOD_S : 0;
+		}
+		for (c = 0; c < l->nctr; c++) {
+			l->gc[c]->win.cpu_usage = l->ctr_usage[c];
+			l->gc[c]->win.throttled_periods = l->throttled ? 10 * PERIOD_S : 0;
+		}
+		if (l->class != MOAT_CLASS_LC)
+			continue;
+		l->tail_us = tail_wait_us(l);
+		for (c = 0; c < l->nctr; c++) {
+			struct moat_rqlat_hist *h = &l->gc[c]->win_hist;
+
+			hist_put(h, BASE_WAIT_US, n - tail_n);
+			hist_put(h, l->tail_us, tail_n);
+			/* the tail is charged to the BE pods that held the CPU */
+			for (j = 0; j < P->n; j++) {
+				struct pod *b = &P->pods[j];
+
+				if (b->alive && b->class == MOAT_CLASS_BE && b->usage > 0)
+					blame_add(p, l->gc[c]->cgid, b->gc[0]->cgid,
+						  tail_n * (l->tail_us - BASE_WAIT_US) * 1000 *
+						  b->usage / fmax(busy, 1e-9));
+			}
+		}
+	}
+	p->node = (struct node_sample){
+		.ncpus = NCPUS, .cpu_usage = busy,
+		.psi_some_avg10 = { 0, 0, 0 },
+		.mem_total = 16e9, .mem_available = 12e9, .swap_total = 0,
+		.pods_mem_limit = NAN, .pods_mem_available = NAN,
+	};
+}
+
+/* ---- the owners ---- */
+
+static void owners(void)
+{
+	int i;
+
+	if (!P->owners || P->t >= P->steady_from)
+		return;
+	for (i = 0; i < P->n; i++) {
+		struct pod *p = &P->pods[i];
+		double r = rnd();
+
+		if (!p->alive)
+			continue;
+		if (r < 0.001) {
+			/* an in-place resize: a new request (weight) and limit */
+			p->request = fmax(0.1, p->request * (0.5 + rnd()));
+			if (p->limit > 0)
+				p->limit = fmax(p->request, p->limit * (0.7 + 0.6 * rnd()));
+			kubelet_cpu(p->cg, p->request, p->limit);
+		} else if (r < 0.003) {
+			/* systemd's daemon-reload: every slice's values again */
+			kubelet_cpu(p->cg, p->request, p->limit);
+		}
+	}
+}
+
+static void churn(void)
+{
+	int i;
+
+	if (!P->churn || P->t >= P->steady_from)
+		return;
+	for (i = 0; i < P->n; i++) {
+		struct pod *p = &P->pods[i];
+
+		if (rnd() >= 0.005)
+			continue;
+		if (p->alive) {
+			pod_del(p);
+		} else {
+			/* made again, a new UID, as a controller does */
+			snprintf(p->uid + 24, sizeof(p->uid) - 24, "%012llx",
+				 (unsigned long long)(P->rng & 0xffffffffffffULL));
+			pod_add(p);
+		}
+	}
+}
+
+/* ---- the loop ---- */
+
+/* One period as moatd's cycle() runs it, the plant's snapshot for the sources'. */
+static void period(void)
+{
+	struct moatd *d = P->d;
+	struct period *p = &d->period;
+	simk.now = P->t;
+	owners();
+	churn();
+	sample();
+	cr_assert_eq(units_build(d, p), 0);
+	enforce_sample(d, p);
+	burst_sample(d, p);
+	d->plan.nr = 0;
+	d->plan.nr_burst = 0;
+	enforce_decide(d, p, &d->plan);
+	burst_decide(d, p, &d->plan);
+	enforce_act(d, &d->plan);
+	burst_act(d, &d->plan);
+	enforce_commit_rdt(d, &d->plan, 0);
+	P->t += PERIOD_S;
+	P->period++;
+}
+
+static void invariants(void)
+{
+	int i, f;
+
+	if (simk.forbidden[0])
+		fail("moat wrote what it must not: %s", simk.forbidden);
+	/* a write the kernel refuses is not made again and again */
+	for (i = 0; i < simk.nr; i++)
+		for (f = 0; f < simk.cg[i].nr; f++)
+			if (simk.cg[i].f[f].refused > 3)
+				fail("%s/%s: moat's write refused %u times", simk.cg[i].path,
+				     simk.cg[i].f[f].name, simk.cg[i].f[f].refused);
+	/*
+	 * An LC pod twice over its target behind BE: some BE pod is stepped
+	 * down within 20 periods (and the longest backoff after a step that
+	 * did not help), or every BE pod that runs is at its floor.
+	 */
+	for (i = 0; i < P->n; i++) {
+		struct pod *l = &P->pods[i];
+		bool floors = true;
+
+		if (!l->alive || l->class != MOAT_CLASS_LC || l->throttled ||
+		    l->tail_us <= 2 * TARGET_US) {
+			l->over_since = 0;
+			continue;
+		}
+		if (!l->over_since) {
+			l->over_since = P->period;
+			l->steps_then = P->be_steps;
+		}
+		if (P->be_steps != l->steps_then) {
+			l->over_since = P->period;	/* stepped: 20 more to see */
+			l->steps_then = P->be_steps;
+		}
+		for (f = 0; f < P->n; f++)
+			if (P->pods[f].alive && P->pods[f].class == MOAT_CLASS_BE &&
+			    P->pods[f].usage > 0 && P->pods[f].g)
+				floors &= enforce_exhausted(P->d, P->pods[f].g, MOAT_RES_CPU);
+		if (P->period - l->over_since > 20 + P->longest_backoff && !floors)
+			fail("LC pod %s waited %.0f us behind BE for %lu periods, and no BE pod was stepped",
+			     l->uid, l->tail_us, P->period - l->over_since);
+	}
+	/*
+	 * Steady for ten minutes (steps that did not help have backed off as
+	 * far as they go, control.h): no file moat holds goes up and down
+	 * more than twice a minute (a step and its release, the next once it
+	 * was needed); a release's ramp goes one way.
+	 */
+	if (P->t < P->steady_from + 600)
+		return;
+	for (i = 0; i < simk.nr; i++)
+		for (f = 0; f < simk.cg[i].nr; f++) {
+			const struct sim_file *sf = &simk.cg[i].f[f];
+			int turns = sim_reversals(sf, P->t - 60);
+
+			if (turns > 2)
+				fail("%s/%s went up and down %d times in a minute of a steady plant",
+				     simk.cg[i].path, sf->name, turns);
+		}
+}
+
+/* Every file of a cgroup still there holds its owner's value. */
+static void expect_owners(const char *when)
+{
+	int i, f;
+
+	for (i = 0; i < simk.nr; i++) {
+		if (!simk.cg[i].alive)
+			continue;
+		for (f = 0; f < simk.cg[i].nr; f++) {
+			const struct sim_file *sf = &simk.cg[i].f[f];
+
+			if (strcmp(sf->value, sf->owner))
+				fail("%s: %s/%s holds '%s', its owner's '%s'", when,
+				     simk.cg[i].path, sf->name, sf->value, sf->owner);
+		}
+	}
+}
+
+static void daemon_start(void);
+
+static void knob(const char *path, const char *val)
+{
+	cr_assert_eq(moat_knob_set(P->d->tree, path, val), 0, "%s = %s", path, val);
+}
+
+static void plant_start(bool v2, unsigned long long seed)
+{
+	static struct plant plant;
+
+	memset(&plant, 0, sizeof(plant));
+	P = &plant;
+	P->rng = seed * 0x9E3779B97F4A7C15ULL + 1;
+	P->steady_from = INFINITY;
+	sim_kernel_start(v2);
+	simk.may_write = may_write;
+	P->h = (struct moat_cg_hierarchy){ .mnt = SIM_ROOT, .v2 = v2 };
+	daemon_start();
+	P->kubepods = sim_mkdir(NULL, "kubepods");
+	P->tier[BURSTABLE] = sim_mkdir(simk.cg[P->kubepods].path, "burstable");
+	P->tier[BESTEFFORT] = sim_mkdir(simk.cg[P->kubepods].path, "besteffort");
+	sim_owner_write(P->tier[BESTEFFORT], v2 ? "cpu.weight" : "cpu.shares", v2 ? "1" : "2");
+}
+
+/* moatd started, in enforce mode, with the scenario's knobs. */
+static void daemon_start(void)
+{
+	P->d = daemon_new(&P->h);
+	P->d->mode = MOATD_ENFORCE;
+	knob("lc/rqlat_p99_target_us", "1000");	/* TARGET_US */
+	knob("enforce/min_waits", "20");
+	knob("enforce/task_levers", "0");
+	{
+		char v[32];
+		unsigned long a, b;
+
+		cr_assert_eq(moat_knob_get(P->d->tree, "enforce/cpu_prio_backoff_periods", v,
+					   sizeof(v)), 0);
+		a = strtoul(v, NULL, 10);
+		cr_assert_eq(moat_knob_get(P->d->tree, "enforce/cpu_backoff_periods", v,
+					   sizeof(v)), 0);
+		b = strtoul(v, NULL, 10);
+		P->longest_backoff = (a > b ? a : b) << BACKOFF_DOUBLINGS;
+	}
+}
+
+/* Stop as moatd stops, and check the files; then the plant goes. */
+static void plant_stop(void)
+{
+	moatd_restore(P->d, "the simulator stops");
+	expect_owners("after the stop");
+	daemon_free(P->d);
+	sim_kernel_stop();
+	cr_expect(!P->failed[0], "%s", P->failed);
+}
+
+static int dead(const char *path, const char *value)
+{
+	return -EIO;
+}
+
+/*
+ * A crash (SIGKILL): moatd gone with what it set still set, its journal
+ * on disk.  The next moatd restores from the journal at its start, then
+ * finds the groups again and goes on.
+ */
+static void crash_and_restart(void)
+{
+	static const struct moat_kfile_ops gone = { .put = dead };
+	struct moat_kfile_ops alive;
+	struct moat_journal *j;
+	char *buf, why[256];
+	size_t len;
+	int i, c;
+
+	cr_assert_eq(moat_journal_encode(P->d->journal, &buf, &len), 0);
+	/* the dead process puts nothing back: every write of its fails */
+	alive = *sim_kernel_ops();
+	sim_kernel_set_put(gone.put);
+	daemon_free(P->d);
+	sim_kernel_set_put(alive.put);
+	cr_assert_eq(moat_journal_open("", &j), 0);
+	cr_assert_eq(moat_journal_decode(j, buf, len, why, sizeof(why)), 0,
+		     "the journal does not decode: %s", why);
+	free(buf);
+	cr_assert_eq(moat_journal_restore(j, ""), 0);
+	moat_journal_free(j);
+	expect_owners("after a crash, from the journal");
+	daemon_start();
+	for (i = 0; i < P->n; i++) {
+		struct pod *p = &P->pods[i];
+
+		if (!p->alive)
+			continue;
+		p->g = p->orphan ? NULL : add_group(p->uid, MOAT_GROUP_POD, p->class, p->cg);
+		for (c = 0; c < p->nctr; c++) {
+			p->gc[c] = add_group(simk.cg[p->ctr[c]].path + strlen(simk.cg[p->cg].path) + 1,
+					     MOAT_GROUP_CONTAINER, p->class, p->ctr[c]);
+			memcpy(p->gc[c]->gid.kube.pod_uid, p->uid,
+			       sizeof(p->gc[c]->gid.kube.pod_uid) - 1);
+		}
+	}
+}
+
+static unsigned long seeds(unsigned long dflt)
+{
+	const char *s = getenv("MOAT_SIM_SEEDS");
+
+	return s ? strtoul(s, NULL, 10) : dflt;
+}
+
+static unsigned long periods(unsigned long dflt)
+{
+	const char *s = getenv("MOAT_SIM_PERIODS");
+
+	return s ? strtoul(s, NULL, 10) : dflt;
+}
+
+/*
+ * A node as most are: LC services with and without limits in the
+ * burstable tier, a guaranteed one, batch pods besteffort and burstable;
+ * kubelet resizing and reloading at random, pods coming and going; a
+ * crash halfway.  Both cgroup versions.
+ */
+static void mixed(bool v2)
+{
+	unsigned long s, i, n = periods(2000);
+
+	/* moatd's log only where asked: thousands of steps a run */
+	moat_log_init("moat", getenv("MOAT_SIM_VERBOSE") ? MOAT_LOG_INFO : MOAT_LOG_ERR);
+	for (s = 1; s <= seeds(8); s++) {
+		if (getenv("MOAT_SIM_SEED") && s != strtoul(getenv("MOAT_SIM_SEED"), NULL, 10))
+			continue;
+		plant_start(v2, s);
+		P->owners = P->churn = true;
+		P->steady_from = (n - 1400) * PERIOD_S;
+		pod_new(BURSTABLE, MOAT_CLASS_LC, 1, 0, 1.2 + rnd(), 2);
+		pod_new(BURSTABLE, MOAT_CLASS_LC, 0.5, 1, 0.4 + 0.4 * rnd(), 1);
+		pod_new(GUARANTEED, MOAT_CLASS_LC, 1, 1, 0.5 + 0.4 * rnd(), 1);
+		pod_new(BESTEFFORT, MOAT_CLASS_BE, 0, 0, 4, 2);
+		pod_new(BURSTABLE, MOAT_CLASS_BE, 1, 0, 3, 1);
+		pod_new(BURSTABLE, MOAT_CLASS_BE, 0.5, 2, 3, 1);
+		/* a BE pod whose own group did not register: its containers are units */
+		P->orphan_next = true;
+		pod_new(BURSTABLE, MOAT_CLASS_BE, 0.5, 0, 1, 2);
+		for (i = 0; i < n && !P->failed[0]; i++) {
+			period();
+			invariants();
+			if (i == n / 2)
+				crash_and_restart();
+		}
+		if (P->failed[0])
+			cr_log_error("seed %lu, period %lu (%.1f s): %s", s, P->period, P->t,
+				     P->failed);
+		plant_stop();
+	}
+}
+
+Test(sim, a_mixed_node_cgroup_v2)
+{
+	mixed(true);
+}
+
+Test(sim, a_mixed_node_cgroup_v1)
+{
+	mixed(false);
+}
