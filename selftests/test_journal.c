@@ -725,6 +725,52 @@ Test(journal, a_threads_scheduling_is_put_back_with_its_children, .fini = fini_t
 }
 
 /*
+ * A thread that renices itself under the lever: its policy and slice
+ * are still moat's, and are put back, its new nice kept; a pass after
+ * the renice does not take the lever for its original.  It was left
+ * with the lever for good ("changed since moatd set it").
+ */
+Test(journal, a_thread_that_renices_itself_gets_its_policy_back, .fini = fini_tmp)
+{
+	const struct moat_sched_caps *caps = moat_sched_caps();
+	struct moat_sched orig = { SCHED_BATCH, 5, 0 }, want, reniced, back;
+	struct moat_journal *j;
+	char file[PATH_MAX];
+	struct moat_task t;
+	struct tcg cg;
+	pid_t p;
+
+	cgroup_and_dir("sched-renice", &cg);
+	snprintf(file, sizeof(file), "%s/journal", tmp_dir);
+	p = tcg_spawn(&cg, tcg_pick_cpu(), work_forker, NULL);
+	cr_assert_gt(p, 0);
+	cr_assert(forker_ready(p), "process %d never got ready", (int)p);
+	cr_assert_eq(moat_sched_set(p, &orig), 0);
+	want = orig;
+	if (caps->slice)
+		want.slice_ns = 4000000;
+	else
+		want.policy = SCHED_IDLE;
+	cr_assert_eq(moat_journal_open(file, &j), 0);
+	cr_assert_eq(moat_task_read(p, &t), 0);
+	cr_assert_eq(moat_ktask_write(j, cg.dir, &t, &want, NULL), 0);
+	expect_sched(p, &want, "changed");
+	/* the application renices itself (setpriority()), the lever on */
+	reniced = want;
+	reniced.nice = 9;
+	cr_assert_eq(moat_sched_set(p, &reniced), 0);
+	/* the next pass: moat's still, not someone else's */
+	cr_assert_eq(moat_ktask_write(j, cg.dir, &t, &reniced, NULL), 0);
+	cr_assert_eq(j->n, 1);
+	cr_expect_str_eq(j->e[0].orig, "3/5/0", "the lever taken for the original");
+	cr_assert_eq(moat_journal_restore(j, cg.dir), 0);
+	back = orig;
+	back.nice = 9;
+	expect_sched(p, &back, "the policy back, its own nice kept");
+	moat_journal_free(j);
+}
+
+/*
  * The entries of threads that exited go (a pod that forks would grow the
  * journal a thread a fork), and of a tid now another thread's; a live
  * thread's stays, and so does what is under another cgroup.

@@ -477,7 +477,12 @@ bool moat_ktask_inherited(const struct moat_journal *j, const char *dir,
 	return true;
 }
 
-/* Whether @cur is @e's original, moat's last value or the one pending. */
+/*
+ * Whether @cur's policy and slice are @e's original's, moat's last or
+ * the pending one's.  Not its nice, which moat never changes: a thread
+ * that renices itself under the lever is still moat's to put back (its
+ * nice stays its own), where it was left with SCHED_IDLE for good.
+ */
 bool jnl_task_moats(const struct moat_journal_entry *e,
 		    const struct moat_sched *cur)
 {
@@ -486,7 +491,7 @@ bool jnl_task_moats(const struct moat_journal_entry *e,
 	size_t i;
 
 	for (i = 0; i < 3; i++)
-		if (v[i][0] && !moat_sched_parse(v[i], &s) && moat_sched_equal(&s, cur))
+		if (v[i][0] && !moat_sched_parse(v[i], &s) && same_lever(&s, cur))
 			return true;
 	return false;
 }

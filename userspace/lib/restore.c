@@ -45,6 +45,7 @@ static int restore_task(const struct moat_journal_entry *e)
 			(int)tid, (int)tgid, e->last, now);
 		return 0;
 	}
+	orig.nice = cur.nice;	/* the thread's own, moat's never */
 	if (!moat_sched_equal(&cur, &orig)) {
 		err = moat_sched_set(tid, &orig);
 		if (err)

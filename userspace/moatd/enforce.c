@@ -788,10 +788,15 @@ static int lever_step(struct moatd *d, const struct plan_step *s)
 	n = levers_apply(d, &e->lv, s->unit, &w, &eg->seen, &eg->nseen);
 	if (n >= 0)
 		pr_debug("be group %s: the lever on %d threads", s->unit->gid.id, n);
-	if (n == -EPERM) {
-		/* no CAP_SYS_NICE (said once): from the next period, the quota */
+	if (n == -EPERM)	/* no CAP_SYS_NICE (said once): from the next period, the quota */
 		e->lv.kind = LEVER_NONE;
-		levers_restore(d, s->unit);	/* the threads it could change */
+	if (n < 0) {
+		/*
+		 * No step: the threads it could change go back, or a release
+		 * of the step that never was would leave them with the lever.
+		 */
+		levers_restore(d, s->unit);
+		eg->lever_lc = 0;
 	}
 	return n < 0 ? n : 0;
 }
@@ -807,7 +812,7 @@ static void lever_pass(struct moatd *d)
 	size_t i, j;
 	int n;
 
-	if (d->mode != MOATD_ENFORCE || e->lv.kind == LEVER_NONE)
+	if (d->mode != MOATD_ENFORCE)
 		return;
 	for (i = 0; i < d->nr_groups; i++) {
 		struct moatd_group *g = d->groups[i];
@@ -817,8 +822,13 @@ static void lever_pass(struct moatd *d)
 
 		if (g->unit != g || !kube_pod(g))
 			continue;
-		if (eg->lim[MOAT_RES_CPU_PRIO].limit == 0) {
-			levers_apply(d, &e->lv, g, &w, &eg->seen, &eg->nseen);
+		/*
+		 * Without a lever now (an EPERM): nothing applied, but the LC
+		 * pods' slices still go back below, once no lever names them.
+		 */
+		if (eg->lim[MOAT_RES_CPU_PRIO].limit == 0 && e->lv.kind != LEVER_NONE) {
+			if (levers_apply(d, &e->lv, g, &w, &eg->seen, &eg->nseen) == -EPERM)
+				e->lv.kind = LEVER_NONE;	/* said once */
 			continue;
 		}
 		for (j = 0; e->lv.kind == LEVER_SLICE && e->ek.lc_slice_us &&
