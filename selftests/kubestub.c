@@ -179,10 +179,12 @@ void stub_pod_ex(const char *uid, const char *ns, const char *name,
 		      containers);
 }
 
-void stub_pod_meta(const char *uid, const char *ns, const char *name,
-		   const char *labels, const char *priority_class, int priority,
-		   const char *owner_kind, const char *meta, const char *containers)
+static void pod_with(const char *uid, const char *ns, const char *name,
+		     const char *labels, const char *priority_class, int priority,
+		     const char *owner_kind, const char *meta, const char *containers,
+		     const char *limits)
 {
+	char spec[4096] = "", lname[64], q[64];
 	char statuses[4096] = "", owners[256] = "", cname[64], cid[80];
 	const char *p = containers;
 	size_t n = 0;
@@ -194,6 +196,13 @@ void stub_pod_meta(const char *uid, const char *ns, const char *name,
 			      "\"ready\":true,\"restartCount\":0}", n ? "," : "", cname, cid);
 		p += used + (p[used] == ',');
 	}
+	/* the spec's containers, each with its CPU limit */
+	for (p = limits, n = 0; p && *p && sscanf(p, "%63[^=]=%63[^,]%n", lname, q, &used) == 2;
+	     p += used + (p[used] == ','))
+		n += snprintf(spec + n, sizeof(spec) - n,
+			      "%s{\"name\":\"%s\",\"image\":\"registry.k8s.io/pause:3.10\","
+			      "\"resources\":{\"limits\":{\"cpu\":\"%s\"},"
+			      "\"requests\":{\"cpu\":\"%s\"}}}", n ? "," : "", lname, q, q);
 	if (*owner_kind)
 		snprintf(owners, sizeof(owners),
 			 ",\"ownerReferences\":[{\"apiVersion\":\"apps/v1\",\"kind\":\"%s\","
@@ -203,11 +212,25 @@ void stub_pod_meta(const char *uid, const char *ns, const char *name,
 		"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"%s\","
 		"\"namespace\":\"%s\",\"uid\":\"%s\",\"resourceVersion\":\"@RV@\","
 		"\"labels\":{%s}%s%s%s},\"spec\":{\"nodeName\":\"" NODE "\"%s%s%s,"
-		"\"priority\":%d,\"containers\":[]},\"status\":{\"phase\":\"Running\","
+		"\"priority\":%d,\"containers\":[%s]},\"status\":{\"phase\":\"Running\","
 		"\"qosClass\":\"Burstable\",\"containerStatuses\":[%s]}}",
 		name, ns, uid, labels, owners, *meta ? "," : "", meta,
 		*priority_class ? ",\"priorityClassName\":\"" : "",
-		priority_class, *priority_class ? "\"" : "", priority, statuses));
+		priority_class, *priority_class ? "\"" : "", priority, spec, statuses));
+}
+
+void stub_pod_meta(const char *uid, const char *ns, const char *name,
+		   const char *labels, const char *priority_class, int priority,
+		   const char *owner_kind, const char *meta, const char *containers)
+{
+	pod_with(uid, ns, name, labels, priority_class, priority, owner_kind, meta,
+		 containers, "");
+}
+
+void stub_pod_cpu(const char *uid, const char *ns, const char *name,
+		  const char *containers, const char *limits)
+{
+	pod_with(uid, ns, name, "", "", 0, "", "", containers, limits);
 }
 
 void stub_pod(const char *uid, const char *ns, const char *name,

@@ -84,6 +84,12 @@ void stub_pod_ex(const char *uid, const char *ns, const char *name,
 void stub_pod_meta(const char *uid, const char *ns, const char *name,
 		   const char *labels, const char *priority_class, int priority,
 		   const char *owner_kind, const char *meta, const char *containers);
+/*
+ * A pod with containers in its spec, each with a CPU limit (and that
+ * request): @limits "name=quantity,name=quantity" ("250m", "1").
+ */
+void stub_pod_cpu(const char *uid, const char *ns, const char *name,
+		  const char *containers, const char *limits);
 /* A pod on another node: listed only without the field selector. */
 void stub_pod_elsewhere(const char *uid, const char *ns, const char *name);
 void stub_pod_delete(const char *uid);

@@ -14,7 +14,8 @@ static struct moat_lift_in base(void)
 		.quota = 0.2, .orig = 0.2, .lc = true, .throttled = true,
 		.usage = 0.2, .quiet_s = 0, .burst_possible = true,
 		.burst_s = 0.02, .burst_want = 0.02,
-		.node_cpus = 2, .node_busy = 0.3,
+		.node_cpus = 2, .node_busy = 0.3, .claimed = 0,
+		.members_cap = INFINITY,
 		.lift = true, .max_pct = 300, .busy_pct = 60,
 	};
 }
@@ -120,4 +121,77 @@ Test(burstpol, no_quota_no_lift)
 	cr_expect_eq(moat_lift_step(&in), 0);
 	in.lifted = true;
 	cr_expect(isnan(moat_lift_step(&in)), "lifted, its quota gone to max: its own not put back");
+}
+
+/*
+ * Its members' quotas bind first (a pod's containers each hold a share
+ * of its limit, as kubelet sets them): lifting the unit's frees nothing.
+ */
+Test(burstpol, no_lift_where_its_members_quotas_bind)
+{
+	struct moat_lift_in in = base();
+
+	in.members_cap = 0.2;
+	cr_expect_eq(moat_lift_step(&in), 0, "lifted past its members' 0.2 together");
+	in.lifted = true;
+	in.quota = 0.24;
+	cr_expect(isnan(moat_lift_step(&in)), "lifted while its members bind, not put back");
+	/* their quotas together over its own: up to theirs, no further */
+	in = base();
+	in.members_cap = 0.3;
+	cr_expect_float_eq(moat_lift_step(&in), 0.24, 1e-9);
+	in.lifted = true;
+	in.quota = 0.28;
+	cr_expect_float_eq(moat_lift_step(&in), 0.3, 1e-9, "past its members' 0.3");
+	in.quota = 0.3;
+	cr_expect_eq(moat_lift_step(&in), 0, "a step at its members' most");
+}
+
+/*
+ * A deadband under its own quota: a lifted unit that uses a little less
+ * than its own limit stays lifted; one that uses far less comes down.
+ * Without it a service near its limit went up and down each period.
+ */
+Test(burstpol, a_lifted_unit_near_its_own_limit_is_held)
+{
+	struct moat_lift_in in = base();
+
+	in.lifted = true;
+	in.quota = 0.4;
+	in.throttled = false;
+	in.usage = 0.2 * MOAT_LIFT_FITS + 0.01;
+	cr_expect_eq(moat_lift_step(&in), 0, "down, using %.2f of its own 0.2", in.usage);
+	in.usage = 0.2 * MOAT_LIFT_FITS - 0.01;
+	cr_expect_float_eq(moat_lift_step(&in), 0.32, 1e-9);
+}
+
+/* The node's threshold: up under it, down only well past it, held between. */
+Test(burstpol, the_nodes_threshold_has_hysteresis)
+{
+	struct moat_lift_in in = base();
+	double between = (in.busy_pct + MOAT_LIFT_BUSY_HYST / 2.0) / 100 * in.node_cpus;
+
+	in.node_busy = between;
+	cr_expect_eq(moat_lift_step(&in), 0, "up with the node at %.0f%%",
+		     between / in.node_cpus * 100);
+	in.lifted = true;
+	in.quota = 0.4;
+	cr_expect_eq(moat_lift_step(&in), 0, "down with the node at %.0f%%",
+		     between / in.node_cpus * 100);
+	in.node_busy = (in.busy_pct + MOAT_LIFT_BUSY_HYST) / 100.0 * in.node_cpus;
+	cr_expect_float_eq(moat_lift_step(&in), 0.32, 1e-9);
+}
+
+/* Two units lifted in one period share the node's idle CPUs, not take them twice. */
+Test(burstpol, idle_cpus_taken_by_other_lifts_are_not_given_again)
+{
+	struct moat_lift_in in = base();
+
+	in.busy_pct = 100;
+	in.node_busy = 1.9;	/* 0.1 CPU idle */
+	cr_expect_float_eq(moat_lift_step(&in), 0.24, 1e-9);
+	in.claimed = 0.08;
+	cr_expect_float_eq(moat_lift_step(&in), 0.22, 1e-9, "0.08 of 0.1 taken");
+	in.claimed = 0.1;
+	cr_expect_eq(moat_lift_step(&in), 0, "all of them taken and a step");
 }

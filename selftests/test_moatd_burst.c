@@ -10,17 +10,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
 #include <criterion/criterion.h>
 #include "helpers.h"
 #include "journal.h"
+#include "kubestub.h"
 #include "moatd_harness.h"
 
 #define LC_UID		"0a1b2c3d-4e5f-6789-abcd-ef0123456789"
 #define IDLE_UID	"11111111-2222-3333-4444-555555555555"
 #define BATCH_UID	"bbbbbbbb-cccc-dddd-eeee-ffffffffffff"
 #define QUOTA_US	20000
+/* the LC pod's container, as kube_add_pod() names it (its 1st pod) */
+#define LC_CTR		"0000000000000000000000000000000000000000000000000000000000000001"
 
 /* The config of these tests: the controller never steps (a huge target). */
 #define BURST_CONF "period_ms = 100\nhttp/listen = 127.0.0.1:0\n" \
@@ -393,5 +397,76 @@ Test(moatd, a_quota_lift_past_the_burst_goes_up_idle_and_down_busy, .timeout = 9
 	stop(&daemon_pid);
 	cr_expect_eq(quota_of(&b.lc.pod), 30000, "SIGTERM put back the old limit, not the resize");
 	cr_expect_eq(burst_of(&b.lc.pod), 0, "SIGTERM left the burst");
+	burst_node_stop(&b);
+}
+
+/* Write @cg's quota as kubelet or runc would; the kernel's answer. */
+static int try_quota(const struct tcg *cg, long us)
+{
+	char v[64];
+
+	if (tcg_hierarchy()->v2)
+		snprintf(v, sizeof(v), "%ld 100000", us);
+	else
+		snprintf(v, sizeof(v), "%ld", us);
+	return tcg_write(cg, tcg_hierarchy()->v2 ? "cpu.max" : "cpu.cfs_quota_us", v);
+}
+
+/*
+ * An in-place resize down of a throttled LC pod, whose burst moat holds
+ * at its whole quota: the kernel refuses a quota under the burst in
+ * force (tg_set_cfs_bandwidth()), so kubelet's write failed until the
+ * burst went, burst/hold_s after the throttling stopped: never, for a
+ * pod that stays throttled.  With its spec from the API server (the
+ * stub), moat lowers the burst to what the new limit allows, and
+ * kubelet's next try goes through.
+ */
+Test(moatd, a_resize_down_goes_through_under_moats_burst, .timeout = 60)
+{
+	struct MHD_Daemon *api;
+	struct burst_node b;
+	struct timespec t0;
+	int i, rc = -1;
+
+	burst_node(&b, false, BURST_CONF);
+	stop(&daemon_pid);
+	api = stub_start();
+	stub_pod_cpu(LC_UID, "shop", "web", "web=" LC_CTR, "web=200m");
+	enforce_with(BURST_CONF "kube/publish = 0\n");
+	cr_assert(wait_knob("kube/pods_state", "synced", 50), "%s", out);
+	cr_assert_eq(wait_burst(&b.lc.ctr, QUOTA_US, 3000), QUOTA_US,
+		     "the throttled LC container's burst is not its quota");
+	cr_assert_eq(wait_burst(&b.lc.pod, QUOTA_US, 1000), QUOTA_US);
+	/* the premise: the kernel refuses the resize under that burst */
+	cr_assert_eq(try_quota(&b.lc.ctr, QUOTA_US / 2), -EINVAL,
+		     "a quota under the burst in force was taken");
+	/* the spec changes (the API server has it first), then kubelet tries */
+	stub_pod_cpu(LC_UID, "shop", "web", "web=" LC_CTR, "web=100m");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 0; i < 60 && rc; i++) {
+		/* the way down: the container's first, then the pod's */
+		rc = try_quota(&b.lc.ctr, QUOTA_US / 2);
+		if (!rc)
+			rc = try_quota(&b.lc.pod, QUOTA_US / 2);
+		if (rc)
+			sleep_ms(100);
+	}
+	cr_assert_eq(rc, 0, "kubelet's resize still refused after 6 s: %s", strerror(-rc));
+	cr_log_info("the resize down went through %ld ms after the spec changed",
+		    elapsed_ms(&t0));
+	cr_expect(wait_log("(a resize down)", 1, 1000), "moatd did not say why");
+	cr_expect_leq(burst_of(&b.lc.ctr), QUOTA_US / 2);
+	cr_expect_leq(burst_of(&b.lc.pod), QUOTA_US / 2);
+	/* still throttled, it keeps a burst of its new quota at most */
+	for (i = 0; i < 10; i++) {
+		cr_assert_leq(burst_of(&b.lc.ctr), QUOTA_US / 2, "burst past the new quota");
+		sleep_ms(100);
+	}
+	stop(&daemon_pid);
+	cr_expect_eq(quota_of(&b.lc.ctr), QUOTA_US / 2, "SIGTERM undid the resize");
+	cr_expect_eq(burst_of(&b.lc.ctr), 0, "SIGTERM left the burst");
+	cr_expect_eq(burst_of(&b.lc.pod), 0, "SIGTERM left the burst");
+	moatd_env[0] = NULL;
+	stub_stop(api);
 	burst_node_stop(&b);
 }

@@ -101,6 +101,93 @@ Test(podmeta, what_the_api_server_cannot_send_is_refused_with_a_reason)
 	}
 }
 
+/* resource.Quantity's forms, in millicores rounded up as MilliValue() rounds. */
+Test(podmeta, cpu_quantities_in_millicores)
+{
+	static const struct { const char *q; long long m; } good[] = {
+		{ "1", 1000 }, { "250m", 250 }, { "0.5", 500 }, { "1.5", 1500 },
+		{ ".5", 500 }, { "2.", 2000 }, { "+2", 2000 }, { "0", 0 },
+		{ "0.0001", 1 }, { "100n", 1 }, { "1000000n", 1 }, { "1500000n", 2 },
+		{ "1500u", 2 }, { "1e3", 1000000 }, { "1E-3", 1 }, { "2k", 2000000 },
+		{ "1Ki", 1024000 }, { "0.25e1", 2500 }, { "007", 7000 },
+		{ "1.0005", 1001 },
+	};
+	static const char *const bad[] = {
+		"", "m", "-1", "1.2.3", "1x", "1 m", "1e", "1e+", "0x10", "1mi",
+		"1E19", "1e40", "99999999999999999999999999999999", "2Ei", " 1",
+	};
+	long long m;
+	size_t i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		m = -7;
+		cr_expect_eq(moat_cpu_quantity_m(good[i].q, &m), 0, "'%s' refused", good[i].q);
+		cr_expect_eq(m, good[i].m, "'%s': %lld, not %lld", good[i].q, m, good[i].m);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_expect_eq(moat_cpu_quantity_m(bad[i], &m), -EINVAL, "'%s' taken", bad[i]);
+}
+
+#define CTR(name, limit)	"{\"name\":\"" name "\",\"resources\":{\"limits\":{" limit "}}}"
+#define STARTED(name, id)	"{\"name\":\"" name "\",\"containerID\":\"containerd://" id "\"}"
+
+/*
+ * The limit kubelet gives a pod's own cgroup (ResourceConfigForPod()):
+ * its containers' together where each has one, the sidecars' with them,
+ * an init container's beside the sidecars before it where that is more,
+ * the RuntimeClass's overhead on top; the pod's own (pod-level
+ * resources) first.  Each started container gets its own.
+ */
+Test(podmeta, a_pods_cpu_limit_as_kubelet_makes_its_quota)
+{
+	cr_assert_eq(parse(POD("", "\"containers\":[" CTR("web", "\"cpu\":\"500m\"") ","
+			       CTR("log", "\"cpu\":\"0.25\",\"memory\":\"1Gi\"") "]",
+			       "\"containerStatuses\":[" STARTED("log", "ab12") ","
+			       STARTED("web", CID) "]")), 0, "%s", why);
+	cr_expect_eq(p.cpu_limit_m, 750);
+	cr_expect_eq(moat_pod_container(&p, CID)->cpu_limit_m, 500);
+	cr_expect_eq(moat_pod_container(&p, "ab12")->cpu_limit_m, 250);
+	/* one without: no quota on the pod; the other's its own */
+	cr_assert_eq(parse(POD("", "\"containers\":[" CTR("web", "\"cpu\":\"500m\"") ","
+			       CTR("log", "\"memory\":\"1Gi\"") "]",
+			       "\"containerStatuses\":[" STARTED("web", CID) "]")), 0, "%s", why);
+	cr_expect_eq(p.cpu_limit_m, -1);
+	cr_expect_eq(moat_pod_container(&p, CID)->cpu_limit_m, 500);
+	cr_assert_eq(parse(POD("", "\"containers\":[" CTR("web", "\"cpu\":\"0\"") "]",
+			       "")), 0, "%s", why);
+	cr_expect_eq(p.cpu_limit_m, -1, "a zero limit is none");
+	/* a sidecar runs on beside them; an init container alone before */
+	cr_assert_eq(parse(POD("", "\"initContainers\":["
+			       "{\"name\":\"mesh\",\"restartPolicy\":\"Always\","
+			       "\"resources\":{\"limits\":{\"cpu\":\"100m\"}}},"
+			       CTR("migrate", "\"cpu\":\"2\"") "],"
+			       "\"containers\":[" CTR("web", "\"cpu\":\"500m\"") "]", "")), 0,
+		     "%s", why);
+	cr_expect_eq(p.cpu_limit_m, 2100, "the init container beside the sidecar: %lld",
+		     p.cpu_limit_m);
+	cr_assert_eq(parse(POD("", "\"initContainers\":["
+			       "{\"name\":\"mesh\",\"restartPolicy\":\"Always\","
+			       "\"resources\":{\"limits\":{\"cpu\":\"100m\"}}}],"
+			       "\"containers\":[" CTR("web", "\"cpu\":\"500m\"") "],"
+			       "\"overhead\":{\"cpu\":\"50m\"}", "")), 0, "%s", why);
+	cr_expect_eq(p.cpu_limit_m, 650, "the sidecar's and the overhead: %lld", p.cpu_limit_m);
+	/* pod-level resources: the pod's own, its containers none */
+	cr_assert_eq(parse(POD("", "\"resources\":{\"limits\":{\"cpu\":\"1\"}},"
+			       "\"containers\":[" CTR("web", "") "]",
+			       "\"containerStatuses\":[" STARTED("web", CID) "]")), 0, "%s", why);
+	cr_expect_eq(p.cpu_limit_m, 1000);
+	cr_expect_eq(moat_pod_container(&p, CID)->cpu_limit_m, -1);
+	/* what the API server cannot send */
+	cr_expect_eq(parse(POD("", "\"containers\":[" CTR("web", "\"cpu\":\"lots\"") "]",
+			       "")), -EINVAL);
+	cr_expect(strstr(why, "limits.cpu"), "%s", why);
+	cr_expect_eq(parse(POD("", "\"containers\":[" CTR("web", "\"cpu\":2") "]", "")),
+		     -EINVAL, "a number, not a quantity's string");
+	cr_expect_eq(parse(POD("", "\"containers\":{}", "")), -EINVAL);
+	cr_expect_eq(parse(POD("", "\"containers\":[7]", "")), -EINVAL);
+	cr_expect_eq(parse(POD("", "\"overhead\":{\"cpu\":\"-1\"}", "")), -EINVAL);
+}
+
 Test(podmeta, a_label_of_64_kib_is_refused)
 {
 	static char json[70000];

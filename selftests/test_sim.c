@@ -10,7 +10,8 @@
  * burstable and besteffort tiers, guaranteed pods below kubepods), each
  * pod with one or two containers, a CPU request that kubelet turns into
  * its weight, maybe a limit (its cpu.max, and its containers'), and a
- * demand.  Each period the CPU is shared as CFS shares it: down the tree
+ * demand; its spec's limits in its groups, as the pods' source gives
+ * them.  Each period the CPU is shared as CFS shares it: down the tree
  * by weight among those that want it, no group past its quota; a group
  * that wants more than its quota is throttled.  An LC pod's waits: a
  * floor of wake-up latency, and the slices of the BE pods that run on
@@ -23,7 +24,8 @@
  *
  * The invariants (each checked in every run, its failure a message):
  *  - moat writes no QoS tier, no container's weight or quota, no
- *    cpu.idle on kubelet's cgroups, no LC pod's weight or quota;
+ *    cpu.idle on kubelet's cgroups, no LC pod's weight or quota (but,
+ *    under burst/lift, an LC pod's own quota);
  *  - at stop every file holds its owner's value (the original, or what
  *    kubelet wrote since), and after a crash the next start's restore
  *    from the journal does the same;
@@ -37,7 +39,9 @@
  *    did not help leaves a BE pod alone (control.h's backoff, doubled
  *    BACKOFF_DOUBLINGS times), or every BE pod that runs is at its floor;
  *  - no write of moat's is refused by the kernel more than 3 times (a
- *    write that cannot be made is not retried every period).
+ *    write that cannot be made is not retried every period);
+ *  - a resize the kernel refused (kubelet tries again every
+ *    KUBELET_RETRY_S) is through within RESIZE_MAX_S.
  *
  * MOAT_SIM_SEEDS=N and MOAT_SIM_PERIODS=N run more (make sim);
  * MOAT_SIM_SEED=N runs seed N alone, MOAT_SIM_VERBOSE=1 with moatd's log.
@@ -59,6 +63,8 @@
 #include "units.h"
 
 #define NCPUS		4
+#define KUBELET_RETRY_S	10	/* a resize the kernel refused: kubelet's next try */
+#define RESIZE_MAX_S	30	/* ...and by when it is through */
 #define PERIOD_S	0.5
 #define MAX_PODS	24
 #define BASE_WAIT_US	40	/* a wake-up's latency on an idle CPU */
@@ -78,6 +84,8 @@ struct pod {
 	bool orphan;			/* its own group missing: its containers units */
 	int nctr;
 	int cg, ctr[2];			/* its cgroups in the fake tree */
+	bool slice;			/* its containers without a limit of their own */
+	double resize_since;		/* a resize the kernel refused, kubelet retrying; NAN: none */
 	struct moatd_group *g, *gc[2];
 	/* this period */
 	double usage, ctr_usage[2];
@@ -101,6 +109,8 @@ struct plant {
 	bool owners;			/* kubelet's resizes and reloads, at random */
 	bool churn;			/* pods come and go */
 	bool orphan_next;		/* the next pod's own group is missing */
+	bool slice_next;		/* the next pod's containers have no limit */
+	bool lift;			/* burst/lift on */
 	double steady_from;		/* from when the plant is steady, s */
 	/* what the invariants follow */
 	unsigned long be_steps;		/* moat's writes to BE pods' files */
@@ -144,8 +154,11 @@ static unsigned long long weight_of(unsigned long long shares)
 	return 1 + ((shares - 2) * 9999) / 262142;
 }
 
-/* The value kubelet writes for a group's weight, and its quota, in its version's files. */
-static void kubelet_cpu(int cg, double request, double limit)
+/*
+ * The value kubelet writes for a group's weight, and its quota, in its
+ * version's files: the quota's write's error.
+ */
+static int kubelet_cpu(int cg, double request, double limit)
 {
 	const char *wfile = simk.v2 ? "cpu.weight" : "cpu.shares";
 	char w[32], q[64];
@@ -158,8 +171,7 @@ static void kubelet_cpu(int cg, double request, double limit)
 			 llround(limit * 100000));
 	else
 		snprintf(q, sizeof(q), "%lld", limit > 0 ? llround(limit * 100000) : -1LL);
-	/* a pod's quota before its containers', as kubelet makes them */
-	sim_owner_write(cg, simk.v2 ? "cpu.max" : "cpu.cfs_quota_us", q);
+	return sim_owner_write(cg, simk.v2 ? "cpu.max" : "cpu.cfs_quota_us", q);
 }
 
 /* Is @path's cgroup a pod's, a container's, a tier's? */
@@ -207,7 +219,10 @@ static bool may_write(const char *path, const char *file, const char *value, cha
 		return snprintf(why, len, "cpu.idle on kubelet's cgroup"), false;
 	if (container && !burst)
 		return snprintf(why, len, "a container's %s", file), false;
-	if (p->class == MOAT_CLASS_LC && !burst)
+	/* the quota lift (burst/lift, opt-in): an LC pod's own cpu.max */
+	if (p->class == MOAT_CLASS_LC && !burst &&
+	    !(P->lift && !container && (!strcmp(file, "cpu.max") ||
+					!strcmp(file, "cpu.cfs_quota_us"))))
 		return snprintf(why, len, "an LC pod's %s", file), false;
 	if (p->class != MOAT_CLASS_LC && burst)
 		return snprintf(why, len, "burst on a pod not LC"), false;
@@ -222,6 +237,54 @@ static struct moatd_group *add_group(const char *id, enum moat_group_kind kind,
 
 	snprintf(g->gid.kube.pod_uid, sizeof(g->gid.kube.pod_uid), "%s", id);
 	return g;
+}
+
+/*
+ * A container's limit: its share of the pod's, as kubelet's pods always
+ * have (a pod's limit is its containers' together); none, where the pod
+ * stands for a unit whose members have none (a systemd slice with a
+ * CPUQuota= over services without one).
+ */
+static double ctr_limit(const struct pod *p)
+{
+	return p->limit > 0 && !p->slice ? p->limit / p->nctr : 0;
+}
+
+/*
+ * Its spec's CPU limits, in its groups as the pods module gives them
+ * from the API server (podmeta.h): a resize is there before kubelet
+ * writes it.
+ */
+static void spec_of(struct pod *p)
+{
+	int c;
+
+	if (p->g) {
+		p->g->meta.known = true;
+		p->g->meta.cpu_limit_m = p->limit > 0 ? llround(p->limit * 1000) : -1;
+	}
+	for (c = 0; c < p->nctr; c++) {
+		p->gc[c]->meta.known = true;
+		p->gc[c]->meta.cpu_limit_m = ctr_limit(p) > 0 ? llround(ctr_limit(p) * 1000) : -1;
+	}
+}
+
+/*
+ * Kubelet's resize of @p to its spec: the pod's quota first on the way
+ * up and last on the way down, the containers' (the runtime's update)
+ * between; the first the kernel refuses ends the try.
+ */
+static int kubelet_resize(struct pod *p, bool down)
+{
+	int c, err = 0;
+
+	if (!down)
+		err = kubelet_cpu(p->cg, p->request, p->limit);
+	for (c = 0; c < p->nctr && !err; c++)
+		err = kubelet_cpu(p->ctr[c], p->request / p->nctr, ctr_limit(p));
+	if (down && !err)
+		err = kubelet_cpu(p->cg, p->request, p->limit);
+	return err;
 }
 
 /* A pod made as kubelet makes it: its cgroup, its containers', their files. */
@@ -241,11 +304,12 @@ static void pod_add(struct pod *p)
 
 		snprintf(id, sizeof(id), "%064llx", (unsigned long long)P->next_cgid * 16 + c);
 		p->ctr[c] = sim_mkdir(simk.cg[p->cg].path, id);
-		kubelet_cpu(p->ctr[c], p->request / p->nctr,
-			    p->limit > 0 ? p->limit / p->nctr : 0);
+		kubelet_cpu(p->ctr[c], p->request / p->nctr, ctr_limit(p));
 		p->gc[c] = add_group(id, MOAT_GROUP_CONTAINER, p->class, p->ctr[c]);
 		memcpy(p->gc[c]->gid.kube.pod_uid, p->uid, sizeof(p->gc[c]->gid.kube.pod_uid) - 1);
 	}
+	spec_of(p);
+	p->resize_since = NAN;
 	p->alive = true;
 }
 
@@ -279,7 +343,8 @@ static struct pod *pod_new(enum qos qos, unsigned int class, double request, dou
 	p->demand = demand;
 	p->nctr = nctr;
 	p->orphan = P->orphan_next;
-	P->orphan_next = false;
+	p->slice = P->slice_next;
+	P->orphan_next = P->slice_next = false;
 	pod_add(p);
 	return p;
 }
@@ -527,10 +592,31 @@ static void sample(void)
 
 /* ---- the owners ---- */
 
+/* Kubelet's next tries of resizes the kernel refused. */
+static void kubelet_retry(void)
+{
+	int i;
+
+	for (i = 0; i < P->n; i++) {
+		struct pod *p = &P->pods[i];
+
+		if (!p->alive || isnan(p->resize_since) ||
+		    fmod(P->t - p->resize_since, KUBELET_RETRY_S) > PERIOD_S / 2)
+			continue;
+		if (P->t - p->resize_since > RESIZE_MAX_S)
+			fail("pod %s: kubelet's resize refused by the kernel for %.0f s",
+			     p->uid, P->t - p->resize_since);
+		/* which way, from what the pod's own quota is now */
+		if (!kubelet_resize(p, p->limit > 0 && p->limit < quota_now(p->cg)))
+			p->resize_since = NAN;
+	}
+}
+
 static void owners(void)
 {
 	int i;
 
+	kubelet_retry();
 	if (!P->owners || P->t >= P->steady_from)
 		return;
 	for (i = 0; i < P->n; i++) {
@@ -540,11 +626,24 @@ static void owners(void)
 		if (!p->alive)
 			continue;
 		if (r < 0.001) {
-			/* an in-place resize: a new request (weight) and limit */
+			/*
+			 * An in-place resize: a new request (weight) and
+			 * limit, in whole millicores for each container, in
+			 * the spec, then kubelet's writes.  The kernel may
+			 * refuse them (a quota under the burst in force):
+			 * kubelet tries again every KUBELET_RETRY_S.
+			 */
+			double was = p->limit;
+
 			p->request = fmax(0.1, p->request * (0.5 + rnd()));
 			if (p->limit > 0)
-				p->limit = fmax(p->request, p->limit * (0.7 + 0.6 * rnd()));
-			kubelet_cpu(p->cg, p->request, p->limit);
+				p->limit = round(fmax(p->request, p->limit * (0.7 + 0.6 * rnd())) *
+						 1000 / p->nctr) * p->nctr / 1000;
+			spec_of(p);
+			if (kubelet_resize(p, p->limit < was))
+				p->resize_since = P->t;
+			else
+				p->resize_since = NAN;
 		} else if (r < 0.003) {
 			/* systemd's daemon-reload: every slice's values again */
 			kubelet_cpu(p->cg, p->request, p->limit);
@@ -780,14 +879,17 @@ static void crash_and_restart(void)
 			memcpy(p->gc[c]->gid.kube.pod_uid, p->uid,
 			       sizeof(p->gc[c]->gid.kube.pod_uid) - 1);
 		}
+		spec_of(p);
 	}
 }
 
+/* How many seeds to run: up to MOAT_SIM_SEED where that one is asked. */
 static unsigned long seeds(unsigned long dflt)
 {
-	const char *s = getenv("MOAT_SIM_SEEDS");
+	const char *s = getenv("MOAT_SIM_SEEDS"), *one = getenv("MOAT_SIM_SEED");
+	unsigned long n = s ? strtoul(s, NULL, 10) : dflt;
 
-	return s ? strtoul(s, NULL, 10) : dflt;
+	return one && strtoul(one, NULL, 10) > n ? strtoul(one, NULL, 10) : n;
 }
 
 static unsigned long periods(unsigned long dflt)
@@ -835,6 +937,125 @@ static void mixed(bool v2)
 				     P->failed);
 		plant_stop();
 	}
+}
+
+/* Its quota now, in CPUs (INFINITY: none). */
+static double pod_quota(const struct pod *p)
+{
+	return quota_now(p->cg);
+}
+
+/*
+ * LC services held back by their own limits, next to batch pods: their
+ * burst, and the quota lift (burst/lift 1); kubelet resizing them now
+ * and then.  Their demand over their limits, then under, then close to
+ * them.  One is a unit whose members have no limit of their own (a
+ * slice's CPUQuota=): the lift frees it.  The other is kubelet's shape,
+ * its containers' limits its own together: lifting its quota would
+ * free nothing, and it is never lifted.
+ */
+static void limited(bool v2)
+{
+	unsigned long s, i, n = periods(2000), lifted;
+	struct pod *lc, *kube;
+
+	moat_log_init("moat", getenv("MOAT_SIM_VERBOSE") ? MOAT_LOG_INFO : MOAT_LOG_ERR);
+	for (s = 1; s <= seeds(8); s++) {
+		if (getenv("MOAT_SIM_SEED") && s != strtoul(getenv("MOAT_SIM_SEED"), NULL, 10))
+			continue;
+		plant_start(v2, s);
+		P->owners = true;
+		P->lift = true;
+		knob("burst/lift", "1");
+		P->steady_from = (n - 1400) * PERIOD_S;
+		P->slice_next = true;
+		lc = pod_new(BURSTABLE, MOAT_CLASS_LC, 1, 1, 1.3, 2);
+		kube = pod_new(GUARANTEED, MOAT_CLASS_LC, 0.5, 0.5, 0.6, 1);
+		/* the node not busy: the lift may act */
+		pod_new(BURSTABLE, MOAT_CLASS_BE, 0.5, 0, 0.2 + 0.2 * rnd(), 1);
+		pod_new(BESTEFFORT, MOAT_CLASS_BE, 0, 0, 0.1, 1);
+		lifted = 0;
+		for (i = 0; i < n && !P->failed[0]; i++) {
+			/* a service's load: about its level, a tenth up or down a period */
+			double level = i < n / 4 ? 1.3 : i < n / 2 ? 0.6 : 1.0;
+
+			lc->demand = lc->limit * level * (0.9 + 0.2 * rnd());
+			kube->demand = kube->limit * level * (0.9 + 0.2 * rnd());
+			period();
+			invariants();
+			lifted += pod_quota(lc) > lc->limit + 1e-3;
+			if (burst_lifted(kube->g))
+				fail("kubelet's pod lifted to %.3f CPUs, its containers' %.3f together",
+				     pod_quota(kube), quota_now(kube->ctr[0]));
+			if (i == n / 4 && !lifted)
+				fail("the slice over its limit and never lifted in %lu periods", i);
+		}
+		if (P->failed[0])
+			cr_log_error("seed %lu, period %lu (%.1f s): %s", s, P->period, P->t,
+				     P->failed);
+		plant_stop();
+	}
+}
+
+/*
+ * A batch pod holding the LC service's CPUs, beside a batch pod with a
+ * tiny request (kubelet's weight 2 on v2, 4 shares on v1: the least
+ * but one): the culprit's weight goes down past half its own.  The
+ * weight lever holds BE pods to one factor, and once held it to no
+ * less than the factor the smallest pod could still take (0.5): one
+ * small pod capped every other's step at half.
+ */
+static void small_be(bool v2)
+{
+	unsigned long s, i, n = periods(600);
+	struct pod *lc, *hog;
+	double least;
+
+	moat_log_init("moat", getenv("MOAT_SIM_VERBOSE") ? MOAT_LOG_INFO : MOAT_LOG_ERR);
+	for (s = 1; s <= seeds(8); s++) {
+		if (getenv("MOAT_SIM_SEED") && s != strtoul(getenv("MOAT_SIM_SEED"), NULL, 10))
+			continue;
+		plant_start(v2, s);
+		lc = pod_new(GUARANTEED, MOAT_CLASS_LC, 1, 1, 0.6 + 0.2 * rnd(), 1);
+		hog = pod_new(BURSTABLE, MOAT_CLASS_BE, 2, 0, 6, 2);
+		pod_new(BURSTABLE, MOAT_CLASS_BE, v2 ? 0.04 : 0.004, 0, 0.5, 1);
+		least = 1;
+		for (i = 0; i < n && !P->failed[0]; i++) {
+			double w0 = simk.v2 ? weight_of(shares_of(hog->request)) :
+				    shares_of(hog->request);
+
+			period();
+			invariants();
+			least = fmin(least, weight_now(hog->cg) / w0);
+		}
+		(void)lc;
+		if (!P->failed[0] && least > 0.45)
+			fail("the culprit's weight never under %.2f of its own", least);
+		if (P->failed[0])
+			cr_log_error("seed %lu, period %lu (%.1f s): %s", s, P->period, P->t,
+				     P->failed);
+		plant_stop();
+	}
+}
+
+Test(sim, a_small_be_pod_beside_the_culprit_cgroup_v2)
+{
+	small_be(true);
+}
+
+Test(sim, a_small_be_pod_beside_the_culprit_cgroup_v1)
+{
+	small_be(false);
+}
+
+Test(sim, a_limited_lc_pod_cgroup_v2)
+{
+	limited(true);
+}
+
+Test(sim, a_limited_lc_pod_cgroup_v1)
+{
+	limited(false);
 }
 
 Test(sim, a_mixed_node_cgroup_v2)

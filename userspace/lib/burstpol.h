@@ -24,6 +24,14 @@ struct moat_lift_in {
 	bool burst_possible;
 	double burst_s, burst_want;
 	double node_cpus, node_busy;	/* online, busy; NAN: not known */
+	double claimed;		/* idle CPUs other units' lifts took this period */
+	/*
+	 * The most its members' own quotas let it use together (a
+	 * container's, the runtime's): INFINITY where a member has none.
+	 * Where that is no more than its quota, its quota is not what
+	 * throttles it, and lifting it frees nothing.
+	 */
+	double members_cap;
 	/* the knobs */
 	bool lift;
 	unsigned int max_pct, busy_pct;
@@ -31,16 +39,25 @@ struct moat_lift_in {
 
 /* Without its usage, a lifted unit not throttled this long fits its limit. */
 #define MOAT_LIFT_QUIET_S	3
+/* A lifted unit comes down when it uses less than this share of its own quota... */
+#define MOAT_LIFT_FITS		0.8
+/* ...or the node is this many points over burst/lift_node_busy_pct. */
+#define MOAT_LIFT_BUSY_HYST	10
 
 /**
  * moat_lift_step() - the quota lift's step for one unit this period.
  *
  * Up by a fifth while it is throttled with its burst spent (or none is
- * possible) and the node's CPU use is under @busy_pct of its CPUs: to at
- * most @max_pct of its own quota, and by no more than the node's idle
- * CPUs.  Down by a fifth while the node is busy (or not known) or the
- * unit fits under its own quota; its own back once there, and at once
- * when it is no longer LC or the lift is turned off.
+ * possible), its own quota is what throttles it (not its members'), and
+ * the node's CPU use is under @busy_pct of its CPUs: to at most @max_pct
+ * of its own quota, and by no more than the node's idle CPUs that other
+ * lifts did not take this period.  Down by a fifth while the node is
+ * MOAT_LIFT_BUSY_HYST points past @busy_pct (or not known), or the unit
+ * uses under MOAT_LIFT_FITS of its own quota: a deadband either side, so
+ * that a unit near its limit or a node near the threshold is held, not
+ * moved up and down each period.  Its own back once there, and at once
+ * when it is no longer LC, the lift is turned off, or its members'
+ * quotas bind.
  *
  * Return: the quota to write, in CPUs; NAN: its own quota back; 0:
  * nothing.

@@ -181,8 +181,174 @@ static void containers(json_object *status, const char *key,
 			 pc->name, why, sizeof(why)))
 			continue;
 		strcpy(pc->id, s + 3);
+		pc->cpu_limit_m = -1;
 		p->nr_containers++;
 	}
+}
+
+int moat_cpu_quantity_m(const char *s, long long *m)
+{
+	static const struct { const char *sfx; int exp10, exp2; } sfx[] = {
+		{ "n", -9, 0 }, { "u", -6, 0 }, { "m", -3, 0 }, { "", 0, 0 },
+		{ "k", 3, 0 }, { "M", 6, 0 }, { "G", 9, 0 }, { "T", 12, 0 },
+		{ "P", 15, 0 }, { "E", 18, 0 }, { "Ki", 0, 10 }, { "Mi", 0, 20 },
+		{ "Gi", 0, 30 }, { "Ti", 0, 40 }, { "Pi", 0, 50 }, { "Ei", 0, 60 },
+	};
+	unsigned __int128 mant = 0, v, div = 1;
+	int exp10 = 3, digits = 0, sig = 0, i;	/* 3: in millis */
+	bool point = false, found = false;
+	const char *p = s;
+
+	if (*p == '+')
+		p++;
+	for (; *p; p++) {
+		if (*p == '.' && !point) {
+			point = true;
+			continue;
+		}
+		if (*p < '0' || *p > '9')
+			break;
+		digits++;
+		if (!sig && *p == '0') {
+			exp10 -= point;
+			continue;
+		}
+		if (++sig > 30)
+			return -EINVAL;		/* no limit has 30 digits */
+		mant = mant * 10 + (unsigned)(*p - '0');
+		exp10 -= point;
+	}
+	if (!digits)
+		return -EINVAL;
+	if ((*p == 'e' || *p == 'E') && p[1] && strchr("+-0123456789", p[1])) {
+		char *end;
+		long e = strtol(p + 1, &end, 10);
+
+		if (*end || end == p + 1 || e < -40 || e > 40)
+			return -EINVAL;
+		exp10 += (int)e;
+		p = end;
+		found = true;
+	}
+	for (i = 0; !found && i < (int)(sizeof(sfx) / sizeof(sfx[0])); i++) {
+		if (strcmp(p, sfx[i].sfx))
+			continue;
+		exp10 += sfx[i].exp10;
+		/* 2^60 times a 30-digit number overflows: a limit that large is none */
+		if (sfx[i].exp2 && mant >> (127 - sfx[i].exp2))
+			return -EINVAL;
+		mant <<= sfx[i].exp2;
+		found = true;
+	}
+	if (!found)
+		return -EINVAL;
+	for (; exp10 > 0; exp10--) {
+		if (mant > (unsigned __int128)MOAT_POD_CPU_MAX_M)
+			return -EINVAL;
+		mant *= 10;
+	}
+	for (; exp10 < 0 && div < mant; exp10++)
+		div *= 10;
+	/* up, as MilliValue() rounds: a nanocore is a millicore */
+	v = exp10 < 0 ? (mant ? 1 : 0) : (mant + div - 1) / div;
+	if (v > (unsigned __int128)MOAT_POD_CPU_MAX_M)
+		return -EINVAL;
+	*m = (long long)v;
+	return 0;
+}
+
+/* The CPU limit of a resources object (@where's), -1 where none or 0. */
+static int cpu_limit(json_object *o, const char *where, long long *m, char *why,
+		     size_t len)
+{
+	json_object *res = member(o, "resources", json_type_object), *lim, *cpu;
+
+	*m = -1;
+	if (wrong_type(o, "resources", json_type_object) ||
+	    wrong_type(res, "limits", json_type_object))
+		return fail(why, len, "%s resources is not an object", where);
+	lim = member(res, "limits", json_type_object);
+	if (!lim || !json_object_object_get_ex(lim, "cpu", &cpu) || !cpu)
+		return 0;
+	if (!json_object_is_type(cpu, json_type_string) ||
+	    moat_cpu_quantity_m(json_object_get_string(cpu), m))
+		return fail(why, len, "%s limits.cpu is not a CPU quantity", where);
+	if (!*m)
+		*m = -1;	/* a zero limit is none (Quantity.IsZero()) */
+	return 0;
+}
+
+/* Container @c of the spec's CPU limit, on the started one of its name. */
+static int ctr_limit(json_object *c, const char *where, long long *m,
+		     struct moat_pod_meta *p, char *why, size_t len)
+{
+	json_object *name = member(c, "name", json_type_string);
+	size_t i;
+
+	if (!c || !json_object_is_type(c, json_type_object))
+		return fail(why, len, "%s is not an object", where);
+	if (cpu_limit(c, where, m, why, len))
+		return -EINVAL;
+	for (i = 0; name && i < p->nr_containers; i++)
+		if (!strcmp(p->c[i].name, json_object_get_string(name)))
+			p->c[i].cpu_limit_m = *m;
+	return 0;
+}
+
+/*
+ * The CPU limit kubelet gives the pod's own cgroup (its
+ * ResourceConfigForPod()): the pod's own (pod-level resources), else,
+ * where every container has one, the containers' and sidecars' together
+ * or the largest an init container needs beside the sidecars started
+ * before it, whichever is more; its overhead (RuntimeClass) on top.
+ */
+static int spec_cpu(json_object *spec, struct moat_pod_meta *p, char *why, size_t len)
+{
+	json_object *ctrs = member(spec, "containers", json_type_array);
+	json_object *inits = member(spec, "initContainers", json_type_array);
+	json_object *over = member(spec, "overhead", json_type_object), *cpu;
+	long long sum = 0, sidecars = 0, most = 0, m, own, extra = 0;
+	size_t i, n = ctrs ? json_object_array_length(ctrs) : 0;
+	bool every = n > 0;
+
+	p->cpu_limit_m = -1;
+	if (wrong_type(spec, "containers", json_type_array) ||
+	    wrong_type(spec, "initContainers", json_type_array) ||
+	    wrong_type(spec, "overhead", json_type_object))
+		return fail(why, len, "%s", "spec's containers, initContainers or overhead is of the wrong type");
+	for (i = 0; i < n; i++) {
+		if (ctr_limit(json_object_array_get_idx(ctrs, i), "a container's", &m,
+			      p, why, len))
+			return -EINVAL;
+		every &= m > 0;
+		sum += m > 0 ? m : 0;
+	}
+	n = inits ? json_object_array_length(inits) : 0;
+	for (i = 0; i < n; i++) {
+		json_object *c = json_object_array_get_idx(inits, i);
+		json_object *rp = member(c, "restartPolicy", json_type_string);
+
+		if (ctr_limit(c, "an init container's", &m, p, why, len))
+			return -EINVAL;
+		m = m > 0 ? m : 0;
+		if (rp && !strcmp(json_object_get_string(rp), "Always")) {
+			sidecars += m;		/* a sidecar: it runs on */
+			sum += m;
+		} else if (sidecars + m > most) {
+			most = sidecars + m;
+		}
+	}
+	if (over && json_object_object_get_ex(over, "cpu", &cpu) && cpu &&
+	    (!json_object_is_type(cpu, json_type_string) ||
+	     moat_cpu_quantity_m(json_object_get_string(cpu), &extra)))
+		return fail(why, len, "%s", "spec.overhead.cpu is not a CPU quantity");
+	if (cpu_limit(spec, "the pod's", &own, why, len))
+		return -EINVAL;
+	if (own > 0)
+		p->cpu_limit_m = own + extra;
+	else if (every)
+		p->cpu_limit_m = (sum > most ? sum : most) + extra;
+	return 0;
 }
 
 static int pod_from(json_object *pod, struct moat_pod_meta *p, char *rv,
@@ -235,7 +401,7 @@ static int pod_from(json_object *pod, struct moat_pod_meta *p, char *rv,
 	containers(status, "containerStatuses", p);
 	containers(status, "initContainerStatuses", p);
 	containers(status, "ephemeralContainerStatuses", p);
-	return 0;
+	return spec_cpu(spec, p, why, len);
 }
 
 int moat_pod_meta_parse(const char *json, size_t len, struct moat_pod_meta *out,

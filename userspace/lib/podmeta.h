@@ -26,9 +26,13 @@
 #define MOAT_POD_LABEL_NONE	(-1)
 #define MOAT_POD_LABEL_BAD	(-2)
 
+/* A CPU limit past this (millicores) is no limit a node can have. */
+#define MOAT_POD_CPU_MAX_M	(1LL << 40)
+
 struct moat_pod_container {
 	char id[MOAT_POD_CTR_ID_MAX];	/* without "containerd://" */
 	char name[MOAT_POD_CTR_NAME_MAX];
+	long long cpu_limit_m;		/* spec's limits.cpu, millicores; -1: none */
 };
 
 struct moat_pod_meta {
@@ -44,9 +48,26 @@ struct moat_pod_meta {
 	bool controlled;	/* an ownerReference with controller true: made again */
 	bool terminating;	/* metadata.deletionTimestamp: on its way out */
 	char label_value[MOAT_POD_CTR_NAME_MAX];	/* a bad value, cut, for the log */
+	/*
+	 * The CPU limit the spec asks of its own cgroup, millicores, as
+	 * kubelet makes its quota (moat_pod_cpu_limit_m()); -1: none.  The
+	 * spec's: an in-place resize is here before kubelet writes it.
+	 */
+	long long cpu_limit_m;
 	size_t nr_containers;
 	struct moat_pod_container c[MOAT_POD_CONTAINERS];
 };
+
+/**
+ * moat_cpu_quantity_m() - a CPU quantity in millicores.
+ * @s: a resource.Quantity as the API sends it ("250m", "2", "1.5",
+ *     "1e3", "2k"; k8s.io/apimachinery/pkg/api/resource)
+ * @m: out: rounded up, as Quantity.MilliValue() rounds
+ *
+ * Return: 0; -EINVAL where @s is no quantity, or negative, or past
+ * MOAT_POD_CPU_MAX_M.
+ */
+int moat_cpu_quantity_m(const char *s, long long *m);
 
 enum moat_watch_type {
 	MOAT_WATCH_ADDED,

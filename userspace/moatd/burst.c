@@ -38,10 +38,14 @@
  * on this kernel) and the node is not busy (its CPU use under
  * burst/lift_node_busy_pct of its CPUs), an LC unit's own quota (the
  * pod's cpu.max, never a container's, which the runtime re-applies) goes
- * up by a fifth a period, up to burst/lift_max_pct of its limit and
- * never by more than the node's idle CPUs; it comes down by a fifth a
- * period while the node is busy or the unit uses less than its limit,
- * and its original is put back once it is there.  A limit kubelet set:
+ * up by a fifth a period, up to burst/lift_max_pct of its limit, its
+ * members' quotas together, and the node's idle CPUs other lifts did not
+ * take this period; it comes down by a fifth a period while the node is
+ * 10 points past the threshold or the unit uses under 80% of its limit
+ * (a deadband either side: burstpol.h), and its original is put back
+ * once it is there, or at once where its members' quotas bind (a pod
+ * whose containers' limits are its own together: lifting it frees
+ * nothing).  A limit kubelet set:
  * an in-place resize (an outside write) wins, as for the weight lever.
  * The burst stays a share of the original quota, so that the original
  * can always be written back under it.
@@ -86,6 +90,9 @@ struct burst_group {
 	bool lifted;
 	long long orig_quota_us;
 	double lift_cpus;
+	/* of a unit, this period: its members' quotas together (burstpol.h) */
+	double members_cap;
+	unsigned int members;
 };
 
 static struct burst_mod *B(const struct moatd *d)
@@ -150,6 +157,42 @@ static void say_support(struct moatd *d)
 
 /* ---- the source ---- */
 
+/*
+ * The quotas of the members of each unit the lift may act on this period,
+ * together: where they are no more than the unit's own, the unit's quota
+ * is not what throttles it (a pod's containers each have a share of its
+ * limit: kubelet's pods always), and a lift would free nothing.  A member
+ * without a quota, or one not read, leaves the unit's INFINITY.
+ */
+static void members_sample(struct moatd *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->nr_groups; i++) {
+		BG(d->groups[i])->members_cap = 0;
+		BG(d->groups[i])->members = 0;
+	}
+	for (i = 0; i < d->nr_groups; i++) {
+		struct moatd_group *g = d->groups[i];
+		struct burst_group *bg = BG(g), *ug;
+		long long q = bg->quota_us, per = bg->period_us;
+
+		if (!g->unit || g->unit == g || !BG(g->unit)->read_ok ||
+		    !BG(g->unit)->lc)
+			continue;
+		ug = BG(g->unit);
+		if (!bg->read_ok && moat_cpu_max_get(g->dir, d->cpu->v2, &q, &per)) {
+			ug->members_cap = INFINITY;	/* not known: not a bind */
+			continue;
+		}
+		ug->members++;
+		ug->members_cap += q > 0 && per > 0 ? (double)q / per : INFINITY;
+	}
+	for (i = 0; i < d->nr_groups; i++)
+		if (!BG(d->groups[i])->members)
+			BG(d->groups[i])->members_cap = INFINITY;
+}
+
 void burst_sample(struct moatd *d, struct period *p)
 {
 	struct burst_mod *b = B(d);
@@ -190,6 +233,8 @@ void burst_sample(struct moatd *d, struct period *p)
 		bg->burst_s = v;
 		bg->read_ok = true;
 	}
+	if (b->lift && d->mode == MOATD_ENFORCE)
+		members_sample(d);
 }
 
 /* ---- the policy ---- */
@@ -215,7 +260,8 @@ static int step(struct plan *plan, struct moatd_group *g, double secs, bool lift
  * CPUs after it, NAN for the original back; 0: none.
  */
 static double lift_step(const struct burst_mod *b, const struct moatd_group *g,
-			const struct node_sample *node, double want, double now)
+			const struct node_sample *node, double want, double now,
+			double claimed)
 {
 	const struct burst_group *bg = BG(g);
 	double cur = (double)bg->quota_us / bg->period_us;
@@ -227,16 +273,35 @@ static double lift_step(const struct burst_mod *b, const struct moatd_group *g,
 		.burst_possible = b->supported != 0 && !bg->alone && b->on,
 		.burst_s = bg->held ? bg->held_s : 0, .burst_want = want,
 		.node_cpus = node->ncpus, .node_busy = node->cpu_usage,
+		.claimed = claimed, .members_cap = bg->members_cap,
 		.lift = b->lift, .max_pct = b->lift_max_pct, .busy_pct = b->lift_busy_pct,
 	};
 
 	return moat_lift_step(&in);
 }
 
+/*
+ * The quota kubelet will write for @g's limit in its pod's spec, in s of
+ * CPU a period (kubelet's MilliCPUToQuota(): 1 ms at least); INFINITY
+ * where the spec is not known or asks none.  Under the quota in force,
+ * a resize down is on its way: the kernel would refuse it under a burst
+ * larger (tg_set_cfs_bandwidth()).
+ */
+static double spec_quota_s(const struct moatd_group *g, const struct burst_group *bg)
+{
+	double q;
+
+	if (!g->meta.known || g->meta.cpu_limit_m <= 0 || bg->period_us <= 0)
+		return INFINITY;
+	q = (double)g->meta.cpu_limit_m * bg->period_us / 1000;
+	return fmax(q, 1000) / 1e6;
+}
+
 void burst_decide(struct moatd *d, const struct period *p, struct plan *plan)
 {
 	const struct burst_mod *b = B(d);
 	double now = p->at.tv_sec + p->at.tv_nsec / 1e9;
+	double claimed = 0;	/* idle CPUs this period's lifts took */
 	size_t i;
 
 	for (i = 0; i < d->nr_groups; i++) {
@@ -251,7 +316,12 @@ void burst_decide(struct moatd *d, const struct period *p, struct plan *plan)
 		/* of the original quota, which a lift leaves below the burst */
 		want = bg->lifted ? bg->orig_quota_us * (b->max_pct / 100.0) / 1e6 :
 		       bg->quota_us > 0 ? bg->quota_us * (b->max_pct / 100.0) / 1e6 : NAN;
-		lift = g->unit == g ? lift_step(b, g, &p->node, want, now) : 0;
+		/* and no more than the quota its spec asks, for a resize down */
+		if (!isnan(want))
+			want = fmin(want, spec_quota_s(g, bg));
+		lift = g->unit == g ? lift_step(b, g, &p->node, want, now, claimed) : 0;
+		if (lift > (double)bg->quota_us / bg->period_us)
+			claimed += lift - (double)bg->quota_us / bg->period_us;
 		if (lift != 0 && step(plan, g, lift, true))
 			break;
 		if (b->supported == 0 || bg->alone)
@@ -259,6 +329,12 @@ void burst_decide(struct moatd *d, const struct period *p, struct plan *plan)
 		if (bg->held && (!bg->lc || !b->on || isnan(want) ||
 				 (b->hold_s && now - bg->throttled_at > b->hold_s))) {
 			if (step(plan, g, NAN, false))
+				break;
+			continue;
+		}
+		/* a resize down on its way: moat's burst down to what it allows */
+		if (b->on && bg->held && !isnan(want) && bg->held_s > want + 0.5e-6) {
+			if (step(plan, g, want, false))
 				break;
 			continue;
 		}
@@ -345,6 +421,11 @@ void burst_act(struct moatd *d, const struct plan *plan)
 			err = moat_act_cpu_burst.apply(d->journal, s->g->dir,
 						       d->cpu->v2, s->value);
 			if (!err) {
+				if (bg->held && s->value < bg->held_s &&
+				    spec_quota_s(s->g, bg) * 1e6 < bg->quota_us)
+					pr_info("burst: group %s: its pod's spec asks a limit of %lldm, under its quota of %lld us (a resize down): %s down to %.0f us, so that kubelet can write it",
+						who, s->g->meta.cpu_limit_m, bg->quota_us,
+						burst_name(d), s->value * 1e6);
 				bg->held = true;
 				bg->held_s = s->value;
 				bg->refused_said = false;

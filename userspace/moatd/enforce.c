@@ -74,6 +74,12 @@ static const char *const outside_files[] = {
 #define OUTSIDE_FILES	(sizeof(outside_files) / sizeof(outside_files[0]))
 /* The outside writes of a group's file that are remembered. */
 #define OUTSIDE_KEEP	64
+/*
+ * The BE pods whose weights' ratios the weight lever keeps: those within
+ * this of the largest's (a pod requesting 1 CPU and one 64m); a smaller
+ * pod goes to the kernel's least first, and stays there.
+ */
+#define WEIGHT_SPAN	16
 
 struct enforce {
 	struct moatd *d;
@@ -374,7 +380,7 @@ static double original(struct moatd *d, const struct period *p,
 void enforce_sample(struct moatd *d, struct period *p)
 {
 	struct enforce *e = E(d);
-	double floor = 0;
+	double floor, heaviest;
 	size_t i;
 	unsigned int r;
 	int n;
@@ -386,7 +392,16 @@ void enforce_sample(struct moatd *d, struct period *p)
 	n = moat_journal_check(d->journal, cgroup_prefix(d), outside, d);
 	if (n < 0)
 		pr_debug("enforce: the journal after outside writes: %s", strerror(-n));
-	/* the BE pods' weights, and the least factor that keeps their ratios */
+	/*
+	 * The BE pods' weights, and the least factor that keeps their
+	 * ratios: the one that puts the least-weighted of them at the
+	 * kernel's least.  Of them: the pods within WEIGHT_SPAN of the
+	 * largest's weight; a pod smaller still reaches the least first and
+	 * stays there (weights_at()) while the factor goes on down for the
+	 * others.  All of them once: one pod of weight 2 (a request of 40m
+	 * on v2) held every BE pod at half its weight.
+	 */
+	heaviest = 0;
 	for (i = 0; i < p->nr_units; i++) {
 		struct moatd_group *u = p->units[i].g;
 		struct enforce_group *eg = EG(u);
@@ -397,10 +412,18 @@ void enforce_sample(struct moatd *d, struct period *p)
 		    !e->ek.cpu_priority || alone(u, MOAT_RES_CPU_PRIO, p))
 			continue;
 		weights_read(d, u, &eg->w);
-		if (eg->w.ok && weights_floor(d, eg->w.orig) < 1)
-			floor = fmax(floor, weights_floor(d, eg->w.orig));
+		if (eg->w.ok)
+			heaviest = fmax(heaviest, eg->w.orig);
 	}
-	e->weight_floor = floor > 0 ? floor : 1;
+	floor = 0;
+	for (i = 0; i < p->nr_units; i++) {
+		const struct enforce_group *eg = EG(p->units[i].g);
+
+		if (eg->w.ok && eg->w.floor < 1 && eg->w.orig * WEIGHT_SPAN >= heaviest)
+			floor = fmax(floor, eg->w.floor);
+	}
+	floor = floor > 0 ? floor : 1;
+	e->weight_floor = floor;
 	for (i = 0; i < p->nr_units; i++) {
 		struct moatd_group *u = p->units[i].g;
 		struct enforce_group *eg = EG(u);
@@ -578,7 +601,10 @@ static void fill_be(const struct enforce *e, const struct period *p,
 	/*
 	 * A pod's weight, a factor of its own: down to the one that keeps
 	 * the BE pods' ratios (without its weight, none: 1), then the
-	 * per-task lever where there is one.
+	 * per-task lever where there is one.  One floor for all: with each
+	 * pod's own, the pods' steps and releases at their different floors
+	 * moved the one factor up and down (the simulator's a_mixed_node,
+	 * cgroup v1, seed 29).
 	 */
 	if (kube_pod(u->g)) {
 		r = MOAT_RES_CPU_PRIO;

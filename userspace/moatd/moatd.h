@@ -135,6 +135,8 @@ struct group_meta {
 	bool daemonset, mirror;		/* never evicted (podmeta.h) */
 	bool controlled;		/* a controller makes it again */
 	bool terminating;		/* deletionTimestamp: leaving */
+	/* the CPU limit its spec asks (podmeta.h), millicores; -1: none */
+	long long cpu_limit_m;
 };
 
 struct moatd_group {

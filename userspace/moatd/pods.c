@@ -65,6 +65,7 @@ struct pod_entry {
 	bool daemonset, mirror, controlled, terminating;
 	int label_class;
 	char label_value[MOAT_POD_CTR_NAME_MAX];
+	long long cpu_limit_m;
 	size_t nr;
 	struct moat_pod_container *c;
 };
@@ -149,6 +150,7 @@ static struct pod_entry *entry_new(const struct moat_pod_meta *p)
 	e->terminating = p->terminating;
 	e->label_class = p->label_class;
 	strcpy(e->label_value, p->label_value);
+	e->cpu_limit_m = p->cpu_limit_m;
 	e->nr = p->nr_containers;
 	e->c = e->nr ? malloc(e->nr * sizeof(*e->c)) : NULL;
 	if (!e->ns || !e->name || !e->priority_class || (e->nr && !e->c)) {
@@ -703,11 +705,15 @@ static void meta_of(const struct moatd_group *g, const struct pod_entry *e,
 	m->mirror = e->mirror;
 	m->controlled = e->controlled;
 	m->terminating = e->terminating;
+	m->cpu_limit_m = e->cpu_limit_m;
 	if (g->gid.kind != MOAT_GROUP_CONTAINER)
 		return;
+	m->cpu_limit_m = -1;
 	for (i = 0; i < e->nr; i++)
-		if (!strcmp(e->c[i].id, g->gid.kube.container_id))
+		if (!strcmp(e->c[i].id, g->gid.kube.container_id)) {
 			snprintf(m->container, sizeof(m->container), "%s", e->c[i].name);
+			m->cpu_limit_m = e->c[i].cpu_limit_m;
+		}
 }
 
 void pods_update(struct moatd *d)

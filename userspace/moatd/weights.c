@@ -49,6 +49,7 @@ void weights_read(const struct moatd *d, const struct moatd_group *unit,
 		return;
 	}
 	w->orig = v;
+	w->floor = weights_floor(d, v);
 	w->ok = true;
 }
 

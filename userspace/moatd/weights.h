@@ -25,6 +25,7 @@
 /* A BE pod's weight, as the period found it (the enforce module's). */
 struct pod_weight {
 	double orig;		/* its weight (v2's scale) before moat; NAN: none */
+	double floor;		/* weights_floor() of it */
 	bool ok;		/* moat may scale it this period */
 	int err;		/* the last write's -errno, said once */
 };
@@ -38,7 +39,7 @@ void weights_read(const struct moatd *d, const struct moatd_group *unit,
 		  struct pod_weight *w);
 
 /*
- * The least factor one pod's weight of @orig keeps the ratio at: the
+ * The least factor that still moves one pod's weight of @orig: the
  * kernel's minimum over it; 1 for a pod at the minimum already, which
  * no factor moves.
  */
