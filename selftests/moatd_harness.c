@@ -325,6 +325,12 @@ void skip(const char *fmt, ...)
 	cr_skip_test("%s", why);
 }
 
+void host_only(const char *what)
+{
+	if (getenv("MOAT_GUEST"))
+		skip("no kernel's: %s (the host's suite runs it)", what);
+}
+
 char out[OUT_MAX], err[OUT_MAX];
 
 /* Poll moatctl get @path until it succeeds (@want 0) or fails (1). */

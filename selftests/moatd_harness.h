@@ -82,6 +82,13 @@ void setup(void);
 void teardown(void);
 /* Skip the test, saying why; what setup() and the test made goes first. */
 void skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * Skip it in the cgroup v2 guests (vmtest.sh sets MOAT_GUEST): a test of
+ * moat's side of the API server, @what, which no kernel changes; the
+ * host's suite and its sanitized build run it.  The guests run under
+ * emulation, where its waits cost most of make check's time.
+ */
+void host_only(const char *what);
 
 /* Poll `moatctl get @path` until it succeeds (@want 0) or fails (1). */
 int wait_get(const char *path, int want, int periods);

@@ -156,6 +156,8 @@ Test(moatd, eviction_faults_429_404_500_401_a_timeout_and_a_pod_that_stays, .tim
 	char token[PATH_MAX];
 	struct stub_req r;
 
+	host_only("the eviction API's answers");
+
 	stub_on_evict(NULL);
 	api = start("on", 100, "evict/max_per_10min = 20\nevict/stuck_s = 3\n");
 	/* a disruption budget says no: that pod is left alone, the next goes */

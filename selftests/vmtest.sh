@@ -159,7 +159,7 @@ if [ -n "$(cat /moat/run)" ]; then
 	echo "vmtest: running: $(cat /moat/run)"
 	O=/moat/build sh -c "$(cat /moat/run)"
 else
-	MOAT_FIXTURES=/moat/selftests/fixtures MOAT_BUILD=/moat/build \
+	MOAT_GUEST=1 MOAT_FIXTURES=/moat/selftests/fixtures MOAT_BUILD=/moat/build \
 		build/selftests/moat-selftests --jobs 1 --verbose "$@"
 fi
 echo "vmtest-exit: $?"
