@@ -126,5 +126,6 @@ void daemon_free(struct moatd *d)
 	free(d->period.blame);
 	free(d->period.gone);
 	free(d->plan.steps);
+	free(d->plan.burst);
 	free(d);
 }
