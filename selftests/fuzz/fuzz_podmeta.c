@@ -18,8 +18,13 @@ static void check_pod(const struct moat_pod_meta *p)
 	fuzz_check(memchr(p->priority_class, 0, sizeof(p->priority_class)));
 	fuzz_check(p->label_class >= MOAT_POD_LABEL_BAD && p->label_class <= MOAT_CLASS_BE);
 	fuzz_check(p->nr_containers <= MOAT_POD_CONTAINERS);
-	for (i = 0; i < p->nr_containers; i++)
+	/* no limit, or one a quota can be made of: never 0 nor negative */
+	fuzz_check(p->cpu_limit_m == -1 || p->cpu_limit_m > 0);
+	for (i = 0; i < p->nr_containers; i++) {
 		fuzz_check(p->c[i].id[0] && p->c[i].name[0]);
+		fuzz_check(p->c[i].cpu_limit_m == -1 ||
+			   (p->c[i].cpu_limit_m > 0 && p->c[i].cpu_limit_m <= MOAT_POD_CPU_MAX_M));
+	}
 }
 
 static int each(const struct moat_pod_meta *p, void *ctx)
@@ -45,5 +50,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_pod(&p);
 	moat_pod_list_parse(s, size, each, NULL, rv, cont, sizeof(cont), &bad, why,
 			    sizeof(why));
+	/* the input as a quantity: what parses is in millicores, in range */
+	if (size < 64 && !memchr(data, 0, size)) {
+		char q[64];
+		long long m = -1;
+
+		memcpy(q, data, size);
+		q[size] = '\0';
+		if (!moat_cpu_quantity_m(q, &m))
+			fuzz_check(m >= 0 && m <= MOAT_POD_CPU_MAX_M);
+	}
 	return 0;
 }

@@ -35,13 +35,12 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <json-c/json.h>
 #include "hints.h"
 #include "kube.h"
 #include "kubeapi.h"
 #include "log.h"
+#include "nodepatch.h"
 
-#define TAINT_KEY	"moat.io/interference"
 #define BACKOFF_MIN_MS	1000
 #define BACKOFF_MAX_MS	(5 * 60 * 1000)
 /* a Node object is not 4 MiB */
@@ -130,16 +129,13 @@ static int patch_status(struct kube *k, const struct kube_state *s)
 
 /*
  * The taint and the annotation, on the node: read it, keep every taint
- * not moat's, patch the whole list with its resourceVersion.
+ * not moat's, patch the whole list with its resourceVersion (nodepatch.h).
  */
 static int patch_node(struct kube *k, const struct kube_state *s)
 {
-	json_object *node = NULL, *meta, *spec, *rv, *taints, *keep, *patch,
-		    *pm, *ps, *ann, *t;
-	char path[400], *resp;
+	char path[400], why[128], *resp, *patch;
 	long status;
-	size_t i;
-	int err = -EIO;
+	int err;
 
 	snprintf(path, sizeof(path), "/api/v1/nodes/%s", k->api.node);
 	status = kube_api_request(&k->api, "GET", path, NULL, NULL, BODY_MAX, false, &resp);
@@ -148,67 +144,22 @@ static int patch_node(struct kube *k, const struct kube_state *s)
 		free(resp);
 		return -EIO;
 	}
-	node = json_tokener_parse(resp);
+	err = moat_node_patch(resp, strlen(resp), s->taint, s->hints, &patch, why,
+			      sizeof(why));
 	free(resp);
-	if (!json_object_is_type(node, json_type_object)) {
-		pr_warn("kube: get node: HTTP %ld, but not a JSON object", status);
-		json_object_put(node);
+	if (err) {
+		pr_warn("kube: get node: HTTP %ld, but %s", status,
+			err == -EINVAL ? why : strerror(-err));
 		return -EIO;
 	}
-	taints = NULL;
-	if (json_object_object_get_ex(node, "spec", &spec) &&
-	    json_object_object_get_ex(spec, "taints", &taints) &&
-	    !json_object_is_type(taints, json_type_array) &&
-	    !json_object_is_type(taints, json_type_null)) {
-		/* patching the list would lose taints this one does not show */
-		pr_warn("kube: get node: spec.taints is not a list");
-		json_object_put(node);
-		return -EIO;
-	}
-	keep = json_object_new_array();
-	if (json_object_is_type(taints, json_type_array))
-		for (i = 0; i < json_object_array_length(taints); i++) {
-			json_object *e = json_object_array_get_idx(taints, i), *key;
-
-			if (json_object_object_get_ex(e, "key", &key) &&
-			    !strcmp(json_object_get_string(key), TAINT_KEY))
-				continue;
-			json_object_array_add(keep, json_object_get(e));
-		}
-	if (s->taint) {
-		t = json_object_new_object();
-		json_object_object_add(t, "key", json_object_new_string(TAINT_KEY));
-		json_object_object_add(t, "value", json_object_new_string("true"));
-		json_object_object_add(t, "effect", json_object_new_string("PreferNoSchedule"));
-		json_object_array_add(keep, t);
-	}
-	patch = json_object_new_object();
-	pm = json_object_new_object();
-	if (json_object_object_get_ex(node, "metadata", &meta) &&
-	    json_object_object_get_ex(meta, "resourceVersion", &rv))
-		json_object_object_add(pm, "resourceVersion", json_object_get(rv));
-	ann = json_object_new_object();
-	/* no hints: withdraw the annotation (null, in a merge patch) */
-	json_object_object_add(ann, "moat.io/hints",
-			       s->hints ? json_object_new_string(s->hints) : NULL);
-	json_object_object_add(pm, "annotations", ann);
-	json_object_object_add(patch, "metadata", pm);
-	ps = json_object_new_object();
-	json_object_object_add(ps, "taints", keep);
-	json_object_object_add(patch, "spec", ps);
 	status = kube_api_request(&k->api, "PATCH", path, "application/merge-patch+json",
-			 json_object_to_json_string_ext(patch, JSON_C_TO_STRING_PLAIN |
-							JSON_C_TO_STRING_NOSLASHESCAPE),
-			 BODY_MAX, false, &resp);
-	if (kube_api_ok(status))
-		err = 0;
-	else
+				  patch, BODY_MAX, false, &resp);
+	if (!kube_api_ok(status))
 		log_status(status == 409 ? "patch node (changed meanwhile, again later)" :
 					   "patch node", status, resp);
 	free(resp);
-	json_object_put(patch);
-	json_object_put(node);
-	return err;
+	free(patch);
+	return kube_api_ok(status) ? 0 : -EIO;
 }
 
 /*
