@@ -231,6 +231,8 @@ Test(moatd, stopping_the_publisher_does_not_wait_for_the_api_server)
 	double took;
 	char *body;
 
+	host_only("the publisher's stop");
+
 	api = enforce_and_publish();
 	stub_patch_delay(30000);
 	/* a patch in flight: the taint changes once the target is met */
@@ -264,6 +266,8 @@ Test(moatd, an_api_server_of_the_wrong_ca_or_name_is_refused)
 {
 	struct MHD_Daemon *api;
 	char cmd[PATH_MAX * 2];
+
+	host_only("TLS to the API server");
 
 	/* another CA in the service account's directory */
 	stop(&daemon_pid);

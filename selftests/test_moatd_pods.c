@@ -90,9 +90,12 @@ static bool seen_pods(const char *has, int ms)
 
 Test(moatd, pods_are_named_and_classed_from_the_api_server, .timeout = 90)
 {
-	struct MHD_Daemon *api = start("");
+	struct MHD_Daemon *api;
 	char *body, rv[64] = "", sel[128] = "";
 	int port;
+
+	host_only("pods named and classed from the API server");
+	api = start("");
 
 	/* list then watch, this node's pods only, as kubelet */
 	cr_expect(seen_pods("fieldSelector=spec.nodeName=test-node&limit=250", 10000),
@@ -189,9 +192,12 @@ Test(moatd, pods_are_named_and_classed_from_the_api_server, .timeout = 90)
 
 Test(moatd, the_pod_watch_resumes_takes_bookmarks_and_relists_on_410, .timeout = 90)
 {
-	struct MHD_Daemon *api = start("");
+	struct MHD_Daemon *api;
 	char want[128];
 	int lists;
+
+	host_only("the pods' watch: its resume, bookmarks and 410");
+	api = start("");
 
 	expect_class(ETL_UID, "be\n", "label:moat.io/class");
 	lists = stub_count("GET", "/api/v1/pods", "limit=250");
@@ -255,6 +261,8 @@ Test(moatd, with_the_api_server_away_classes_and_names_stay, .timeout = 90)
 	struct MHD_Daemon *api;
 	char *body;
 	int port;
+
+	host_only("the API server away");
 
 	api = start("");
 	expect_class(ETL_UID, "be\n", "label:moat.io/class");
