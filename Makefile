@@ -47,7 +47,7 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' \
 
 # Userspace packages, found by pkg-config.  Recursive (=) on purpose: they
 # are expanded when a recipe runs, after tools/deps.sh has installed them.
-USER_PKGS	:= libbpf libelf zlib json-c libmicrohttpd libnl-genl-3.0
+USER_PKGS	:= libbpf libelf zlib json-c libmicrohttpd
 PKG_CFLAGS	= $(shell $(PKG_CONFIG) --cflags $(USER_PKGS))
 PKG_LIBS	= $(shell $(PKG_CONFIG) --libs $(USER_PKGS)) -lm
 

@@ -152,7 +152,7 @@ def check_moatd(objs, help_path, kube_c):
         if m and m.get("mountPropagation") not in ("HostToContainer", "Bidirectional"):
             problem("%s is mounted without HostToContainer propagation: a resctrl or cgroup mount made later on the host would not show" % m["mountPath"])
         if not pod.get("hostPID"):
-            problem("hostPID is not true: delay accounting and resctrl's task moves need the host's tids")
+            problem("hostPID is not true: the run-queue fallback (/proc/<tid>/schedstat) and resctrl's task moves need the host's tids")
     for flag in ("--state-dir", "--socket"):
         p = flags.get(flag)
         if not p:

@@ -767,7 +767,7 @@ Test(control, a_cpi_victim_takes_ways_then_bandwidth_then_cpu)
 	cr_expect_eq(be.action[MOAT_RES_L3], MOAT_CTL_RELEASE);
 }
 
-/* Without blame (run-queue delay from taskstats): the largest CPU user. */
+/* Without blame (run-queue delay from schedstat): the largest CPU user. */
 Test(control, without_blame_the_largest_cpu_user_is_the_culprit)
 {
 	struct moat_ctl_params p = params();

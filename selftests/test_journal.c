@@ -513,7 +513,7 @@ Test(journal, writes_nothing_outside_cgroup_file_systems, .fini = fini_tmp)
 	cr_assert_eq(j->n, 0);
 	read_file(file, buf, sizeof(buf));
 	cr_assert_str_eq(buf, "1");
-	/* of /proc/sys, only the sysctl moat may change (taskstats.c) */
+	/* of /proc/sys, only the sysctl an older journal may name (kfile.c) */
 	cr_assert_eq(moat_kfile_read("/proc/sys/kernel/ostype", buf, sizeof(buf)),
 		     -EXDEV);
 	cr_assert_eq(moat_kfile_read("/proc/sys/kernel/task_delayacct", buf,

@@ -596,7 +596,7 @@ Test(moatd, runs_as_nobody_with_its_capabilities_and_enforces_and_restores)
 	restart();
 	cr_assert_eq(ctl(out, err, "get", "rqlat/active_source", NULL), 0, "%s", err);
 	cr_expect_str_eq(out, "bpf\n", "as nobody with CAP_BPF and CAP_PERFMON");
-	cr_expect(wait_log("privileges: euid 65534 without CAP_NET_ADMIN", 1, 0));
+	cr_expect(wait_log("privileges: euid 65534 without CAP_SYS_NICE", 1, 0));
 	contend("enforce");
 	cr_assert_geq(wait_throttled(50), 0, "as nobody, the hog's group was never throttled");
 	expect_throttled();

@@ -6,10 +6,9 @@
 #include "caps.h"
 
 const struct moat_cap_use moat_cap_uses[] = {
-	{ CAP_BPF, "CAP_BPF", "the BPF programs and maps (with CAP_PERFMON); without: run-queue delay from taskstats, no blame" },
-	{ CAP_PERFMON, "CAP_PERFMON", "tracing BPF programs and per-cgroup PMU counters; without: taskstats, no CPI" },
+	{ CAP_BPF, "CAP_BPF", "the BPF programs and maps (with CAP_PERFMON); without: run-queue delay from /proc/<tid>/schedstat, no blame" },
+	{ CAP_PERFMON, "CAP_PERFMON", "tracing BPF programs and per-cgroup PMU counters; without: schedstat, no CPI" },
 	{ CAP_DAC_OVERRIDE, "CAP_DAC_OVERRIDE", "writing root's cgroup and resctrl files as another uid; without: enforce mode cannot write them" },
-	{ CAP_NET_ADMIN, "CAP_NET_ADMIN", "taskstats over netlink, the fallback without BPF" },
 	{ CAP_SYS_ADMIN, "CAP_SYS_ADMIN", "mounting resctrl (resctrl/mount) and BPF run-time statistics; before v5.8 all of BPF" },
 	{ CAP_SYS_NICE, "CAP_SYS_NICE", "the per-task wake-up levers on kubelet pods' threads (sched_setattr(2) of another user's threads, or of threads with a capability moatd lacks: every container's); without: only the CPU quota on pods" },
 	{ CAP_SYS_RESOURCE, "CAP_SYS_RESOURCE", "the memlock limit libbpf raises on kernels before v5.11" },

@@ -41,7 +41,7 @@
  *    For run-queue latency the culprits are the BE groups the LC group's
  *    waits were charged to this period, most blamed first; a BE group
  *    that took none of its waits is left alone; without blame (@blame
- *    NULL: the taskstats source), the largest CPU users.  For CPI, the victim's
+ *    NULL: the schedstat source), the largest CPU users.  For CPI, the victim's
  *    suspects, most correlated first; a BE group whose usage does not
  *    correlate with its CPI is left alone.  For memory, the largest
  *    users first.

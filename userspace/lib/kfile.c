@@ -22,9 +22,11 @@
 #include "tasksched.h"
 
 /*
- * The sysctls moat may change (taskstats.c), by path on the host: a journal is a file
- * in the state directory, and one that names another file must not make
- * moatd write it.
+ * The sysctls moat may put back, by path on the host: a journal is a
+ * file in the state directory, and one that names another file must not
+ * make moatd write it.  moat sets none now: its run-queue fallback once
+ * read taskstats with kernel.task_delayacct turned on, and a journal a
+ * crash left then still names it.
  */
 static const char *const sysctls[] = { "/proc/sys/kernel/task_delayacct" };
 

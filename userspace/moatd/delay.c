@@ -2,11 +2,13 @@
 /*
  * Where run-queue delay comes from: the BPF programs (lib/rqlat_bpf.c),
  * or, where they cannot load (no BTF, no privilege, an old kernel), the
- * kernel's delay accounting over netlink (lib/taskstats.c).  The knob
- * rqlat/source, read at start: auto (BPF, else taskstats), bpf, taskstats.
- * Either way each group gets a cumulative histogram, and everything after
- * it (windows, percentiles, the controller) is the same; taskstats gives
- * no blame, so the controller then picks culprits by CPU usage.
+ * scheduler's per-task counters in /proc/<tid>/schedstat
+ * (lib/schedstat.c).  The knob rqlat/source, read at start: auto (BPF,
+ * else schedstat), bpf, schedstat ("taskstats", its name while it was
+ * read over netlink, is taken for it).  Either way each group gets a
+ * cumulative histogram, and everything after it (windows, percentiles,
+ * the controller) is the same; schedstat gives no blame, so the
+ * controller then picks culprits by CPU usage.
  */
 #include <errno.h>
 #include <limits.h>
@@ -18,16 +20,16 @@
 #include "idsnap.h"
 #include "log.h"
 #include "rqlat_bpf.h"
-#include "taskstats.h"
+#include "schedstat.h"
 
-enum { SRC_AUTO, SRC_BPF, SRC_TASKSTATS };
-static const char *const sources[] = { "auto", "bpf", "taskstats", NULL };
+enum { SRC_AUTO, SRC_BPF, SRC_SCHEDSTAT, SRC_TASKSTATS };
+static const char *const sources[] = { "auto", "bpf", "schedstat", "taskstats", NULL };
 
 struct delay {
 	struct moatd *d;
 	unsigned int source;		/* rqlat/source */
 	struct moat_rqlat *rqlat;	/* NULL: BPF did not load, and */
-	struct moat_taskstats *ts;	/* delay accounting stands in */
+	struct moat_schedstat *ss;	/* sched_info stands in */
 	struct moat_idsnap snap;	/* every cgroup's histogram, a batch */
 	/* the last period's blame, for this period's growth */
 	struct blame_entry *last;
@@ -41,7 +43,7 @@ struct delay_group {
 	bool valid;			/* last holds a read */
 	bool watched;			/* in rqlat's watched map, as */
 	__u64 watched_cgid;		/* this cgroup */
-	struct moat_ts_group ts;	/* taskstats: its threads' delays */
+	struct moat_ts_group ts;	/* schedstat: its threads' delays */
 };
 
 static struct delay *D(const struct moatd *d)
@@ -53,7 +55,7 @@ static int show_active(const struct moat_knob *k, char *buf, size_t len)
 {
 	const struct delay *dl = k->owner;
 
-	return snprintf(buf, len, "%s", dl->rqlat ? "bpf" : dl->ts ? "taskstats" :
+	return snprintf(buf, len, "%s", dl->rqlat ? "bpf" : dl->ss ? "schedstat" :
 			"none") >= (int)len ? -EOVERFLOW : 0;
 }
 
@@ -90,7 +92,7 @@ static int delay_open(struct moatd *d)
 	struct delay *dl = D(d);
 	int err = -ENOENT;
 
-	if (dl->source != SRC_TASKSTATS) {
+	if (dl->source != SRC_SCHEDSTAT && dl->source != SRC_TASKSTATS) {
 		err = moat_rqlat_open(&ro, &dl->rqlat);
 		if (!err)
 			return 0;
@@ -98,13 +100,13 @@ static int delay_open(struct moatd *d)
 			moat_log_libbpf_tail();
 		if (dl->source == SRC_BPF)
 			return err;
-		pr_warn("rqlat: BPF did not load (%s): falling back to delay accounting (taskstats): coarser, and no blame",
+		pr_warn("rqlat: BPF did not load (%s): falling back to the scheduler's per-task counters (/proc/<tid>/schedstat): coarser, and no blame",
 			strerror(-err));
 	}
-	err = moat_taskstats_open(d->journal, &dl->ts);
+	err = moat_schedstat_open(&dl->ss);
 	if (err)
 		return err;
-	pr_info("rqlat: run-queue delay from taskstats (kernel.task_delayacct on while moatd runs)");
+	pr_info("rqlat: run-queue delay from /proc/<tid>/schedstat (sched_info's run_delay and pcount)");
 	return 0;
 }
 
@@ -113,9 +115,9 @@ static void delay_close(struct moatd *d)
 	struct delay *dl = D(d);
 
 	moat_rqlat_close(dl->rqlat);
-	moat_taskstats_close(dl->ts);
+	moat_schedstat_close(dl->ss);
 	dl->rqlat = NULL;
-	dl->ts = NULL;
+	dl->ss = NULL;
 	moat_idsnap_free(&dl->snap);
 	free(dl->last);
 }
@@ -243,10 +245,10 @@ static void read_group(struct moatd *d, struct delay *dl, struct moatd_group *g,
 	double ns;
 	int err;
 
-	if (dl->ts) {
-		err = moat_taskstats_group(dl->ts, g->dir, d->cpu->v2, &dg->ts);
+	if (dl->ss) {
+		err = moat_schedstat_group(dl->ss, g->dir, d->cpu->v2, &dg->ts);
 		if (err && err != -ENOENT && err != -ENODEV)
-			pr_debug("group %s: taskstats: %s", g->gid.id, strerror(-err));
+			pr_debug("group %s: schedstat: %s", g->gid.id, strerror(-err));
 		*cum = dg->ts.cum;
 	} else {
 		const struct moat_rqlat_hist *found = moat_idsnap_find(&dl->snap, g->cgid);
@@ -256,7 +258,7 @@ static void read_group(struct moatd *d, struct delay *dl, struct moatd_group *g,
 		else
 			memset(cum, 0, sizeof(*cum));
 	}
-	g->sample.rqlat_valid = dl->rqlat || dl->ts;
+	g->sample.rqlat_valid = dl->rqlat || dl->ss;
 	if (!dg->valid)
 		memset(&dg->last, 0, sizeof(dg->last));
 	/*

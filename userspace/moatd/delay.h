@@ -5,7 +5,7 @@
 /*
  * The delay module, a source: each group's run-queue waits, from the BPF
  * programs (lib/rqlat_bpf.c) or from the kernel's delay accounting
- * (lib/taskstats.c), and, from BPF only, the blame of each wait.
+ * (lib/schedstat.c), and, from BPF only, the blame of each wait.
  */
 #include "moatd.h"
 #include "rqlat.h"
@@ -26,7 +26,7 @@ bool delay_drops(const struct moatd *d, __u64 drops[MOAT_DROP_NR]);
 int delay_for_each_prog(const struct moatd *d,
 			int (*fn)(const char *name, __u64 run_ns, __u64 runs,
 				  void *ctx), void *ctx);
-/* Whether waits are blamed (BPF); taskstats blames none. */
+/* Whether waits are blamed (BPF); schedstat blames none. */
 bool delay_blames(const struct moatd *d);
 
 #endif /* MOATD_DELAY_H */

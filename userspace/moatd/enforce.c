@@ -735,7 +735,7 @@ void enforce_decide(struct moatd *d, const struct period *p, struct plan *plan)
 		}
 	}
 	prm = params(d, p);
-	/* without BPF (taskstats) no blame: the largest CPU users first */
+	/* without BPF (schedstat) no blame: the largest CPU users first */
 	moat_control_step(&prm, &e->ctl, lc, nlc + 1,
 			  p->blame_known ? blame : NULL, suspect, be, nbe);
 

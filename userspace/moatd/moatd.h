@@ -42,7 +42,7 @@ enum moatd_mod {
 	MOD_SETTINGS,	/* settings.c: the knobs' values from files */
 	MOD_GROUPS,	/* groups.c: which cgroups are groups */
 	MOD_NODE,	/* node.c: the node's CPU, memory, pressure */
-	MOD_DELAY,	/* delay.c: run-queue waits and blame (BPF, taskstats) */
+	MOD_DELAY,	/* delay.c: run-queue waits and blame (BPF, schedstat) */
 	MOD_OBSERVE,	/* observe.c: each group's cgroup files */
 	MOD_SIGNALS,	/* units.c: units, LC signals and targets */
 	MOD_CPI,	/* cpi.c: PMU counters and CPI² */
@@ -235,7 +235,7 @@ struct period {
 	/* every group pair's blame, summed over CPUs, sorted */
 	struct blame_entry *blame;
 	size_t nr_blame, cap_blame;
-	bool blame_known;		/* waits are blamed (BPF; not taskstats) */
+	bool blame_known;		/* waits are blamed (BPF; not schedstat) */
 	bool blame_valid;		/* and the growth of this period is known */
 	struct unit *units;
 	size_t nr_units, cap_units;
