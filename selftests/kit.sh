@@ -365,7 +365,7 @@ deploy_moatd() {
 	# its moat.conf is one moatd loads, with the values it says
 	CONF=$top/deploy/moat.conf start_moatd || return
 	[ "$("$O/moatctl" -s "$work/sock" get mode)" = observe ] || why "deploy/moat.conf: mode is not observe"
-	[ "$("$O/moatctl" -s "$work/sock" get kube/publish)" = 1 ] || why "deploy/moat.conf: kube/publish is not 1"
+	[ "$("$O/moatctl" -s "$work/sock" get kube/publish)" = 0 ] || why "deploy/moat.conf: kube/publish is not 0 (observe writes nothing)"
 	stop_moatd
 }
 

@@ -840,6 +840,23 @@ int stub_count(const char *method, const char *path, const char *has)
 	return n;
 }
 
+int stub_writes(char *first, size_t len)
+{
+	int i, n = 0;
+
+	first[0] = '\0';
+	pthread_mutex_lock(&stub.lock);
+	for (i = 0; i < stub.n; i++) {
+		if (!strcmp(stub.req[i].method, "GET"))
+			continue;
+		if (!n++)
+			snprintf(first, len, "%s %s %.120s", stub.req[i].method,
+				 stub.req[i].path, stub.req[i].body);
+	}
+	pthread_mutex_unlock(&stub.lock);
+	return n;
+}
+
 /* The stub's certificate and key, kept for its life. */
 static char *stub_cert, *stub_key;
 

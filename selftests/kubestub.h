@@ -60,6 +60,8 @@ bool wait_stub(const char *method, const char *path, const char *has,
 int stub_status_patches(void);
 /* Requests of @method on @path whose query has @has. */
 int stub_count(const char *method, const char *path, const char *has);
+/* Requests other than GET, the first of them said in @first ("" none). */
+int stub_writes(char *first, size_t len);
 /*
  * The value of @key ("" when it has none) in the query of the newest GET
  * of @path whose query has @has, in @out; false when there is no such

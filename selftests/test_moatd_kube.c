@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <math.h>
 #include <sched.h>
 #include <signal.h>
@@ -50,7 +51,7 @@ Test(moatd, node_hints_reach_a_stub_api_server)
 	stop(&daemon_pid);
 	api = stub_start();
 	start_with_config("kube.conf", "period_ms = 100\nrules/web = web-* lc\nrules/batch = batch-* be\n"
-			  "http/listen = \nkube/interval_ms = 200\nkube/untaint_s = 1\n"
+			  "http/listen = \nkube/publish = 1\nkube/interval_ms = 200\nkube/untaint_s = 1\n"
 			  "lc/rqlat_p99_target_us = 1\n");
 	moatd_env[0] = NULL;
 
@@ -134,7 +135,7 @@ Test(moatd, hints_see_a_pods_waits_in_its_containers)
 	kube_tree(&kt);
 
 	start_with_config("kube.conf", "period_ms = 100\nhttp/listen = 127.0.0.1:0\n"
-			  "kube/interval_ms = 200\nlc/rqlat_p99_target_us = 50\n"
+			  "kube/publish = 1\nkube/interval_ms = 200\nlc/rqlat_p99_target_us = 50\n"
 			  "enforce/min_waits = 5\nmode = enforce\n");
 	moatd_env[0] = NULL;
 
@@ -759,6 +760,148 @@ static void weight_node_stop(struct weight_node *w)
 	for (i = 0; i < w->nbe; i++)
 		tcg_kill(w->hog[i]);
 	stop(&daemon_pid);
+}
+
+/*
+ * Every file of a cgroup tree that can be written and read back, with
+ * its content: what "writes nothing" is compared by.  Not the counters
+ * a write resets (cpuacct.*, *.peak) nor the pressure files (writable
+ * for triggers), which move by themselves.
+ */
+static char *tree_buf;
+static size_t tree_len, tree_off;
+static int tree_n;
+
+static int tree_file(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	const char *base = path + ftw->base;
+	char one[512];
+	ssize_t n;
+	int fd;
+
+	if (type != FTW_F || !(st->st_mode & S_IWUSR) || !strncmp(base, "cpuacct.", 8) ||
+	    strstr(base, ".peak") || strstr(base, ".pressure"))
+		return 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, one, sizeof(one) - 1);	/* write-only ones fail */
+	close(fd);
+	if (n < 0)
+		return 0;
+	one[n] = '\0';
+	tree_off += snprintf(tree_buf + tree_off, tree_len - tree_off, "%s: %s",
+			     path, one);
+	tree_n++;
+	return tree_off >= tree_len - 1;
+}
+
+static void tree_files(const char *top, char *buf, size_t len)
+{
+	tree_buf = buf;
+	tree_len = len;
+	tree_off = tree_n = 0;
+	buf[0] = '\0';
+	cr_assert_eq(nftw(top, tree_file, 16, FTW_PHYS), 0, "%s: cut short", top);
+}
+
+/*
+ * Observe as deploy/ ships it (its moat.conf: the API server's pods
+ * read, eviction dry-run, the Node publisher off) writes nothing
+ * anywhere while an LC pod waits far over its target behind a batch pod
+ * that enforce would hold: no file of the node's pods' cgroups, no
+ * thread's scheduling attributes, no sysctl, nothing in the journal, no
+ * request to the API server but reads (no Node patch, no eviction, no
+ * Event).  Then enforce, the control: the batch pod's weight goes down.
+ */
+Test(moatd, observe_writes_nothing_on_the_node_or_to_the_api_server, .timeout = 120)
+{
+	static struct work_periodic probe = { 1000000, 1500 };
+	static char was[65536], now[65536];
+	char path[PATH_MAX], conf[16384], first[256], before[16], after[16];
+	struct moat_sched was_s[2], now_s[2];
+	struct moat_journal *j;
+	struct kube_node n;
+	struct kube_pod lc, be;
+	struct MHD_Daemon *api;
+	pid_t tid[2];
+	long orig;
+	size_t len;
+	FILE *f;
+	int cpu, i;
+
+	snprintf(path, sizeof(path), "%s/deploy/moat.conf", source_dir());
+	f = fopen(path, "re");
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	len = fread(conf, 1, sizeof(conf) - 1, f);
+	fclose(f);
+	conf[len] = '\0';
+	cr_assert(strstr(conf, "\nmode = observe\n"), "%s: not in observe", path);
+	/* the test's own: its period, a target the LC pod misses by far */
+	snprintf(conf + len, sizeof(conf) - len, "\n%s", WEIGHT_CONF "period_ms = 100\n");
+
+	stop(&daemon_pid);
+	kube_node(&n, false);
+	lc = (struct kube_pod){ .uid = LC_POD_UID, .tier = KUBE_BURSTABLE, .shares = 512 };
+	kube_add_pod(&n, &lc, 1);
+	be = (struct kube_pod){ .uid = BATCH_UID, .tier = KUBE_BURSTABLE, .shares = 1024 };
+	kube_add_pod(&n, &be, 2);
+	orig = kube_weight(&be.pod);
+	tcg_lock_cpu();
+	cpu = tcg_pick_cpu();
+	tid[0] = tcg_spawn(&lc.ctr, cpu, work_periodic, &probe);
+	tid[1] = tcg_spawn(&be.ctr, cpu, work_hog, NULL);
+	cr_assert(tid[0] > 0 && tid[1] > 0);
+	api = stub_start();
+	stub_pod_ex(LC_POD_UID, "shop", "web", "", "", 0, "ReplicaSet", "");
+	stub_pod_ex(BATCH_UID, "batch", "etl", "\"moat.io/class\":\"be\"", "", 0, "Job", "");
+
+	tree_files(n.kp.dir, was, sizeof(was));
+	for (i = 0; i < 2; i++)
+		cr_assert_eq(moat_sched_get(tid[i], &was_s[i]), 0);
+	cr_assert_eq(moat_kfile_read("/proc/sys/kernel/task_delayacct", before,
+				     sizeof(before)), 0);
+	start_with_config("deploy.conf", conf);
+	moatd_env[0] = NULL;
+
+	/* the pods are the API server's, and the LC pod is far over */
+	cr_assert(wait_knob("groups/" BATCH_UID "/class_source", "label", 100),
+		  "the batch pod's class is not its label's: the pods were not read");
+	cr_expect(wait_knob("groups/" BATCH_UID "/class", "be", 1));
+	cr_assert_gt(wait_number("groups/" LC_POD_UID "/unit_rqlat_p99_us", 500, 20000), 500,
+		     "the LC pod never waited over 10 times its target");
+	/* what enforce would have done by now, many times over */
+	cr_assert_geq(wait_cycles(30, 30000), 30);
+
+	tree_files(n.kp.dir, now, sizeof(now));
+	cr_log_info("observe: %d cgroup files as they were", tree_n);
+	cr_expect_gt(tree_n, 10);
+	cr_expect_str_eq(now, was, "observe wrote a cgroup file:\nwere\n%s\nare\n%s", was, now);
+	for (i = 0; i < 2; i++) {
+		cr_assert_eq(moat_sched_get(tid[i], &now_s[i]), 0);
+		cr_expect(moat_sched_equal(&now_s[i], &was_s[i]),
+			  "observe changed the %s thread's attributes", i ? "batch" : "LC");
+	}
+	cr_assert_eq(moat_kfile_read("/proc/sys/kernel/task_delayacct", after,
+				     sizeof(after)), 0);
+	cr_expect_str_eq(after, before, "observe wrote kernel.task_delayacct");
+	snprintf(path, sizeof(path), "%s/journal", dir);
+	cr_assert_eq(moat_journal_open(path, &j), 0);
+	cr_expect_eq(j->n, 0, "observe journalled %zu values", j->n);
+	moat_journal_free(j);
+	cr_expect_gt(stub_count("GET", "/api/v1/pods", NULL), 0);
+	cr_expect_eq(stub_writes(first, sizeof(first)), 0,
+		     "observe wrote to the API server: %s", first);
+
+	/* the control: enforce holds the batch pod back */
+	set_runtime("mode", "enforce");
+	cr_expect_lt(wait_weight(&be.pod, orig, true, 20000), orig,
+		     "enforce never lowered the batch pod's weight from %ld", orig);
+	tcg_kill(tid[0]);
+	tcg_kill(tid[1]);
+	stop(&daemon_pid);
+	cr_expect_eq(kube_weight(&be.pod), orig, "not put back at stop");
+	stub_stop(api);
 }
 
 /*

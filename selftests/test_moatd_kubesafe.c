@@ -80,7 +80,8 @@ Test(moatd, no_answer_of_the_api_server_crashes_moatd)
 	stub_odd_answer("GET", "/api/v1/pods", 200, lists[0], 1);
 	/* the node updated every second, whether its hints moved or not */
 	start_with_config("kubesafe.conf", "period_ms = 100\nhttp/listen = \n"
-			  "rules/web = web-* lc\nkube/interval_ms = 200\nkube/resync_s = 1\n");
+			  "rules/web = web-* lc\nkube/publish = 1\nkube/interval_ms = 200\n"
+			  "kube/resync_s = 1\n");
 	moatd_env[0] = NULL;
 	/*
 	 * Each odd answer once moatd is in step again: its backoff doubles
@@ -175,7 +176,8 @@ static struct MHD_Daemon *enforce_and_publish(void)
 	api = stub_start();
 	start_with_config("kubesafe.conf", "period_ms = 100\nhttp/listen = 127.0.0.1:0\n"
 			  "rules/web = web-* lc\nrules/batch = batch-* be\n"
-			  "kube/interval_ms = 200\nkube/pods = 0\nkube/stop_timeout_s = 2\n");
+			  "kube/publish = 1\nkube/interval_ms = 200\nkube/pods = 0\n"
+			  "kube/stop_timeout_s = 2\n");
 	moatd_env[0] = NULL;
 	contend("enforce");
 	cr_assert_geq(wait_throttled(100), 0, "the hog's group was never throttled");

@@ -119,6 +119,9 @@ base_initramfs() {
 		cp -L "$lib" "$root$lib"
 	done
 	cp -r "$top/selftests/fixtures" "$root/moat/selftests/"
+	# the config deploy/ ships, which a test runs as it is
+	mkdir -p "$root/moat/deploy"
+	cp "$top/deploy/moat.conf" "$root/moat/deploy/"
 	mkdir -p "$root/moat/tools"
 	cp -r "$top/tools/bench" "$root/moat/tools/"
 	printf '%s\n' "${VMTEST_FILTER:-}" >"$root/moat/filter"

@@ -507,8 +507,13 @@ static int kube_init(struct moatd *d)
 #undef U32
 
 	km->d = d;
-	/* On by default in a pod, where the API server is. */
-	km->publish = getenv("KUBERNETES_SERVICE_HOST") != NULL;
+	/*
+	 * Off until the operator turns it on: the Node is the cluster's, and
+	 * observe mode writes nothing anywhere (enforce.rst), the taint and
+	 * extended resources included.  Deploying moatd is not a decision
+	 * to change what the scheduler does with the node.
+	 */
+	km->publish = 0;
 	km->interval_ms = 10000;
 	km->untaint_s = 60;
 	km->change_pct = 10;
