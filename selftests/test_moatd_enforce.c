@@ -322,6 +322,88 @@ Test(moatd, after_sigkill_the_next_start_restores_from_the_journal)
 }
 
 /*
+ * A moatd killed while it held the hog back, and no moatd after it: its
+ * journal put back by `moatd --restore-only` (an uninstall's cleanup
+ * Job), which then exits 0; refused while a moatd runs on the state
+ * directory.  A journal that does not decode (a flipped byte): moatd
+ * runs in observe, loud (log, /healthz, /metrics, journal_unreadable),
+ * refuses enforce from its config and from moatctl, restores nothing and
+ * keeps the file as it was; --restore-only exits 1.  The file as it was
+ * written, back, and --restore-only puts the hog's files back.
+ */
+Test(moatd, restore_only_and_a_journal_that_does_not_decode)
+{
+	char journal[PATH_MAX], good[PATH_MAX + 8], *text, *was, *end, *body;
+	const char *only[] = { "--restore-only", "--state-dir", dir, NULL };
+	struct stat st;
+	int i;
+
+	snprintf(journal, sizeof(journal), "%s/journal", dir);
+	snprintf(good, sizeof(good), "%s.good", journal);
+	contend("enforce");
+	cr_assert_geq(wait_throttled(50), 0, "the hog's group was never throttled");
+	/* a moatd on the state directory: not under it */
+	cr_expect_eq(run("moatd", only, out, err), 1, "--restore-only beside a running moatd");
+	cr_expect(strstr(err, "in use by moatd pid"), "%s", err);
+	expect_throttled();
+	kill(daemon_pid, SIGKILL);
+	waitpid(daemon_pid, NULL, 0);
+	daemon_pid = 0;
+	unlink(sock);
+	expect_throttled();
+	cr_assert_eq(stat(journal, &st), 0, "no journal after a crash");
+	cr_assert_gt(st.st_size, 0);
+	was = slurp(journal);
+	cr_assert_not_null(was);
+	write_file(good, was);
+
+	/* a byte of its checksum flipped */
+	end = strstr(was, "\nend ");
+	cr_assert_not_null(end, "%s", was);
+	end = strchr(end + 1, '\n') - 1;
+	*end = *end == '0' ? '1' : '0';
+	write_file(journal, was);
+	start_with_config("enforce.conf", "period_ms = 100\nhttp/listen = 127.0.0.1:0\n"
+			  "mode = enforce\n");
+	cr_expect(wait_log("its originals cannot be trusted, so nothing was restored", 1, 0));
+	cr_expect(wait_log("mode enforce refused: the journal", 1, 0), "the config's enforce");
+	cr_assert_eq(ctl(out, err, "get", "mode", NULL), 0, "%s", err);
+	cr_expect_str_eq(out, "observe\n");
+	cr_assert_eq(ctl(out, err, "get", "journal_unreadable", NULL), 0, "%s", err);
+	cr_expect_str_eq(out, strcat(strcpy(good, journal), "\n"));
+	set_runtime("mode", "enforce");
+	cr_expect(wait_log("mode enforce refused: the journal", 2, 0), "moatctl's enforce");
+	cr_assert_eq(ctl(out, err, "get", "mode", NULL), 0, "%s", err);
+	cr_expect_str_eq(out, "observe\n");
+	cr_assert_eq(http_get(http_port(), "/healthz", page, sizeof(page), &body), 200,
+		     "a restart would not help: alive");
+	cr_expect(strstr(body, "\ndegraded: the journal "), "%s", body);
+	cr_assert_eq(http_get(http_port(), "/metrics", page, sizeof(page), &body), 200);
+	cr_expect_eq(series_value(body, "moat_journal_unreadable"), 1);
+	for (i = 0; i < 10; i++) {	/* a second of observe */
+		expect_throttled();
+		sleep_ms(100);
+	}
+	stop(&daemon_pid);
+	expect_throttled();
+	text = slurp(journal);
+	cr_expect_str_eq(text, was, "the journal that did not decode was changed");
+	free(text);
+	cr_expect_eq(run("moatd", only, out, err), 1);
+	cr_expect(strstr(err, "nothing restored: the journal"), "%s", err);
+	expect_throttled();
+
+	/* as it was written: the hog's files back, an empty journal, 0 */
+	snprintf(good, sizeof(good), "%s.good", journal);
+	cr_assert_eq(rename(good, journal), 0);
+	cr_expect_eq(run("moatd", only, out, err), 0, "%s", err);
+	expect_restored("after --restore-only");
+	cr_expect(strstr(err, "every value moatd changed is back"), "%s", err);
+	cr_expect_eq(run("moatd", only, out, err), 0, "an empty journal: %s", err);
+	free(was);
+}
+
+/*
  * Observe mode while the LC group misses its target: nothing is written,
  * however far over it the LC group is, checked every period, not once.
  */

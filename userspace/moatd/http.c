@@ -241,6 +241,10 @@ static int healthz(const struct moatd *d, FILE *f)
 {
 	fprintf(f, "ok: last cycle %.0f us ago, period %u ms\n",
 		moatd_since_cycle_us(d), d->period_ms);
+	/* alive (no restart would help), and said at the top */
+	if (d->journal_unreadable[0])
+		fprintf(f, "degraded: the journal %s does not decode: nothing it lists was put back; observe only, enforce refused, until it is checked and removed\n",
+			d->journal_unreadable);
 	enforce_left_alone(d, f);
 	return 0;
 }

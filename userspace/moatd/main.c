@@ -75,7 +75,7 @@ struct options {
 	const char *config, *cgroup_root, *state_dir, *socket, *socket_group;
 	const char *host_root;
 	const char *mode, *listen;
-	bool config_given, foreground;
+	bool config_given, foreground, restore_only;
 	int verbose;
 };
 
@@ -85,6 +85,7 @@ static const char usage[] =
 "usage: moatd [--config FILE] [--host-root DIR] [--cgroup-root DIR] [--state-dir DIR]\n"
 "             [--socket PATH] [--socket-group GROUP] [--mode observe|enforce]\n"
 "             [--listen ADDR:PORT] [--foreground] [-v]\n"
+"       moatd --restore-only [--host-root DIR] [--state-dir DIR] [-v]\n"
 "\n"
 "  -c, --config FILE       knob settings, 'path = value' lines\n"
 "                          (default " DEFAULT_CONFIG ", if it exists)\n"
@@ -101,6 +102,9 @@ static const char usage[] =
 "                          wins over the config (default 127.0.0.1:9590;\n"
 "                          '' serves no HTTP)\n"
 "  -f, --foreground        do not detach\n"
+"      --restore-only      put back what the journal in the state directory\n"
+"                          lists (a moatd that did not stop cleanly), and\n"
+"                          exit: 0 when all of it is back\n"
 "  -v, --verbose           debug messages; twice: libbpf's too\n";
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -115,6 +119,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "mode", required_argument, NULL, 'm' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "foreground", no_argument, NULL, 'f' },
+		{ "restore-only", no_argument, NULL, 'R' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -154,6 +159,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case 'f':
 			o->foreground = true;
 			break;
+		case 'R':
+			o->restore_only = true;
+			break;
 		case 'v':
 			o->verbose++;
 			break;
@@ -186,12 +194,22 @@ static void store_period(const struct moat_knob *k, unsigned int u,
 	d->period_changed = true;
 }
 
-/* Leaving enforce mode puts back everything enforcement changed. */
+/*
+ * Leaving enforce mode puts back everything enforcement changed.  With a
+ * journal that did not decode, enforce is refused, from the config, the
+ * command line or moatctl alike: its saves would replace the only record
+ * of what an earlier moatd changed.
+ */
 static void store_mode(const struct moat_knob *k, unsigned int u,
 		       const char *val)
 {
 	struct moatd *d = k->owner;
 
+	if (u == MOATD_ENFORCE && d->journal_unreadable[0]) {
+		pr_err("mode enforce refused: the journal %s does not decode; moatd stays in observe until it is checked and removed (moatd.rst, \"A journal that does not decode\")",
+		       d->journal_unreadable);
+		return;
+	}
 	if (d->mode == MOATD_ENFORCE && u != MOATD_ENFORCE)
 		moatd_restore(d, "mode observe");
 	d->mode = u;
@@ -204,10 +222,19 @@ static int show_cycle_us(const struct moat_knob *k, char *buf, size_t len)
 	return snprintf(buf, len, "%.0f", d->cycle_us) >= (int)len ? -EOVERFLOW : 0;
 }
 
+static int show_journal_unreadable(const struct moat_knob *k, char *buf, size_t len)
+{
+	const struct moatd *d = k->owner;
+
+	return snprintf(buf, len, "%s", d->journal_unreadable) >= (int)len ? -EOVERFLOW : 0;
+}
+
 static int add_base_knobs(struct moatd *d)
 {
 	const struct moat_knob knobs[] = {
 		{ .path = "version", .type = MOAT_KNOB_SHOW, .show = show_version },
+		{ .path = "journal_unreadable", .type = MOAT_KNOB_SHOW,
+		  .show = show_journal_unreadable },
 		{ .path = "mode", .type = MOAT_KNOB_CHOICE, .writable = true,
 		  .choices = mode_names, .data = &d->mode, .store = store_mode },
 		{ .path = "period_ms", .type = MOAT_KNOB_U32, .writable = true,
@@ -706,12 +733,20 @@ static int open_journal(struct moatd *d)
 	    sizeof(file))
 		return -ENAMETOOLONG;
 	err = moat_journal_open(file, &d->journal);
-	if (err) {
-		if (err == -EBADMSG)
-			pr_err("journal %s: its originals cannot be trusted, so nothing was restored and moatd does not start; check the values it lists by hand, then remove it",
-			       file);
-		return err;
+	if (err == -EBADMSG) {
+		/*
+		 * Not a crash loop: the file stays as it is, for a person to
+		 * read, and moatd runs in observe with a journal in memory
+		 * that observe never fills, saying so in its log, /healthz,
+		 * /metrics and the knob journal_unreadable.
+		 */
+		pr_err("journal %s: its originals cannot be trusted, so nothing was restored; moatd runs in observe only, enforce refused, until the values it lists are checked by hand and the file removed",
+		       file);
+		snprintf(d->journal_unreadable, sizeof(d->journal_unreadable), "%s", file);
+		return moat_journal_open("", &d->journal);
 	}
+	if (err)
+		return err;
 	if (!*file)
 		pr_warn("no state dir: the journal of original values is in memory only, and a crash would leave throttled values behind");
 	if (d->journal->n) {
@@ -740,6 +775,40 @@ static void close_modules(struct moatd *d, int opened)
 	for (m = opened; m-- > 0;)
 		if (moatd_modules[m]->close)
 			moatd_modules[m]->close(d);
+}
+
+/*
+ * --restore-only: what the journal lists goes back (open_journal() put
+ * back its values; here the directories and mounts too), and moatd exits
+ * without starting anything else: for a node whose moatd is gone, as an
+ * uninstall's cleanup Job runs it, or a pod killed before it restored.
+ * The state directory's lock keeps it off a running moatd's journal.
+ */
+static int restore_only(struct moatd *d)
+{
+	size_t i;
+
+	if (d->journal_unreadable[0]) {
+		pr_err("--restore-only: nothing restored: the journal %s does not decode",
+		       d->journal_unreadable);
+		return -EBADMSG;
+	}
+	if (!*d->state_dir) {
+		pr_err("--restore-only: no state directory, so no journal to restore from");
+		return -EINVAL;
+	}
+	moat_journal_restore(d->journal, "");
+	for (i = 0; i < d->journal->n; i++)
+		pr_err("--restore-only: not put back: %s (original '%s')",
+		       d->journal->e[i].path, d->journal->e[i].orig);
+	if (d->journal->stale)
+		pr_err("--restore-only: the journal %s could not be saved: %s",
+		       d->journal->file, strerror(-d->journal->save_err));
+	if (d->journal->n || d->journal->stale)
+		return -EIO;
+	pr_info("--restore-only: the journal %s is empty: every value moatd changed is back",
+		d->journal->file);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -789,6 +858,12 @@ int main(int argc, char **argv)
 	if (err) {
 		free(d);
 		return 1;
+	}
+	if (o.restore_only) {
+		err = restore_only(d);
+		moat_journal_free(d->journal);
+		free(d);
+		return err ? 1 : 0;
 	}
 	d->tree = moat_knob_tree_new();
 	err = d->tree ? add_base_knobs(d) : -ENOMEM;

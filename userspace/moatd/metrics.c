@@ -569,6 +569,9 @@ static void daemon_metrics(FILE *f, const struct moatd *d)
 	prom_family(f, "moat_journal_entries", "gauge",
 	       "Kernel values moatd changed and will put back.");
 	fprintf(f, "moat_journal_entries %zu\n", d->journal ? d->journal->n : 0);
+	prom_family(f, "moat_journal_unreadable", "gauge",
+	       "1 when the journal in the state directory did not decode at start: nothing it lists was put back, and moatd stays in observe.");
+	fprintf(f, "moat_journal_unreadable %d\n", d->journal_unreadable[0] != 0);
 	prom_family(f, "moat_outside_writes_total", "counter",
 	       "Files moatd held that someone else (kubelet, systemd, an admin) wrote, taken as their new originals, by file.");
 	for (i = 0; (file = enforce_outside_file(d, i, &outside)); i++)

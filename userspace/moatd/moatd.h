@@ -326,6 +326,12 @@ struct moatd {
 	const struct moat_cg_hierarchy *memory;		/* v1, may be NULL */
 	struct moat_cg_hierarchy scan;	/* the part of cpu moatd looks at */
 	char state_dir[PATH_MAX];	/* "": nothing kept on disk */
+	/*
+	 * The journal file that did not decode at start ("": none): its
+	 * originals are the only record of what a moatd changed, so moatd
+	 * runs in observe, keeps it as it is, and refuses enforce.
+	 */
+	char journal_unreadable[PATH_MAX];
 
 	struct moatd_group **groups;
 	size_t nr_groups, cap_groups;
