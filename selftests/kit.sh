@@ -172,7 +172,7 @@ man_options() {
 		done
 	done
 	text=$(page moatctl.8)
-	for o in ls get set tree config status restore; do
+	for o in ls get set tree config status restore reset; do
 		grep -qE "^ *$o( |$)" <<<"$text" || why "moatctl(8) does not describe the verb $o"
 	done
 }
@@ -239,7 +239,8 @@ completion() {
 	}
 	local s=$work/sock
 	expect "get " moatctl --socket "$s" ge
-	expect "restore " moatctl --socket "$s" res
+	expect "reset restore " moatctl --socket "$s" res
+	expect "restore " moatctl --socket "$s" rest
 	expect "--help --json --socket --timeout " moatctl --
 	expect "enforce/ " moatctl --socket "$s" get enf
 	expect "enforce/cpu_decrease_pct " moatctl --socket "$s" get enforce/cpu_dec
@@ -420,13 +421,16 @@ image_runs() {
 		why "moatctl in the container: $(cat "$work/status")"
 	grep -q "^$pod  *be  *pod" "$work/status" || why "moatctl status in the container does not show the BE pod: $(cat "$work/status")"
 	grep -q "host root /host" "$work/clog" || why "moatd did not say its host root: $(cat "$work/clog")"
-	# the Node publisher: libcurl, dlopen()ed, makes its first request
+	# the pod source (deploy/moat.conf: kube/pods on, the publisher
+	# off): libcurl, dlopen()ed, makes its first request
 	for _ in $(seq 40); do
-		grep -q "kube: GET https://127.0.0.1:1/api/v1/nodes/kit-node" "$work/clog" && break
+		grep -q "kube: GET https://127.0.0.1:1/api/v1/pods?" "$work/clog" && break
 		sleep 0.05
 	done
-	grep -q "kube: GET https://127.0.0.1:1/api/v1/nodes/kit-node" "$work/clog" ||
-		why "the Node publisher made no request: $(grep kube "$work/clog")"
+	grep -q "kube: GET https://127.0.0.1:1/api/v1/pods?" "$work/clog" ||
+		why "the pod source made no request: $(grep kube "$work/clog")"
+	grep -q "kube: GET https://127.0.0.1:1/api/v1/nodes/" "$work/clog" &&
+		why "deploy/moat.conf, in observe, asked for the Node: $(grep kube "$work/clog")"
 	grep -q "pmu: libpfm.so.4 (libpfm4" "$work/clog" && why "libpfm4 did not load: $(grep pmu "$work/clog")"
 	runc kill "$id" TERM
 	for _ in $(seq 200); do
