@@ -287,8 +287,10 @@ void setup(void)
 	snprintf(sock, sizeof(sock), "%s/moatd.sock", dir);
 	snprintf(conf, sizeof(conf), "%s/moat.conf", dir);
 	snprintf(log, sizeof(log), "%s/moatd.log", dir);
+	/* reloads when a test says (SIGHUP), not when it writes the file */
 	write_file(conf, "# test config\nperiod_ms = 100\nrules/web = web-* lc\n"
-			 "rules/batch = batch-* be\nhttp/listen = 127.0.0.1:0\n");
+			 "rules/batch = batch-* be\nhttp/listen = 127.0.0.1:0\n"
+			 "settings/watch_config = 0\n");
 	daemon_pid = start_moatd(sock, conf, log);
 }
 

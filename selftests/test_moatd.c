@@ -267,7 +267,7 @@ Test(moatd, sighup_reloads_all_or_nothing)
 	char conf[PATH_MAX], before[OUT_MAX];
 
 	snprintf(conf, sizeof(conf), "%s/moat.conf", dir);
-	write_file(conf, "period_ms = 150\nrules/api = api-* lc\n");
+	write_file(conf, "period_ms = 150\nrules/api = api-* lc\nsettings/watch_config = 0\n");
 	cr_assert_eq(kill(daemon_pid, SIGHUP), 0);
 	cr_assert(wait_log("reload: ", 1, 5000), "no word of the reload");
 	cr_assert_eq(ctl(out, err, "get", "period_ms", NULL), 0);
@@ -277,7 +277,8 @@ Test(moatd, sighup_reloads_all_or_nothing)
 	cr_expect_eq(ctl(out, err, "get", "rules/web", NULL), 1);
 
 	cr_assert_eq(ctl(before, err, "config", NULL, NULL), 0);
-	write_file(conf, "period_ms = 250\nrules/db = db-* lc\nmode = fast\n");
+	write_file(conf, "period_ms = 250\nrules/db = db-* lc\nmode = fast\n"
+			 "settings/watch_config = 0\n");
 	cr_assert_eq(kill(daemon_pid, SIGHUP), 0);
 	cr_assert(wait_log("reload: ", 2, 5000), "no word of the second reload");
 	cr_expect(wait_log("not applied; the settings are as they were", 1, 0),
@@ -327,7 +328,7 @@ Test(moatd, sighup_with_a_broken_config_changes_nothing_and_the_command_line_win
 	snprintf(conf, sizeof(conf), "%s/moat.conf", dir);
 	snprintf(text, sizeof(text),
 		 "period_ms = 100\nrules/web = web-* lc\nrules/batch = batch-* be\n"
-		 "lc/memory_pressure_target_pct = 33\n");
+		 "settings/watch_config = 0\nlc/memory_pressure_target_pct = 33\n");
 	write_file(conf, text);
 	moatd_args[0] = "--mode";
 	moatd_args[1] = "observe";
@@ -345,7 +346,7 @@ Test(moatd, sighup_with_a_broken_config_changes_nothing_and_the_command_line_win
 	write_file(conf, text);
 	cr_assert_eq(kill(daemon_pid, SIGHUP), 0);
 	cr_assert(wait_log("reload: ", 1, 5000), "no reload said");
-	cr_expect(wait_log("moat.conf:5: expected 'path = value'", 1, 0));
+	cr_expect(wait_log("moat.conf:6: expected 'path = value'", 1, 0));
 	cr_expect(wait_log("not applied; the settings are as they were", 1, 0));
 	cr_assert_eq(ctl(after, err, "get", "mode", NULL), 0);
 	cr_expect_str_eq(after, "enforce\n");
@@ -362,7 +363,8 @@ Test(moatd, sighup_with_a_broken_config_changes_nothing_and_the_command_line_win
 	/* naming the address moatd holds is no change: it applies */
 	snprintf(text, sizeof(text),
 		 "period_ms = 100\nrules/web = web-* lc\nrules/batch = batch-* be\n"
-		 "lc/memory_pressure_target_pct = 44\nhttp/listen = %s\n", listen);
+		 "settings/watch_config = 0\nlc/memory_pressure_target_pct = 44\n"
+		 "http/listen = %s\n", listen);
 	write_file(conf, text);
 	cr_assert_eq(kill(daemon_pid, SIGHUP), 0);
 	cr_assert(wait_log("reload: ", 2, 5000), "no second reload said");
@@ -375,12 +377,122 @@ Test(moatd, sighup_with_a_broken_config_changes_nothing_and_the_command_line_win
 	cr_expect_str_eq(after, "observe\n");
 
 	/* no http/listen in the file: --listen's address, not the default */
-	write_file(conf, "period_ms = 100\nrules/web = web-* lc\n");
+	write_file(conf, "period_ms = 100\nrules/web = web-* lc\nsettings/watch_config = 0\n");
 	cr_assert_eq(kill(daemon_pid, SIGHUP), 0);
 	cr_assert(wait_log("reload: ", 3, 5000), "no third reload said");
 	cr_expect(wait_log("moat.conf applied", 2, 0));
 	cr_expect_eq(http_port(), port);
 	cr_expect_eq(ctl(after, err, "get", "rules/batch", NULL), 1, "rule kept");
+}
+
+/* The ConfigMap's next version, as kubelet's atomic writer makes it. */
+static void configmap_version(const char *cm, int v, const char *text)
+{
+	char path[PATH_MAX + 64], target[32];
+
+	snprintf(target, sizeof(target), "..v%d", v);
+	snprintf(path, sizeof(path), "%s/%s", cm, target);
+	cr_assert_eq(mkdir(path, 0755), 0, "%s: %s", path, strerror(errno));
+	snprintf(path, sizeof(path), "%s/%s/moat.conf", cm, target);
+	write_file(path, text);
+	snprintf(path, sizeof(path), "%s/..data_tmp", cm);
+	cr_assert_eq(symlink(target, path), 0);
+	{
+		char data[PATH_MAX + 16];
+
+		snprintf(data, sizeof(data), "%s/..data", cm);
+		cr_assert_eq(rename(path, data), 0, "%s", strerror(errno));
+	}
+}
+
+/*
+ * The config file is watched: a ConfigMap's update (kubelet's atomic
+ * writer swaps the ..data symlink the file's path goes through) is
+ * loaded within periods, no SIGHUP; one with a bad line is refused
+ * whole.  A value `moatctl set` keeps outranks the file, and says so
+ * (settings/local, moat_local_overrides, status), until `moatctl reset`
+ * drops it and the file's value applies.  With the watch off, a change
+ * waits for SIGHUP.
+ */
+Test(moatd, a_changed_config_is_loaded_and_moatctl_reset_drops_local_values)
+{
+	static const char base[] = "period_ms = 100\nhttp/listen = 127.0.0.1:0\n";
+	char cm[PATH_MAX], conf[PATH_MAX + 16], link[PATH_MAX + 16], log[PATH_MAX];
+	char text[256], state[PATH_MAX], *body, *kept;
+	const char *reset[] = { "--socket", sock, "reset", NULL };
+	const char *status[] = { "--socket", sock, "status", NULL };
+
+	snprintf(cm, sizeof(cm), "%s/cm", dir);
+	snprintf(conf, sizeof(conf), "%s/moat.conf", cm);
+	snprintf(log, sizeof(log), "%s/moatd.log", dir);
+	snprintf(state, sizeof(state), "%s/moat.state", dir);
+	cr_assert_eq(mkdir(cm, 0755), 0);
+	snprintf(text, sizeof(text), "%slc/rqlat_p99_target_us = 5000\n", base);
+	configmap_version(cm, 1, text);
+	snprintf(link, sizeof(link), "%s/moat.conf", cm);
+	cr_assert_eq(symlink("..data/moat.conf", link), 0);
+	stop(&daemon_pid);
+	unlink(sock);
+	daemon_pid = start_moatd(sock, conf, log);
+	cr_assert_eq(ctl(out, err, "get", "lc/rqlat_p99_target_us", NULL), 0, "%s", err);
+	cr_expect_str_eq(out, "5000\n");
+
+	snprintf(text, sizeof(text), "%slc/rqlat_p99_target_us = 7000\n", base);
+	configmap_version(cm, 2, text);
+	cr_expect(wait_knob("lc/rqlat_p99_target_us", "7000\n", 50), "the update not loaded");
+	cr_expect(wait_log("moat.conf changed: reloading", 1, 0));
+	cr_assert_eq(http_get(http_port(), "/metrics", page, sizeof(page), &body), 200);
+	cr_expect_eq(series_value(body, "moat_config_reloads_total{result=\"applied\"}"), 1);
+
+	snprintf(text, sizeof(text), "%slc/rqlat_p99_target_us = fast\n", base);
+	configmap_version(cm, 3, text);
+	cr_expect(wait_log("not applied; the settings are as they were", 1, 5000));
+	cr_assert_eq(ctl(out, err, "get", "lc/rqlat_p99_target_us", NULL), 0, "%s", err);
+	cr_expect_str_eq(out, "7000\n", "a bad file changed a setting");
+
+	/* moatctl set's value outranks the file's, and is shown */
+	cr_assert_eq(ctl(out, err, "set", "lc/rqlat_p99_target_us", "9000"), 0, "%s", err);
+	cr_assert_eq(ctl(out, err, "get", "settings/local", NULL), 0, "%s", err);
+	cr_expect_str_eq(out, "lc/rqlat_p99_target_us = 9000\n");
+	cr_assert_eq(run("moatctl", status, out, err), 0, "%s", err);
+	cr_expect(strstr(out, "local overrides, over the config file until 'moatctl reset': "
+			      "lc/rqlat_p99_target_us = 9000"), "%s", out);
+	cr_assert_eq(http_get(http_port(), "/metrics", page, sizeof(page), &body), 200);
+	cr_expect_eq(series_value(body, "moat_local_overrides"), 1);
+	snprintf(text, sizeof(text), "%slc/rqlat_p99_target_us = 8000\n", base);
+	configmap_version(cm, 4, text);
+	cr_expect(wait_log("moat.conf applied", 2, 5000));
+	cr_assert_eq(ctl(out, err, "get", "lc/rqlat_p99_target_us", NULL), 0, "%s", err);
+	cr_expect_str_eq(out, "9000\n", "the file outranked moatctl set");
+
+	/* reset: the file's value, nothing local, twice */
+	cr_assert_eq(run("moatctl", reset, out, err), 0, "%s", err);
+	cr_expect_str_eq(out, "dropped = 1\n");
+	cr_assert_eq(ctl(out, err, "get", "lc/rqlat_p99_target_us", NULL), 0, "%s", err);
+	cr_expect_str_eq(out, "8000\n");
+	cr_assert_eq(ctl(out, err, "get", "settings/local", NULL), 0, "%s", err);
+	cr_expect_str_eq(out, "\n");
+	kept = slurp(state);
+	cr_expect(!kept || !strstr(kept, "rqlat"), "the state file kept it: %s", kept);
+	free(kept);
+	cr_assert_eq(run("moatctl", reset, out, err), 0, "%s", err);
+	cr_expect_str_eq(out, "dropped = 0\n");
+	cr_assert_eq(http_get(http_port(), "/metrics", page, sizeof(page), &body), 200);
+	cr_expect_eq(series_value(body, "moat_local_overrides"), 0);
+
+	/* the watch off: a change waits for SIGHUP */
+	snprintf(text, sizeof(text), "%ssettings/watch_config = 0\n"
+		 "lc/rqlat_p99_target_us = 6000\n", base);
+	configmap_version(cm, 5, text);
+	cr_expect(wait_knob("lc/rqlat_p99_target_us", "6000\n", 50));
+	snprintf(text, sizeof(text), "%ssettings/watch_config = 0\n"
+		 "lc/rqlat_p99_target_us = 4000\n", base);
+	configmap_version(cm, 6, text);
+	cr_expect_geq(wait_cycles(5, 5000), 5);
+	cr_assert_eq(ctl(out, err, "get", "lc/rqlat_p99_target_us", NULL), 0, "%s", err);
+	cr_expect_str_eq(out, "6000\n", "loaded with the watch off");
+	cr_assert_eq(kill(daemon_pid, SIGHUP), 0);
+	cr_expect(wait_knob("lc/rqlat_p99_target_us", "4000\n", 50));
 }
 
 Test(moatd, a_second_moatd_on_the_same_state_dir_is_refused_and_changes_nothing)

@@ -4,7 +4,7 @@
  *
  *   moatctl [--socket PATH] [--timeout SEC] [--json] ls [PATH] | get PATH... |
  *           set [--runtime] PATH VALUE | tree [PATH] | config [PATH] |
- *           status
+ *           status | restore | reset
  */
 #include <errno.h>
 #include <getopt.h>
@@ -36,6 +36,8 @@ static const char usage[] =
 "  status             moatd's state and its groups, as a table\n"
 "  restore            put back every value moatd changed in the kernel\n"
 "                     (root); it throttles again if still enforcing\n"
+"  reset              drop every value 'set' kept over the config file\n"
+"                     (root): the config file's values apply again\n"
 "\n"
 "  -s, --socket PATH  moatd's control socket (default " MOAT_CTL_SOCKET ")\n"
 "  -t, --timeout SEC  give up when moatd says nothing for SEC seconds\n"
@@ -133,9 +135,11 @@ static int cmd_simple(const char *verb, int argc, char **argv)
 	json_object *o;
 	int err;
 
-	if (argc > !!strcmp(verb, "restore")) {
+	bool none = !strcmp(verb, "restore") || !strcmp(verb, "reset");
+
+	if (argc > !none) {
 		fprintf(stderr, "moatctl: %s takes %s\n", verb,
-			strcmp(verb, "restore") ? "at most one PATH" : "no arguments");
+			none ? "no arguments" : "at most one PATH");
 		return 2;
 	}
 	if (!path_ok(path))
@@ -264,6 +268,20 @@ static const char *lookup(const struct kv *t, const char *path)
 	return "-";
 }
 
+/* What `moatctl set` keeps over the config file, and a journal not trusted. */
+static void local_line(const struct kv *t)
+{
+	const char *local = lookup(t, "settings/local");
+	const char *bad = lookup(t, "journal_unreadable");
+
+	if (*local && strcmp(local, "-"))
+		printf("local overrides, over the config file until 'moatctl reset': %s\n\n",
+		       local);
+	if (*bad && strcmp(bad, "-"))
+		printf("the journal %s does not decode: nothing it lists was put back; observe only\n\n",
+		       bad);
+}
+
 /* Where the pods' names and labels come from, and whether they are current. */
 static void pods_line(const struct kv *t)
 {
@@ -341,6 +359,7 @@ static int cmd_status(int argc, char **argv)
 	       lookup(&t, "node/pressure/cpu_some_avg10"),
 	       lookup(&t, "node/pressure/memory_some_avg10"),
 	       lookup(&t, "node/pressure/io_some_avg10"));
+	local_line(&t);
 	pods_line(&t);
 	evict_line(&t);
 	burst_line(&t);
@@ -430,7 +449,7 @@ int main(int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 	if (!strcmp(verb, "ls") || !strcmp(verb, "tree") || !strcmp(verb, "config") ||
-	    !strcmp(verb, "restore"))
+	    !strcmp(verb, "restore") || !strcmp(verb, "reset"))
 		return cmd_simple(verb, argc, argv);
 	if (!strcmp(verb, "get"))
 		return cmd_get(argc, argv);

@@ -49,7 +49,7 @@ static const struct {
 	{ "get", MOAT_REQ_GET, 1 }, { "set", MOAT_REQ_SET, 1 },
 	{ "rset", MOAT_REQ_RSET, 1 }, { "ls", MOAT_REQ_LS, 0 },
 	{ "tree", MOAT_REQ_TREE, 0 }, { "config", MOAT_REQ_CONFIG, 0 },
-	{ "restore", MOAT_REQ_RESTORE, -1 },
+	{ "restore", MOAT_REQ_RESTORE, -1 }, { "reset", MOAT_REQ_RESET, -1 },
 };
 
 int moat_ctl_parse(const char *line, struct moat_ctl_req *req,
@@ -82,7 +82,8 @@ int moat_ctl_parse(const char *line, struct moat_ctl_req *req,
 		return -EINVAL;
 	}
 	if (verbs[i].path < 0 && n) {
-		*why = "restore takes no arguments";
+		*why = req->verb == MOAT_REQ_RESET ? "reset takes no arguments" :
+						    "restore takes no arguments";
 		return -EINVAL;
 	}
 	if (n && !moat_knob_path_valid(req->path)) {
@@ -97,6 +98,7 @@ int moat_ctl_parse(const char *line, struct moat_ctl_req *req,
 		req->value = rest + 1;
 	} else if (*rest) {
 		*why = req->verb == MOAT_REQ_RESTORE ? "restore takes no arguments" :
+		       req->verb == MOAT_REQ_RESET ? "reset takes no arguments" :
 		       req->verb == MOAT_REQ_GET ? "get takes one PATH a request" :
 		       "ls, tree and config take at most one PATH";
 		return -EINVAL;

@@ -11,7 +11,7 @@
  *
  *   request:  one line, at most MOAT_CTL_REQUEST_MAX bytes with its '\n':
  *               get PATH | set PATH VALUE | rset PATH VALUE | ls [PATH] |
- *               tree [PATH] | config [PATH] | restore
+ *               tree [PATH] | config [PATH] | restore | reset
  *             (set persists in moatd's state file; rset, the runtime
  *             set, does not)
  *             (VALUE is the rest of the line and may hold spaces)
@@ -21,7 +21,9 @@
  *             directories; tree: "path = value" lines; config: the
  *             same for the knobs a config file sets; set: nothing;
  *             restore (put back every value moatd changed):
- *             "restored = N" and "left = N" (values it could not).
+ *             "restored = N" and "left = N" (values it could not);
+ *             reset (drop every value set kept in the state file, and
+ *             load the settings without them): "dropped = N".
  */
 
 #define MOAT_CTL_SOCKET		"/run/moat/moatd.sock"
@@ -35,6 +37,7 @@ enum moat_ctl_verb {
 	MOAT_REQ_TREE,
 	MOAT_REQ_CONFIG,
 	MOAT_REQ_RESTORE,
+	MOAT_REQ_RESET,
 };
 
 /* A request line, parsed; it points into the line it came from. */

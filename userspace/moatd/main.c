@@ -698,6 +698,7 @@ static int run(struct moatd *d, struct server *srv)
 			break;
 		}
 		if (read(tfd, &ticks, sizeof(ticks)) == sizeof(ticks)) {
+			settings_watch(d);	/* a ConfigMap's update */
 			cycle(d);
 			if (watchdog)
 				notify("WATCHDOG=1");

@@ -29,6 +29,7 @@
 #include "prom.h"
 #include "rdt.h"
 #include "rqlat_bpf.h"
+#include "settings.h"
 
 /*
  * group="<id>",class="<class>"[,pod_uid="..."][,container_id="..."], and
@@ -569,6 +570,15 @@ static void daemon_metrics(FILE *f, const struct moatd *d)
 	prom_family(f, "moat_journal_entries", "gauge",
 	       "Kernel values moatd changed and will put back.");
 	fprintf(f, "moat_journal_entries %zu\n", d->journal ? d->journal->n : 0);
+	prom_family(f, "moat_local_overrides", "gauge",
+	       "Values moatctl set keeps in the state file, over the config file's (moatctl reset drops them).");
+	fprintf(f, "moat_local_overrides %zu\n", settings_local(d));
+	prom_family(f, "moat_config_reloads_total", "counter",
+	       "Loads of the settings after the start (SIGHUP, a changed config file), by result.");
+	fprintf(f, "moat_config_reloads_total{result=\"applied\"} %llu\n",
+		settings_reloads(d, true));
+	fprintf(f, "moat_config_reloads_total{result=\"refused\"} %llu\n",
+		settings_reloads(d, false));
 	prom_family(f, "moat_journal_unreadable", "gauge",
 	       "1 when the journal in the state directory did not decode at start: nothing it lists was put back, and moatd stays in observe.");
 	fprintf(f, "moat_journal_unreadable %d\n", d->journal_unreadable[0] != 0);

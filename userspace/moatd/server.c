@@ -316,7 +316,7 @@ void server_handle(struct moatd *d, const char *line, bool may_write,
 	}
 	path = req.path;
 	if ((req.verb == MOAT_REQ_SET || req.verb == MOAT_REQ_RSET ||
-	     req.verb == MOAT_REQ_RESTORE) && !may_write) {
+	     req.verb == MOAT_REQ_RESTORE || req.verb == MOAT_REQ_RESET) && !may_write) {
 		respond_error(out, -EACCES, path,
 			      "permission denied: only root may change moatd");
 		return;
@@ -347,6 +347,19 @@ void server_handle(struct moatd *d, const char *line, bool may_write,
 		err = moat_config_print(mem, d->tree, path,
 					req.verb == MOAT_REQ_CONFIG);
 		break;
+	case MOAT_REQ_RESET: {
+		size_t dropped;
+
+		err = settings_reset(d, &dropped);
+		if (err) {
+			fclose(mem);
+			free(body);
+			respond_error(out, err, "", "not reset: the config file without moatctl set's values does not apply, or the state file cannot be written: moatd's log says which");
+			return;
+		}
+		fprintf(mem, "dropped = %zu\n", dropped);
+		break;
+	}
 	case MOAT_REQ_RESTORE: {
 		size_t before = enforce_journal_entries(d), left;
 		char stale[PATH_MAX + 128];

@@ -14,6 +14,13 @@
  * not check changes nothing, and the running settings stay.  A value
  * that is already what it is asked to be is not set again (so rebinding
  * the HTTP address moatd holds is no change at all).
+ *
+ * The config file is watched: each period moatd stat()s it, and a file
+ * that is another one (a ConfigMap's update swaps the symlink its path
+ * goes through), was written, or came or went since the last load is
+ * loaded again, as SIGHUP would (settings/watch_config, on by default).
+ * What `moatctl set` keeps in the state file outranks it until `moatctl
+ * reset` drops it; settings/local says what it holds.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +30,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "config.h"
+#include "knob.h"
 #include "groups.h"
 #include "log.h"
 #include "settings.h"
@@ -40,6 +48,10 @@ struct settings {
 	char *defaults;			/* the writable knobs before any file */
 	struct moat_config state;	/* what the state file holds */
 	struct moat_config cli;		/* --mode, --listen: over the files */
+	unsigned int watch;		/* settings/watch_config */
+	struct stat seen;		/* the config file at the last load, */
+	bool seen_there;		/* if it was there */
+	unsigned long long reloads[2];	/* applied, refused */
 };
 
 static struct settings *ST(const struct moatd *d)
@@ -344,6 +356,22 @@ static char *snapshot(struct moatd *d)
 	return text;
 }
 
+/* The config file as it is now: whether it is there, and which it is. */
+static bool config_stat(const struct settings *st, struct stat *sb)
+{
+	if (!stat(st->config_path, sb))
+		return true;
+	memset(sb, 0, sizeof(*sb));
+	return false;
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
+	       a->st_size == b->st_size && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
 int settings_configure(struct moatd *d, const char *config, bool config_given,
 		       const char *state_file)
 {
@@ -401,6 +429,8 @@ int settings_load(struct moatd *d)
 			return err;
 		}
 	}
+	/* before it is read: a change while it is, is seen next period */
+	st->seen_there = config_stat(st, &st->seen);
 	err = apply_all(d, true, &changed, &state_bad);
 	if (!err || !state_bad)
 		return err;
@@ -424,7 +454,9 @@ int settings_reload(struct moatd *d)
 	bool state_bad;
 	int err;
 
+	st->seen_there = config_stat(st, &st->seen);
 	err = apply_all(d, true, &changed, &state_bad);
+	st->reloads[err != 0]++;
 	if (err)
 		pr_err("reload: %s not applied; the settings are as they were",
 		       st->config_path);
@@ -432,6 +464,70 @@ int settings_reload(struct moatd *d)
 		pr_info("reload: %s applied: %u settings changed", st->config_path,
 			changed);
 	return err;
+}
+
+void settings_watch(struct moatd *d)
+{
+	struct settings *st = ST(d);
+	struct stat now;
+	bool there;
+
+	if (!st->watch || !st->config_path)
+		return;
+	there = config_stat(st, &now);
+	if (there == st->seen_there && (!there || same_file(&now, &st->seen)))
+		return;
+	pr_info("config %s %s: reloading", st->config_path,
+		!there ? "is gone" : !st->seen_there ? "appeared" : "changed");
+	settings_reload(d);
+}
+
+size_t settings_local(const struct moatd *d)
+{
+	return ST(d)->state.nr;
+}
+
+unsigned long long settings_reloads(const struct moatd *d, bool applied)
+{
+	return ST(d)->reloads[!applied];
+}
+
+static int write_state(struct moatd *d);
+
+int settings_reset(struct moatd *d, size_t *dropped)
+{
+	struct settings *st = ST(d);
+	struct moat_config was = st->state;
+	unsigned int changed;
+	bool state_bad;
+	int err;
+
+	*dropped = 0;
+	if (!st->state_path[0] || !was.nr)
+		return 0;
+	/* the file first, so that the load below reads it empty */
+	memset(&st->state, 0, sizeof(st->state));
+	err = write_state(d);
+	if (!err) {
+		err = apply_all(d, true, &changed, &state_bad);
+		if (err)
+			pr_err("reset: the settings without moatctl set's do not apply; they are kept");
+	} else {
+		pr_err("reset: state %s: write: %s", st->state_path, strerror(-err));
+	}
+	if (err) {
+		/* as it was, file and all */
+		st->state = was;
+		if (write_state(d))
+			pr_err("reset: state %s could not be written back: moatctl set's values apply until the next start only",
+			       st->state_path);
+		return err;
+	}
+	*dropped = was.nr;
+	pr_info("reset: %zu values of moatctl set dropped; %u settings changed: the config file's now",
+		was.nr, changed);
+	moat_config_free(&was);
+	return 0;
 }
 
 static int write_state(struct moatd *d)
@@ -504,6 +600,38 @@ static int settings_open(struct moatd *d)
 	return settings_read_state(d);
 }
 
+/* "path = value; ..." of the state file: what outranks the config. */
+static int show_local(const struct moat_knob *k, char *buf, size_t len)
+{
+	const struct settings *st = k->owner;
+	size_t i, off = 0;
+	int n;
+
+	buf[0] = '\0';
+	for (i = 0; i < st->state.nr; i++) {
+		n = snprintf(buf + off, len - off, "%s%s = %s", i ? "; " : "",
+			     st->state.v[i].path, st->state.v[i].value);
+		if (n < 0 || (size_t)n >= len - off)
+			return -EOVERFLOW;
+		off += n;
+	}
+	return 0;
+}
+
+static int settings_init(struct moatd *d)
+{
+	struct settings *st = ST(d);
+	const struct moat_knob knobs[] = {
+		{ .path = "settings/watch_config", .type = MOAT_KNOB_U32,
+		  .writable = true, .min = 0, .max = 1, .data = &st->watch },
+		{ .path = "settings/local", .type = MOAT_KNOB_SHOW, .show = show_local },
+	};
+
+	st->watch = 1;
+	return moat_knob_add_all(d->tree, "", knobs, sizeof(knobs) / sizeof(knobs[0]),
+				 st);
+}
+
 static void settings_close(struct moatd *d)
 {
 	struct settings *st = ST(d);
@@ -516,6 +644,7 @@ static void settings_close(struct moatd *d)
 const struct moatd_module settings_module = {
 	.name = "settings",
 	.size = sizeof(struct settings),
+	.init = settings_init,
 	.open = settings_open,
 	.close = settings_close,
 };

@@ -29,5 +29,20 @@ int settings_load(struct moatd *d);
 int settings_reload(struct moatd *d);
 /* Record that `moatctl set` gave @path @value, in the state file. */
 int settings_persist(struct moatd *d, const char *path, const char *value);
+/*
+ * Each period: the config file loaded again, as on SIGHUP, when it is
+ * another file, was written, appeared or went since the last load
+ * (settings/watch_config).
+ */
+void settings_watch(struct moatd *d);
+/*
+ * moatctl reset: drop every value `moatctl set` kept, and load the
+ * settings without them; all or nothing.  *@dropped: how many.
+ */
+int settings_reset(struct moatd *d, size_t *dropped);
+/* How many values `moatctl set` keeps over the config file. */
+size_t settings_local(const struct moatd *d);
+/* Reloads (SIGHUP, the watch, reset) applied, or refused. */
+unsigned long long settings_reloads(const struct moatd *d, bool applied);
 
 #endif /* MOATD_SETTINGS_H */
