@@ -55,6 +55,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(text);
 		break;
 	case MOAT_REQ_RESTORE:
+	case MOAT_REQ_RESET:
+		fuzz_check(!*req.path);	/* they take no arguments */
 		break;
 	}
 	free(line);
