@@ -781,8 +781,9 @@ static void close_modules(struct moatd *d, int opened)
 /*
  * --restore-only: what the journal lists goes back (open_journal() put
  * back its values; here the directories and mounts too), and moatd exits
- * without starting anything else: for a node whose moatd is gone, as an
- * uninstall's cleanup Job runs it, or a pod killed before it restored.
+ * without starting anything else: for a node whose moatd is gone (an
+ * uninstall, a pod killed before it restored; deploy.rst shows it run
+ * from the image with kubectl debug).
  * The state directory's lock keeps it off a running moatd's journal.
  */
 static int restore_only(struct moatd *d)
