@@ -159,7 +159,8 @@ Test(moatd, eviction_faults_429_404_500_401_a_timeout_and_a_pod_that_stays, .tim
 	host_only("the eviction API's answers");
 
 	stub_on_evict(NULL);
-	api = start("on", 100, "evict/max_per_10min = 20\nevict/stuck_s = 3\n");
+	api = start("on", 100, "evict/max_per_10min = 20\nevict/stuck_s = 3\n"
+		    "kube/request_timeout_s = 2\n");
 	/* a disruption budget says no: that pod is left alone, the next goes */
 	stub_evict_answer(429, 1);
 	cr_expect(wait_log("a disruption budget refuses it now (429)", 1, 15000), "429");
@@ -177,31 +178,35 @@ Test(moatd, eviction_faults_429_404_500_401_a_timeout_and_a_pod_that_stays, .tim
 	cr_expect_eq(stub_posts("eviction", ""), 2, "another went while batch/etl leaves");
 	cr_expect(wait_log("is still here", 1, 10000), "a pod that stayed was not said");
 	cr_expect(wait_knob("evict/stuck", "1\n", 20), "%s", out);
-	/* 500, then a 401 after the token rotated: failures, asked again */
+	/*
+	 * 500: a failure, asked again 5 s later (the backoff doubles with
+	 * each failure in a row); then a 404: the pod was gone already, as
+	 * good as evicted, the backoff back to none.
+	 */
 	snprintf(token, sizeof(token), "%s/sa/token", dir);
 	write_file(token, "t0ken-456\n");
 	stub_evict_answer(500, 1);
 	cr_expect(wait_log("not evicted (HTTP 500)", 1, 15000), "500");
+	stub_evict_answer(404, 1);
+	cr_expect(wait_log("was gone already", 1, 15000), "404");
+	/* a 401 after the token rotated: a failure, asked again */
 	stub_evict_answer(401, 1);
-	cr_expect(wait_log("not evicted (HTTP 401)", 1, 20000), "401");
-	/* the 500 and the 401 went to batch/low or batch/etl2, whichever was free */
+	cr_expect(wait_log("not evicted (HTTP 401)", 1, 15000), "401");
+	/* the 500, the 404 and the 401 went to batch/low or batch/etl2, whichever was free */
 	cr_expect((stub_seen("POST", "/api/v1/namespaces/batch/pods/low/eviction", NULL, NULL,
 			     &r) && !strcmp(r.auth, "Bearer t0ken-456")) ||
 		  (stub_seen("POST", "/api/v1/namespaces/batch/pods/etl2/eviction", NULL, NULL,
 			     &r) && !strcmp(r.auth, "Bearer t0ken-456")),
 		  "the rotated token was not read");
-	/* no answer within moatd's 10 s: a failure, asked again */
-	stub_evict_delay(12000);
-	cr_expect(wait_log("not evicted (no answer", 1, 40000), "the timeout was not said");
-	/* (its answer, 2 s later, must not take the 404 meant for the next) */
+	/* no answer within kube/request_timeout_s (2 s here): a failure */
+	stub_evict_delay(3000);
+	cr_expect(wait_log("not evicted (no answer", 1, 20000), "the timeout was not said");
+	/* (its answer, 1 s later, must not come to the next) */
 	for (int i = 0; i < 100 && stub_evicts_in_progress(); i++)
 		sleep_ms(100);
-	/* 404: the pod was gone already, as good as evicted */
-	stub_evict_answer(404, 1);
-	cr_expect(wait_log("was gone already", 1, 40000), "404");
 	/* the API server away: nothing evicted, moatd goes on */
 	stub_stop(api);
-	cr_expect(wait_log("not evicted (no answer", 2, 60000), "the API away was not said");
+	cr_expect(wait_log("not evicted (no answer", 2, 30000), "the API away was not said");
 	cr_expect_eq(stub_count("POST", "/api/v1/namespaces/batch/pods/etl/eviction", NULL), 1,
 		     "a pod whose eviction was accepted was asked for again");
 	cr_assert_eq(ctl(out, err, "get", "cycle_us", NULL), 0, "moatd went away: %s", err);

@@ -270,6 +270,7 @@ static int evict_start(struct moatd *d)
 		return -ENOMEM;
 	ev->api = api;
 	ev->api.thread = &ev->t;
+	ev->api.timeout_s = &d->kube_request_s;
 	pthread_mutex_init(&ev->lock, NULL);
 	pthread_cond_init(&ev->cond, NULL);
 	if (kube_thread_start(&ev->t, worker, ev)) {

@@ -285,6 +285,7 @@ static int kube_start(struct moatd *d)
 		return -ENOMEM;
 	k->api = api;
 	k->api.thread = &k->t;
+	k->api.timeout_s = &d->kube_request_s;
 	k->want.be_cpu_milli = k->want.be_memory = -1;
 	pthread_mutex_init(&k->lock, NULL);
 	pthread_cond_init(&k->cond, NULL);
@@ -486,6 +487,15 @@ static void store_publish(const struct moat_knob *k, unsigned int u,
 		kube_stop(d, kube_mono_ns() + d->kube_stop_s * 1000000000LL);
 }
 
+/* Read by the API server's threads, without the loop's lock. */
+static void store_request_timeout(const struct moat_knob *k, unsigned int u,
+				  const char *val)
+{
+	struct moatd *d = k->owner;
+
+	__atomic_store_n(&d->kube_request_s, u, __ATOMIC_RELAXED);
+}
+
 static int kube_init(struct moatd *d)
 {
 	struct kube_mod *km = K(d);
@@ -500,6 +510,9 @@ static int kube_init(struct moatd *d)
 		U32("kube/change_pct", 1, 100, &km->change_pct),
 		U32("kube/resync_s", 1, 86400, &km->resync_s),
 		U32("kube/stop_timeout_s", 1, 60, &d->kube_stop_s),
+		{ .path = "kube/request_timeout_s", .type = MOAT_KNOB_U32, .writable = true,
+		  .min = 1, .max = 60, .data = &d->kube_request_s,
+		  .store = store_request_timeout },
 		{ .path = "kube/node", .type = MOAT_KNOB_SHOW, .show = show_node },
 		{ .path = "kube/updates", .type = MOAT_KNOB_SHOW, .show = show_counter },
 		{ .path = "kube/errors", .type = MOAT_KNOB_SHOW, .show = show_counter },
@@ -519,6 +532,7 @@ static int kube_init(struct moatd *d)
 	km->change_pct = 10;
 	km->resync_s = 300;
 	d->kube_stop_s = 5;
+	d->kube_request_s = 10;
 	return moat_knob_add_all(d->tree, "", knobs, sizeof(knobs) / sizeof(knobs[0]),
 				 d);
 }

@@ -22,6 +22,7 @@
 #include "moatd.h"
 
 #define SA_DIR		"/var/run/secrets/kubernetes.io/serviceaccount"
+/* a request's, where its API has no kube/request_timeout_s */
 #define TIMEOUT_S	10L
 /*
  * A connection whose peer is gone (a half-open watch after the API
@@ -295,6 +296,13 @@ static int set_keepalive(void *ctx, curl_socket_t fd, curlsocktype purpose)
 	return CURL_SOCKOPT_OK;
 }
 
+/* A request's connect and answer, each: kube/request_timeout_s. */
+static long request_timeout_s(const struct kube_api *a)
+{
+	return a->timeout_s ? (long)__atomic_load_n(a->timeout_s, __ATOMIC_RELAXED) :
+			      TIMEOUT_S;
+}
+
 static long perform(const struct kube_api *a, const char *method,
 		    const char *path, const char *type, const char *data,
 		    long timeout_s, struct body *b, bool quiet)
@@ -343,7 +351,7 @@ static long perform(const struct kube_api *a, const char *method,
 	curl.easy_setopt(c, CURLOPT_CAINFO, ca);
 	curl.easy_setopt(c, CURLOPT_CAPATH, NULL);
 	curl.easy_setopt(c, CURLOPT_USERAGENT, "moatd/" MOAT_VERSION);
-	curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT, TIMEOUT_S);
+	curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT, request_timeout_s(a));
 	curl.easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
 	curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl.easy_setopt(c, CURLOPT_SOCKOPTFUNCTION, set_keepalive);
@@ -373,7 +381,8 @@ long kube_api_request(const struct kube_api *a, const char *method,
 		      size_t max, bool quiet, char **out)
 {
 	struct body b = { .max = max };
-	long status = perform(a, method, path, type, data, TIMEOUT_S, &b, quiet);
+	long status = perform(a, method, path, type, data, request_timeout_s(a), &b,
+			     quiet);
 
 	if (b.cut)
 		status = KUBE_API_TOO_LONG;

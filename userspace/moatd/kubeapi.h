@@ -46,6 +46,8 @@ struct kube_api {
 	 */
 	const struct kube_thread *thread;
 	bool finishing;
+	/* kube/request_timeout_s (read atomically); NULL: 10 s */
+	const unsigned int *timeout_s;
 };
 
 /* From the environment: 0, or -ENOENT when not in a pod (no host, port). */

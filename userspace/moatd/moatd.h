@@ -311,6 +311,11 @@ struct moatd {
 	 * stop_by_ns (CLOCK_MONOTONIC), after the kernel's values are back.
 	 */
 	unsigned int kube_stop_s;
+	/*
+	 * kube/request_timeout_s: one request's connect and answer, each
+	 * (a watch has its own); read by the API server's threads (atomic).
+	 */
+	unsigned int kube_request_s;
 	long long stop_by_ns;
 	double cycle_us;		/* the last cycle's duration */
 	unsigned long long cycles;	/* cycles run */

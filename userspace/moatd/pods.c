@@ -614,6 +614,7 @@ static int pods_start(struct moatd *d)
 		return -ENOMEM;
 	ps->api = api;
 	ps->api.thread = &ps->th;
+	ps->api.timeout_s = &d->kube_request_s;
 	pthread_mutex_init(&ps->lock, NULL);
 	pthread_cond_init(&ps->cond, NULL);
 	err = kube_thread_start(&ps->th, worker, ps);
