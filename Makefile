@@ -234,8 +234,13 @@ run: $(PROGS)
 	$(O)/moatd $(RUN_ARGS)
 
 # The suite here, then on cgroup v2 under QEMU, then one line adding up.
-# -j1 inside: the BPF tests measure scheduling and must not compete.
-check: all san bench
+# The build on every CPU (unless make was given -j: its jobserver), the
+# tests one at a time: the BPF tests measure scheduling and must not
+# compete.
+NPROC		:= $(shell nproc 2>/dev/null || echo 1)
+check:
+	$(Q)$(MAKE) --no-print-directory $(if $(findstring -j,$(MAKEFLAGS)),,-j$(NPROC)) \
+		all san bench
 	O=$(abspath $(O)) selftests/check.sh
 
 # The closed-loop simulator at length: MOAT_SIM_SEEDS seeds (200) of

@@ -2,13 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # make check: the daemon's modules checked for dependency cycles; the
-# whole suite on this machine; the operator's kit (selftests/kit.sh);
-# again built with
-# AddressSanitizer and UndefinedBehaviorSanitizer ($O/san, make san);
-# every fuzzer for FUZZ_SECONDS (30), beside the node guest
-# (selftests/nodetest.sh); the suite on real cgroup v2 kernels under QEMU
-# (selftests/vmtest.sh: Debian's 6.1 and 6.12, or VMTEST_KERNELS); then
-# a line for each, and one that adds them up.
+# whole suite on this machine; again built with AddressSanitizer and
+# UndefinedBehaviorSanitizer ($O/san, make san); every fuzzer for
+# FUZZ_SECONDS (30), then the operator's kit (selftests/kit.sh), both
+# beside the node guest (selftests/nodetest.sh); the suite on real
+# cgroup v2 kernels under QEMU (selftests/vmtest.sh: Debian's 6.1 and
+# 6.12, or VMTEST_KERNELS); then a line for each with the seconds it
+# took, and one that adds them up.
 # Exits non-zero when anything failed.
 set -uo pipefail
 
@@ -42,6 +42,10 @@ failures() {
 }
 
 summary=() total_pass=0 total_fail=0 total_skip=0 rc=0
+check_start=$(date +%s)
+
+# Seconds since @1 (date +%s).
+took() { echo "$(($(date +%s) - $1)) s"; }
 
 # The skips of a suite's log that selftests/skips.expected does not list
 # for @where (host, guest, kit), as "[SKIP] test: reason" lines.
@@ -96,17 +100,15 @@ else
 fi
 
 echo "== the suite on this machine =="
+t=$(date +%s)
 suite "$O" | tee "$logs/host"
-suite_done host "$logs/host" "${PIPESTATUS[0]}"
+suite_done host "$logs/host" "${PIPESTATUS[0]}" "; $(took "$t")"
 
 # Every process the suite starts (moatd, moatctl, the tests) writes its
 # sanitizer reports to files here: any is a failure, even where the test
 # that started the process passed.
-echo "== the operator's kit: unit, man pages, completion, config, rules =="
-O="$O" "$top/selftests/kit.sh" | tee "$logs/kit"
-suite_done "operator's kit" "$logs/kit" "${PIPESTATUS[0]}" "" kit
-
 echo "== the suite built with AddressSanitizer and UndefinedBehaviorSanitizer =="
+t=$(date +%s)
 reports="$O/san/reports"
 rm -rf "$reports" && mkdir -p "$reports"
 ASAN_OPTIONS="log_path=$reports/asan:detect_leaks=1" \
@@ -121,11 +123,12 @@ if [ "$nreports" -ne 0 ]; then
 		grep -m 12 -v '^$' "$f" | sed 's/^/    /'
 	done | tee -a "$logs/failures"
 fi
-suite_done "host, sanitized" "$logs/san" "$status" "; $nreports sanitizer reports"
+suite_done "host, sanitized" "$logs/san" "$status" "; $nreports sanitizer reports; $(took "$t")"
 
 # The node guest (selftests/nodetest.sh) runs beside the fuzzers, one
-# at a time then, each on a CPU of its own: the guest is one emulation
-# thread, and neither measures time.  Its log is printed after them.
+# at a time then, then beside the kit, each on a CPU of its own: the
+# guest is one emulation thread, and neither measures time.  Its log is
+# printed after them.
 node_pid=
 if command -v qemu-system-x86_64 >/dev/null; then
 	node_start=$(date +%s)
@@ -134,13 +137,19 @@ if command -v qemu-system-x86_64 >/dev/null; then
 fi
 
 echo "== the fuzzers, ${FUZZ_SECONDS:=30} s each =="
+t=$(date +%s)
 FUZZ_JOBS=${FUZZ_JOBS:-$([ -n "$node_pid" ] && echo 1 || echo 2)} \
 FUZZ_SECONDS=$FUZZ_SECONDS O="$O" "$top/selftests/fuzz.sh" | tee "$logs/fuzz"
 if [ "${PIPESTATUS[0]}" -ne 0 ]; then
 	rc=1
 	grep -A 60 "FOUND" "$logs/fuzz" >>"$logs/failures"
 fi
-summary+=("$(tail -n 1 "$logs/fuzz")")
+summary+=("$(tail -n 1 "$logs/fuzz"); $(took "$t")")
+
+echo "== the operator's kit: unit, man pages, completion, config, rules =="
+t=$(date +%s)
+O="$O" "$top/selftests/kit.sh" | tee "$logs/kit"
+suite_done "operator's kit" "$logs/kit" "${PIPESTATUS[0]}" "; $(took "$t")" kit
 
 if [ -n "$node_pid" ]; then
 	echo "== the node guest: systemd, containerd, runc, moatd.service (selftests/nodetest.sh) =="
@@ -163,6 +172,7 @@ fi
 
 if command -v qemu-system-x86_64 >/dev/null; then
 	echo "== the suite on cgroup v2 kernels, under QEMU =="
+	t=$(date +%s)
 	O="$O" "$top/selftests/vmtest.sh" 2>&1 | tee "$logs/vm"
 	vm_rc=${PIPESTATUS[0]}
 	# One log per kernel, from its "== vmtest: NAME ==" line on.
@@ -179,6 +189,7 @@ if command -v qemu-system-x86_64 >/dev/null; then
 		suite_done "cgroup v2 VM $k" "$logs/vm-$k" "$st" "$extra" guest
 	done
 	[ "$vm_rc" -ne 0 ] && rc=1
+	summary+=("cgroup v2 VMs, side by side: $(took "$t")")
 	[ "$vm_rc" -eq 2 ] && summary+=("cgroup v2 VM: vmtest.sh could not run (above)")
 else
 	summary+=("cgroup v2 VM: skipped: qemu-system-x86_64 not found (tools/deps.sh installs it)")
@@ -189,5 +200,5 @@ echo "== summary =="
 cat "$logs/failures" 2>/dev/null
 cat "$logs/accel" 2>/dev/null
 printf '%s\n' "${summary[@]}"
-echo "check: $total_pass passed, $total_fail failed, $total_skip skipped (each with its reason above)"
+echo "check: $total_pass passed, $total_fail failed, $total_skip skipped (each with its reason above); $(took "$check_start")"
 exit $rc
