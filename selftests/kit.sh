@@ -259,6 +259,14 @@ rules() {
 	cd "$top/contrib/prometheus" || return
 	promtool check rules moat.rules.yml || why "promtool check rules"
 	promtool test rules moat.rules.test.yml || why "promtool test rules"
+	# every alert with its runbook entry, and a test that it fires
+	local a
+	while read -r a; do
+		grep -q "^\`\`$a\`\` (" "$top/Documentation/operations.rst" ||
+			why "alert $a: no entry in operations.rst's \"Alerts and what to do\""
+		grep -q "alertname: $a\$" moat.rules.test.yml ||
+			why "alert $a: no test in moat.rules.test.yml"
+	done < <(sed -n 's/^ *- alert: *//p' moat.rules.yml)
 	command -v jq >/dev/null && for d in "$top"/contrib/grafana/*.json; do
 		jq -e '.panels | length > 0' "$d" >/dev/null || why "$d: no panels"
 	done
