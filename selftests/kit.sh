@@ -185,7 +185,7 @@ man_knobs() {
 	local text k n=0
 	text=$(page moat.conf.5)
 	for k in $("$O/moatctl" -s "$work/sock" tree | sed 's/ = .*//; s/ =$//' |
-		   sed -E 's|^groups/[^/]+/|groups/<id>/|; s|^rules/.*|rules/<name>|' | sort -u); do
+		   sed -E 's|^groups/[^/]+/|groups/<id>/|; s|^rules/.*|rules/<name>|; s|^enforce/history/[0-9]+$|enforce/history/<n>|' | sort -u); do
 		n=$((n + 1))
 		grep -qF -- "$k" <<<"$text" || why "moat.conf(5) does not describe the knob $k"
 	done

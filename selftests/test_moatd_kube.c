@@ -176,8 +176,10 @@ Test(moatd, hints_see_a_pods_waits_in_its_containers)
 		char p99[32] = "";
 
 		cr_assert_eq(run("moatctl", args, out, err), 0, "%s", err);
-		row = strstr(out, KUBE_LC_UID);
+		/* its row, not a step's cause that names it (last steps) */
+		row = strstr(out, "\n" KUBE_LC_UID " ");
 		cr_assert_not_null(row, "no row for the LC pod:\n%s", out);
+		row++;
 		cr_expect(sscanf(row, KUBE_LC_UID " %*s pod %lld %*s %31s", &waits, p99) == 2 &&
 			  waits > 0 && strcmp(p99, "-"),
 			  "the LC pod's row shows no waits while its container waits:\n%s", out);
@@ -818,13 +820,17 @@ static void tree_files(const char *top, char *buf, size_t len)
  * that enforce would hold: no file of the node's pods' cgroups, no
  * thread's scheduling attributes, no sysctl, nothing in the journal, no
  * request to the API server but reads (no Node patch, no eviction, no
- * Event).  Then enforce, the control: the batch pod's weight goes down.
+ * Event).  Then shadow: the controller steps the batch pod back, says so
+ * in the log, /metrics, /hints and moatctl status, and still writes
+ * nothing.  Then enforce, the control: the batch pod's weight goes down.
  */
-Test(moatd, observe_writes_nothing_on_the_node_or_to_the_api_server, .timeout = 120)
+Test(moatd, observe_and_shadow_write_nothing_on_the_node_or_to_the_api_server,
+     .timeout = 150)
 {
 	static struct work_periodic probe = { 1000000, 1500 };
 	static char was[65536], now[65536];
 	char path[PATH_MAX], conf[16384], first[256], before[16], after[16];
+	char *body, *at;
 	struct moat_sched was_s[2], now_s[2];
 	struct moat_journal *j;
 	struct kube_node n;
@@ -898,6 +904,52 @@ Test(moatd, observe_writes_nothing_on_the_node_or_to_the_api_server, .timeout = 
 	cr_expect_gt(stub_count("GET", "/api/v1/pods", NULL), 0);
 	cr_expect_eq(stub_writes(first, sizeof(first)), 0,
 		     "observe wrote to the API server: %s", first);
+
+	/*
+	 * Shadow: the controller decides as enforce would, and says it
+	 * (the log, /metrics, /hints, moatctl status), writing nothing.
+	 */
+	set_runtime("mode", "shadow");
+	cr_assert_geq(wait_number("enforce/shadow_steps", 1, 20000), 1,
+		      "shadow took no step while the LC pod waited far over its target");
+	cr_assert_geq(wait_cycles(10, 30000), 10);
+	cr_expect(wait_log("shadow, not written: throttle be group batch/etl: ", 1, 1),
+		  "no shadow step said for the batch pod");
+	cr_assert_eq(http_get(http_port(), "/metrics", page, sizeof(page), &body), 200);
+	cr_expect_eq(series_value(body, "moat_mode{mode=\"shadow\"}"), 1);
+	cr_expect_eq(series_value(body, "moat_enforcing"), 0);
+	cr_expect_gt(series_value(body, "moat_shadow_actions_total{chain=\"rqlat\",resource=\"cpu_prio\",action=\"throttle\"}"),
+		     0, "no shadow throttle counted");
+	cr_expect_eq(series_value(body, "moat_actions_total{chain=\"rqlat\",resource=\"cpu_prio\",action=\"throttle\"}"),
+		     0, "a shadow step counted as enforce's");
+	cr_expect(!strstr(body, "\nmoat_group_cpu_weight_limit{"), "a limit shown as in force");
+	cr_assert_eq(http_get(http_port(), "/hints", page, sizeof(page), &body), 200);
+	cr_expect(strstr(body, "\"mode\":\"shadow\""), "%.300s", body);
+	cr_expect(strstr(body, "\"culprits\":[\n  ]") || strstr(body, "\"culprits\":[]"),
+		  "culprits in shadow: %s", strstr(body, "\"culprits\""));
+	at = strstr(body, "\"shadowCulprits\"");
+	cr_expect(at && strstr(at, BATCH_UID), "the batch pod not among what shadow would hold: %s",
+		  at ? at : body);
+	cr_expect(strstr(body, "\"shadow\":true"), "no shadow step in the history");
+	cr_assert_eq(ctl(out, err, "status", NULL, NULL), 0, "%s", err);
+	cr_expect(strstr(out, "shadow: the controller decides as in enforce and writes nothing"),
+		  "%s", out);
+	cr_expect(strstr(out, " shadow throttle batch/etl cpu"), "%s", out);
+	at = strstr(out, "shadow: the controller");
+	cr_log_info("moatctl status in shadow:\n%.*s", at ? (int)strcspn(at, "G") : 0,
+		    at ? at : "");
+	tree_files(n.kp.dir, now, sizeof(now));
+	cr_expect_str_eq(now, was, "shadow wrote a cgroup file:\nwere\n%s\nare\n%s", was, now);
+	for (i = 0; i < 2; i++) {
+		cr_assert_eq(moat_sched_get(tid[i], &now_s[i]), 0);
+		cr_expect(moat_sched_equal(&now_s[i], &was_s[i]),
+			  "shadow changed the %s thread's attributes", i ? "batch" : "LC");
+	}
+	cr_assert_eq(moat_journal_open(path, &j), 0);
+	cr_expect_eq(j->n, 0, "shadow journalled %zu values", j->n);
+	moat_journal_free(j);
+	cr_expect_eq(stub_writes(first, sizeof(first)), 0,
+		     "shadow wrote to the API server: %s", first);
 
 	/* the control: enforce holds the batch pod back */
 	set_runtime("mode", "enforce");

@@ -1067,3 +1067,83 @@ Test(sim, a_mixed_node_cgroup_v1)
 {
 	mixed(false);
 }
+
+/*
+ * Shadow mode on the mixed node's pods (Documentation/enforce.rst,
+ * "Shadow mode"): the same policies decide on the same plant, and moat
+ * writes nothing in all the run, kubelet rewriting files meanwhile; it
+ * takes steps all the same (counted, in the history), and its first is
+ * the one enforce takes on the same seed, to the letter: until then the
+ * plants are the same.  Each seed run twice, shadow then enforce.
+ */
+static void shadow(bool v2)
+{
+	unsigned long s, i, n = periods(2000) / 4;
+	struct enforce_record first;
+	const struct enforce_record *r;
+	char steps[32];
+	int enforce;
+
+	moat_log_init("moat", getenv("MOAT_SIM_VERBOSE") ? MOAT_LOG_INFO : MOAT_LOG_ERR);
+	for (s = 1; s <= seeds(8); s++) {
+		if (getenv("MOAT_SIM_SEED") && s != strtoul(getenv("MOAT_SIM_SEED"), NULL, 10))
+			continue;
+		memset(&first, 0, sizeof(first));
+		for (enforce = 0; enforce < 2; enforce++) {
+			plant_start(v2, s);
+			P->d->mode = enforce ? MOATD_ENFORCE : MOATD_SHADOW;
+			P->owners = true;
+			pod_new(BURSTABLE, MOAT_CLASS_LC, 1, 0, 1.2 + rnd(), 2);
+			pod_new(BURSTABLE, MOAT_CLASS_LC, 0.5, 1, 0.4 + 0.4 * rnd(), 1);
+			pod_new(GUARANTEED, MOAT_CLASS_LC, 1, 1, 0.5 + 0.4 * rnd(), 1);
+			pod_new(BESTEFFORT, MOAT_CLASS_BE, 0, 0, 4, 2);
+			pod_new(BURSTABLE, MOAT_CLASS_BE, 1, 0, 3, 1);
+			pod_new(BURSTABLE, MOAT_CLASS_BE, 0.5, 2, 3, 1);
+			for (i = 0; i < n && !P->failed[0]; i++) {
+				period();
+				if (!enforce && simk.writes)
+					fail("shadow wrote %u files by period %lu", simk.writes,
+					     P->period);
+				r = enforce_history(P->d, 0);
+				if (!enforce && r && !first.group[0])
+					first = *r;	/* before the history turns over */
+				if (enforce && r)
+					break;	/* its first step: compared below */
+			}
+			r = enforce_history(P->d, 0);
+			if (!enforce) {
+				cr_assert_eq(moat_knob_get(P->d->tree, "enforce/shadow_steps", steps,
+							   sizeof(steps)), 0);
+				if (!first.group[0] || !strtoul(steps, NULL, 10))
+					fail("shadow took no step in %lu periods", n);
+				else if (!first.shadow)
+					fail("shadow's first step is not marked shadow");
+			} else if (!P->failed[0] && first.group[0]) {
+				if (!r)
+					fail("enforce took no step where shadow did: %s %s -> %s",
+					     first.name, first.from, first.to);
+				else if (r->shadow || r->action != first.action || r->r != first.r ||
+					 strcmp(r->group, first.group) || strcmp(r->from, first.from) ||
+					 strcmp(r->to, first.to) || strcmp(r->cause, first.cause))
+					fail("enforce's first step, %s %s -> %s (%s), is not shadow's, %s %s -> %s (%s)",
+					     r->name, r->from, r->to, r->cause, first.name,
+					     first.from, first.to, first.cause);
+			}
+			if (P->failed[0])
+				cr_log_error("seed %lu, %s, period %lu (%.1f s): %s", s,
+					     enforce ? "enforce" : "shadow", P->period, P->t,
+					     P->failed);
+			plant_stop();
+		}
+	}
+}
+
+Test(sim, shadow_writes_nothing_and_steps_first_as_enforce_cgroup_v2)
+{
+	shadow(true);
+}
+
+Test(sim, shadow_writes_nothing_and_steps_first_as_enforce_cgroup_v1)
+{
+	shadow(false);
+}

@@ -331,6 +331,39 @@ static void burst_line(const struct kv *t)
 	printf("\n\n");
 }
 
+/*
+ * The controller's last steps (enforce/history/NN, oldest first), the
+ * newest STATUS_STEPS of them; in shadow mode, the steps it would have
+ * taken, none written.
+ */
+#define STATUS_STEPS	8
+static void steps_line(const struct kv *t)
+{
+	const char *v[64];
+	char path[64];
+	int i, n = 0;
+
+	for (i = 0; i < 64; i++) {
+		snprintf(path, sizeof(path), "enforce/history/%02d", i);
+		v[n] = lookup(t, path);
+		if (!strcmp(v[n], "-"))
+			break;
+		n += *v[n] != '\0';
+	}
+	if (!strcmp(lookup(t, "mode"), "shadow"))
+		printf("shadow: the controller decides as in enforce and writes nothing; %s steps it would have taken so far\n",
+		       lookup(t, "enforce/shadow_steps"));
+	if (!n) {
+		if (!strcmp(lookup(t, "mode"), "shadow"))
+			printf("\n");
+		return;
+	}
+	printf("last steps%s:\n", n > STATUS_STEPS ? ", the newest" : "");
+	for (i = n > STATUS_STEPS ? n - STATUS_STEPS : 0; i < n; i++)
+		printf("  %s\n", v[i]);
+	printf("\n");
+}
+
 static int cmd_status(int argc, char **argv)
 {
 	char *body, path[512], id[128], last[128] = "";
@@ -363,6 +396,7 @@ static int cmd_status(int argc, char **argv)
 	pods_line(&t);
 	evict_line(&t);
 	burst_line(&t);
+	steps_line(&t);
 	printf("%-38s %-5s %-9s %8s %9s %9s %7s  %s\n", "GROUP", "CLASS", "KIND",
 	       "WAITS", "P50_US", "P99_US", "CPUS", "PATH");
 	for (i = 0; i < t.nr; i++) {

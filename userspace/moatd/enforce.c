@@ -37,6 +37,15 @@
  * the way, when a group stops being BE or stops being a group, on a switch
  * to observe, on `moatctl restore`, when moatd stops, and, from the
  * journal, at the next start after a crash.
+ *
+ * Shadow mode.  The sources, the policy and the judging run as in
+ * enforce; the actuators write nothing and commit each step as if its
+ * write had been made: the limits the controller holds are what it would
+ * hold, its next steps and releases start from them, and each step is
+ * said, counted apart (moat_shadow_actions_total) and kept in the action
+ * history.  A step that is never taken changes no LC signal, so the
+ * judge undoes it: shadow shows which BE groups enforce would hold first,
+ * for which LC group and by which figure, not where enforce would settle.
  */
 #include <errno.h>
 #include <math.h>
@@ -98,8 +107,15 @@ struct enforce {
 	 * factor in force.
 	 */
 	double weight_floor, weight_factor;
-	/* by the chain that decided (its first resource), resource, action */
-	unsigned long long actions[MOAT_RES_NR][MOAT_RES_NR][MOAT_CTL_UNDO + 1];
+	/*
+	 * By the chain that decided (its first resource), resource, action;
+	 * [1]: shadow mode's, steps not written.
+	 */
+	unsigned long long actions[2][MOAT_RES_NR][MOAT_RES_NR][MOAT_CTL_UNDO + 1];
+	unsigned long long shadow_steps;
+	/* the last steps taken (or, in shadow, not written), oldest first */
+	struct enforce_record history[ENFORCE_HISTORY];
+	unsigned int nhistory;		/* records ever kept */
 };
 
 /* Its state of a group: of a unit, the limits moat holds it to. */
@@ -107,6 +123,7 @@ struct enforce_group {
 	struct moat_ctl_limit lim[MOAT_RES_NR];
 	double orig[MOAT_RES_NR];	/* read where no limit is held; NAN */
 	unsigned long long throttles;	/* steps down taken */
+	unsigned long long shadow_throttles;	/* in shadow mode, not written */
 	bool refused[MOAT_RES_NR];	/* a write of it failed: said */
 	const struct enforce *e;
 	struct pod_weight w;		/* of a BE pod: its weight */
@@ -219,6 +236,8 @@ static int enforce_restore(struct moatd *d, const char *why)
 	for (i = 0; i < d->nr_groups; i++)
 		forget_limits(d->groups[i]);
 	e->weight_factor = INFINITY;
+	/* the releases' waits and relapses were of the limits forgotten */
+	e->ctl = (struct moat_ctl_state){ 0 };
 	n = enforce_journal_entries(d);
 	if (!n)
 		return 0;
@@ -385,7 +404,7 @@ void enforce_sample(struct moatd *d, struct period *p)
 	unsigned int r;
 	int n;
 
-	if (d->mode != MOATD_ENFORCE)
+	if (d->mode == MOATD_OBSERVE)
 		return;
 	for (i = 0; i < d->nr_groups; i++)
 		memset(EG(d->groups[i])->adopted, 0, sizeof(EG(d->groups[i])->adopted));
@@ -533,9 +552,16 @@ static void format_cause(const struct moatd *d, char *buf, size_t len,
 			 const struct moat_ctl_lc *in, enum moat_resource head,
 			 double blame_ns, double corr)
 {
-	size_t n = snprintf(buf, len, "%s %s:", lc ? "lc group" : "the",
-			    lc ? lc->g->gid.id : "node");
+	char who[MOATD_GROUP_NAME_MAX];
 	unsigned int s;
+	size_t n;
+
+	/* the LC pod's namespace/name once its metadata came, else its id */
+	if (lc)
+		moatd_group_name(lc->g, who, sizeof(who));
+	n = snprintf(buf, len, "%s %s:", lc ? "lc group" : "the", lc ? who : "node");
+	if (n >= len)
+		return;
 
 	for (s = 0; s < MOAT_SIG_NR && n < len; s++)
 		if (moat_signal_resource[s] == head && in->value[s] > in->target[s] &&
@@ -662,7 +688,7 @@ void enforce_decide(struct moatd *d, const struct period *p, struct plan *plan)
 	unsigned int r;
 
 	plan->be_ways = plan->be_mb_pct = plan->be_weight = INFINITY;
-	if (d->mode != MOATD_ENFORCE)
+	if (d->mode == MOATD_OBSERVE)
 		return;
 	plan_unthrottles(d, p, plan);
 	if (!n)
@@ -892,7 +918,11 @@ static void commit(struct moatd *d, const struct plan_step *s)
 	const struct moat_actuator *a = actuator[s->r];
 	const char *name = res_name(s->r), *unit = a ? a->unit : s->r == MOAT_RES_L3 ?
 								  "ways" : "%";
+	bool sh = d->mode == MOATD_SHADOW;
+	/* in shadow mode each line says that nothing was written */
+	const char *pre = sh ? "shadow, not written: " : "";
 	char from[64], to[64], who[MOATD_GROUP_NAME_MAX];
+	struct enforce_record *rec;
 
 	moatd_group_name(u, who, sizeof(who));
 	if (s->r == MOAT_RES_CPU_PRIO && kube_pod(u))
@@ -902,33 +932,46 @@ static void commit(struct moatd *d, const struct plan_step *s)
 	eg->lim[s->r] = s->lim;
 	eg->refused[s->r] = false;
 	if (s->action <= MOAT_CTL_UNDO && s->chain < MOAT_RES_NR)
-		e->actions[s->chain][s->r][s->action]++;
+		e->actions[sh][s->chain][s->r][s->action]++;
+	rec = &e->history[e->nhistory++ % ENFORCE_HISTORY];
+	*rec = (struct enforce_record){ .at = time(NULL), .shadow = sh,
+					.action = s->action, .r = s->r };
+	snprintf(rec->group, sizeof(rec->group), "%s", u->gid.id);
+	snprintf(rec->name, sizeof(rec->name), "%s", who);
+	snprintf(rec->from, sizeof(rec->from), "%s", from);
+	snprintf(rec->to, sizeof(rec->to), "%s", to);
+	snprintf(rec->cause, sizeof(rec->cause), "%s", s->cause);
+	e->shadow_steps += sh;
 	switch (s->action) {
 	case MOAT_CTL_THROTTLE:
-		eg->throttles++;
-		e->throttles++;
-		pr_info("throttle be group %s: %s %s -> %s%s%s for %s", who,
+		if (sh) {
+			eg->shadow_throttles++;
+		} else {
+			eg->throttles++;
+			e->throttles++;
+		}
+		pr_info("%sthrottle be group %s: %s %s -> %s%s%s for %s", pre, who,
 			name, from, to, *unit ? " " : "", unit, s->cause);
 		break;
 	case MOAT_CTL_UNDO:
-		e->undos++;
-		pr_info("undo be group %s: %s %s -> %s%s%s: the step did not help %s; left alone for %u periods",
-			who, name, from, to, *unit ? " " : "", unit, s->cause,
+		e->undos += !sh;
+		pr_info("%sundo be group %s: %s %s -> %s%s%s: the step did not help %s; left alone for %u periods",
+			pre, who, name, from, to, *unit ? " " : "", unit, s->cause,
 			s->lim.backoff);
 		break;
 	case MOAT_CTL_RELEASE:
-		e->releases++;
-		pr_info("release be group %s: %s %s -> %s%s%s: lc groups have slack",
-			who, name, from, to, *unit ? " " : "", unit);
+		e->releases += !sh;
+		pr_info("%srelease be group %s: %s %s -> %s%s%s: lc groups have slack",
+			pre, who, name, from, to, *unit ? " " : "", unit);
 		break;
 	default:
-		e->restores++;
+		e->restores += !sh;
 		if (s->cause[0])
-			pr_info("group %s is %s: its %s goes back", who,
+			pr_info("%sgroup %s is %s: its %s goes back", pre, who,
 				s->cause, name);
 		else
-			pr_info("release be group %s: %s back to its original",
-				who, name);
+			pr_info("%srelease be group %s: %s back to its original",
+				pre, who, name);
 		break;
 	}
 }
@@ -993,9 +1036,11 @@ static void weight_pass(struct moatd *d, const struct plan *plan)
 {
 	size_t i;
 
-	if (d->mode != MOATD_ENFORCE)
+	if (d->mode == MOATD_OBSERVE)
 		return;
 	E(d)->weight_factor = plan->be_weight;
+	if (d->mode != MOATD_ENFORCE)
+		return;		/* shadow: the factor it would have */
 	for (i = 0; i < d->nr_groups; i++) {
 		struct moatd_group *g = d->groups[i];
 		struct enforce_group *eg = EG(g);
@@ -1022,6 +1067,10 @@ static void act(struct moatd *d, const struct plan_step *s)
 	/* someone else's this period, or let be: decided afresh after */
 	if (EG(u)->adopted[s->r] || alone(u, s->r, &d->period))
 		return;
+	if (d->mode == MOATD_SHADOW) {
+		commit(d, s);	/* as if written: the next steps start from it */
+		return;
+	}
 	if (shared(s))
 		return;		/* enforce_commit_rdt(), once rdt.c wrote */
 	if (s->r == MOAT_RES_CPU_PRIO && kube_pod(u)) {
@@ -1053,6 +1102,8 @@ void enforce_commit_rdt(struct moatd *d, const struct plan *plan, int err)
 {
 	size_t i;
 
+	if (d->mode != MOATD_ENFORCE)
+		return;		/* shadow: act() committed them */
 	for (i = 0; i < plan->nr; i++) {
 		const struct plan_step *s = &plan->steps[i];
 
@@ -1074,7 +1125,7 @@ double enforce_limit(const struct moatd_group *g, enum moat_resource r)
 
 	/* a pod's: the weight it has at the factor in force, BE or not held */
 	if (r == MOAT_RES_CPU_PRIO && kube_pod(g) && g->class == MOAT_CLASS_BE &&
-	    e->d->mode == MOATD_ENFORCE && e->weight_factor < 1 && eg->w.ok && !eg->w.err)
+	    e->d->mode != MOATD_OBSERVE && e->weight_factor < 1 && eg->w.ok && !eg->w.err)
 		return weights_at(e->d, &eg->w, e->weight_factor);
 	if (r == MOAT_RES_CPU_PRIO && kube_pod(g))
 		return eg->lim[r].limit == 0 ? 0 : INFINITY;	/* the lever alone */
@@ -1130,15 +1181,39 @@ bool enforce_exhausted(const struct moatd *d, const struct moatd_group *g,
 	return l->limit <= moat_ctl_floor(&prm, &b, r, l) * 1.001;
 }
 
+double enforce_held(const struct moatd_group *g, enum moat_resource r)
+{
+	return EG(g)->e->d->mode == MOATD_SHADOW ? INFINITY : enforce_limit(g, r);
+}
+
+double enforce_would(const struct moatd_group *g, enum moat_resource r)
+{
+	return EG(g)->e->d->mode == MOATD_SHADOW ? enforce_limit(g, r) : INFINITY;
+}
+
 unsigned long long enforce_throttles(const struct moatd_group *g)
 {
 	return EG(g)->throttles;
 }
 
-unsigned long long enforce_actions(const struct moatd *d, enum moat_resource chain,
-				   enum moat_resource r, enum moat_ctl_action a)
+unsigned long long enforce_shadow_throttles(const struct moatd_group *g)
 {
-	return E(d)->actions[chain][r][a];
+	return EG(g)->shadow_throttles;
+}
+
+const struct enforce_record *enforce_history(const struct moatd *d, unsigned int i)
+{
+	const struct enforce *e = E(d);
+	unsigned int n = e->nhistory < ENFORCE_HISTORY ? e->nhistory : ENFORCE_HISTORY;
+
+	return i < n ? &e->history[(e->nhistory - n + i) % ENFORCE_HISTORY] : NULL;
+}
+
+unsigned long long enforce_actions(const struct moatd *d, bool shadow,
+				   enum moat_resource chain, enum moat_resource r,
+				   enum moat_ctl_action a)
+{
+	return E(d)->actions[shadow][chain][r][a];
 }
 
 unsigned long long enforce_write_errors(const struct moatd *d)
@@ -1203,9 +1278,46 @@ static int show_journal_errors(const struct moat_knob *k, char *buf, size_t len)
 static int show_factor(const struct moat_knob *k, char *buf, size_t len)
 {
 	const struct moatd *d = k->owner;
-	double f = E(d)->weight_factor;
+	double f = d->mode == MOATD_ENFORCE ? E(d)->weight_factor : 1;
 
 	return snprintf(buf, len, "%.4g", f < 1 ? f : 1) >= (int)len ? -EOVERFLOW : 0;
+}
+
+static const char *const action_words[] = {
+	[MOAT_CTL_NONE] = "none", [MOAT_CTL_THROTTLE] = "throttle",
+	[MOAT_CTL_RELEASE] = "release", [MOAT_CTL_RESTORE] = "restore",
+	[MOAT_CTL_UNDO] = "undo",
+};
+
+const char *enforce_action_name(enum moat_ctl_action a)
+{
+	return a <= MOAT_CTL_UNDO ? action_words[a] : "?";
+}
+
+/*
+ * enforce/history/<n>, oldest first: "<UTC time> [shadow] <action>
+ * <group> <resource> <from> -> <to>: <cause>", cut to the knob's length;
+ * empty where there is no such step yet.
+ */
+static int show_history(const struct moat_knob *k, char *buf, size_t len)
+{
+	const struct moatd *d = ((const struct enforce *)k->owner)->d;
+	const struct enforce_record *rec;
+	unsigned int i = strtoul(strrchr(k->path, '/') + 1, NULL, 10);
+	char when[32];
+	struct tm tm;
+
+	rec = enforce_history(d, i);
+	if (!rec) {
+		*buf = '\0';
+		return 0;
+	}
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&rec->at, &tm));
+	snprintf(buf, len, "%s %s%s %s %s %s -> %s%s%s", when,
+		 rec->shadow ? "shadow " : "", enforce_action_name(rec->action),
+		 rec->name, res_name(rec->r), rec->from, rec->to,
+		 rec->cause[0] ? ": " : "", rec->cause);
+	return 0;	/* a long cause is cut: the log has it whole */
 }
 
 static int enforce_init(struct moatd *d)
@@ -1274,6 +1386,7 @@ static int enforce_init(struct moatd *d)
 		{ "enforce/undos", &e->undos },
 		{ "enforce/write_errors", &e->write_errors },
 		{ "enforce/outside_writes", &e->outside_total },
+		{ "enforce/shadow_steps", &e->shadow_steps },
 	};
 	size_t i;
 	int err;
@@ -1314,6 +1427,13 @@ static int enforce_init(struct moatd *d)
 		snprintf(k.path, sizeof(k.path), "%s", counters[i].path);
 		err = moat_knob_add(d->tree, &k);
 	}
+	for (i = 0; i < ENFORCE_HISTORY && !err; i++) {
+		struct moat_knob k = { .type = MOAT_KNOB_SHOW, .show = show_history,
+				       .owner = e };
+
+		snprintf(k.path, sizeof(k.path), "enforce/history/%02zu", i);
+		err = moat_knob_add(d->tree, &k);
+	}
 	return err;
 }
 
@@ -1329,11 +1449,12 @@ static int show_throttle(const struct moat_knob *k, char *buf, size_t len)
 	unsigned int r;
 
 	for (r = 0; r < MOAT_RES_NR; r++) {
-		double lim = eg->lim[r].limit;
+		/* in force: in shadow mode none (enforce/history says more) */
+		double lim = eg->e->d->mode == MOATD_SHADOW ? INFINITY : eg->lim[r].limit;
 
 		/* a BE pod not stepped itself is held to the BE pods' factor */
 		if (r == MOAT_RES_CPU_PRIO && kube_pod(g) && lim > 0 &&
-		    !isnan(enforce_limit(g, r)) && !isinf(enforce_limit(g, r)))
+		    !isnan(enforce_held(g, r)) && !isinf(enforce_held(g, r)))
 			lim = eg->e->weight_factor;
 		format_group_limit(g, v[r], sizeof(v[r]), r, lim);
 	}

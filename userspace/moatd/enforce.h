@@ -11,6 +11,21 @@
 
 extern const struct moatd_module enforce_module;
 
+/* The steps the action history keeps, the last ones. */
+#define ENFORCE_HISTORY	32
+
+/* One step the controller took (or, in shadow mode, would have). */
+struct enforce_record {
+	time_t at;			/* wall clock */
+	bool shadow;			/* not written: shadow mode */
+	enum moat_ctl_action action;
+	enum moat_resource r;
+	char group[MOAT_ID_MAX];	/* the unit's id */
+	char name[MOATD_GROUP_NAME_MAX];	/* and for people */
+	char from[64], to[64];		/* its limit, as the log says it */
+	char cause[256];		/* what the LC unit saw: the figure */
+};
+
 /*
  * A source: each BE unit's limit files where moat holds no limit, the
  * originals a first step starts from.  Nothing in enforce mode only.
@@ -42,10 +57,27 @@ double enforce_limit(const struct moatd_group *g, enum moat_resource r);
  */
 bool enforce_exhausted(const struct moatd *d, const struct moatd_group *g,
 		       enum moat_resource r);
+/*
+ * The limit in force (enforce_limit() outside shadow mode, else none),
+ * and in shadow mode the limit that would be (else none): reporters say
+ * the two apart.
+ */
+double enforce_held(const struct moatd_group *g, enum moat_resource r);
+double enforce_would(const struct moatd_group *g, enum moat_resource r);
 unsigned long long enforce_throttles(const struct moatd_group *g);
-/* For reporters: the counters by chain, resource and action, and errors. */
-unsigned long long enforce_actions(const struct moatd *d, enum moat_resource chain,
-				   enum moat_resource r, enum moat_ctl_action a);
+/* In shadow mode, the steps down it would have taken on @g. */
+unsigned long long enforce_shadow_throttles(const struct moatd_group *g);
+/* "throttle", "release", "restore", "undo" ("none": a state only). */
+const char *enforce_action_name(enum moat_ctl_action a);
+/* The @i-th step of the action history, oldest first; NULL past the last. */
+const struct enforce_record *enforce_history(const struct moatd *d, unsigned int i);
+/*
+ * For reporters: the counters by chain, resource and action (@shadow:
+ * shadow mode's, not written), and errors.
+ */
+unsigned long long enforce_actions(const struct moatd *d, bool shadow,
+				   enum moat_resource chain, enum moat_resource r,
+				   enum moat_ctl_action a);
 unsigned long long enforce_write_errors(const struct moatd *d);
 /*
  * For reporters: the outside writes to the files moat holds, by file: the

@@ -567,8 +567,8 @@ void evict_decide(struct moatd *d, const struct period *p, struct plan *plan)
 	}
 	if (!vm->after_high)
 		cond = "evict/memory_after_high 0";
-	else if (d->mode != MOATD_ENFORCE)
-		cond = "observe mode";
+	else if (d->mode == MOATD_OBSERVE)
+		cond = "observe mode";	/* shadow: against what it would hold */
 	else
 		cond = memory_exhausted(d, c, n);
 	memory = moat_evict_memory(&vm->mem, avail, vm->mem_pct, vm->release_pct,
@@ -659,7 +659,8 @@ void evict_act(struct moatd *d, const struct plan *plan)
 		remember(vm, &r, "dry-run");
 		pr_info("evict: would evict pod %s/%s (%s): evict/mode %s%s", r.ns, r.name,
 			plan->evict_why, mode_names[vm->mode],
-			d->mode == MOATD_ENFORCE ? "" : ", observe mode");
+			d->mode == MOATD_ENFORCE ? "" : d->mode == MOATD_SHADOW ?
+			", shadow mode" : ", observe mode");
 		return;
 	}
 	if (!vm->ev) {

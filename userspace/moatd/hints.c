@@ -190,32 +190,83 @@ static json_object *num(double v)
 	return json_object_new_double_s(v, buf);
 }
 
-static json_object *limits(const struct moatd_group *g)
+/* @limit: enforce_held (in force) or enforce_would (shadow mode's). */
+typedef double (*limit_fn)(const struct moatd_group *g, enum moat_resource r);
+
+static json_object *limits(const struct moatd_group *g, limit_fn limit)
 {
 	json_object *o = json_object_new_object();
-	double prio = enforce_limit(g, MOAT_RES_CPU_PRIO);
+	double prio = limit(g, MOAT_RES_CPU_PRIO);
 
 	json_object_object_add(o, "cpuWeight", isinf(prio) ? NULL : num(prio));
-	json_object_object_add(o, "cpus", num(enforce_limit(g, MOAT_RES_CPU)));
-	json_object_object_add(o, "memoryHighBytes",
-			       num(enforce_limit(g, MOAT_RES_MEMORY)));
+	json_object_object_add(o, "cpus", num(limit(g, MOAT_RES_CPU)));
+	json_object_object_add(o, "memoryHighBytes", num(limit(g, MOAT_RES_MEMORY)));
 	return o;
 }
 
-static bool throttled(const struct moatd_group *g)
+static bool throttled(const struct moatd_group *g, limit_fn limit)
 {
 	unsigned int r;
 
 	for (r = 0; r < MOAT_RES_NR; r++)
-		if (!isinf(enforce_limit(g, r)))
+		if (!isinf(limit(g, r)))
 			return true;
 	return false;
 }
 
-/* The /hints document, version 2 (Documentation/hints.rst). */
+static json_object *culprit(const struct moatd_group *g, limit_fn limit,
+			    unsigned long long throttles)
+{
+	json_object *e = json_object_new_object();
+
+	json_object_object_add(e, "group", json_object_new_string(g->gid.id));
+	pod_names(e, g);
+	json_object_object_add(e, "limits", limits(g, limit));
+	json_object_object_add(e, "throttles", json_object_new_int64(throttles));
+	return e;
+}
+
+/* The action history, oldest first (enforce.h). */
+static json_object *actions(const struct moatd *d)
+{
+	static const char *const res[MOAT_RES_NR] = {
+		[MOAT_RES_CPU_PRIO] = "cpuPriority", [MOAT_RES_CPU] = "cpu",
+		[MOAT_RES_MEMORY] = "memory", [MOAT_RES_L3] = "l3",
+		[MOAT_RES_MB] = "memoryBandwidth",
+	};
+	json_object *a = json_object_new_array();
+	const struct enforce_record *rec;
+	char when[32];
+	unsigned int i;
+	struct tm tm;
+
+	for (i = 0; (rec = enforce_history(d, i)); i++) {
+		json_object *e = json_object_new_object();
+
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&rec->at, &tm));
+		json_object_object_add(e, "time", json_object_new_string(when));
+		json_object_object_add(e, "shadow", json_object_new_boolean(rec->shadow));
+		json_object_object_add(e, "action",
+				       json_object_new_string(enforce_action_name(rec->action)));
+		json_object_object_add(e, "group", json_object_new_string(rec->group));
+		json_object_object_add(e, "name", json_object_new_string(rec->name));
+		json_object_object_add(e, "resource", json_object_new_string(res[rec->r]));
+		json_object_object_add(e, "from", json_object_new_string(rec->from));
+		json_object_object_add(e, "to", json_object_new_string(rec->to));
+		json_object_object_add(e, "cause", json_object_new_string(rec->cause));
+		json_object_array_add(a, e);
+	}
+	return a;
+}
+
+/*
+ * The /hints document, version 2 (Documentation/hints.rst); @with_time
+ * (/hints, not the Node's annotation): its time and the action history.
+ */
 static json_object *hints_json(const struct moatd *d, bool with_time)
 {
-	json_object *o = json_object_new_object(), *cap, *itf, *lc, *cul, *f;
+	static const char *const modes[] = { "observe", "shadow", "enforce" };
+	json_object *o = json_object_new_object(), *cap, *itf, *lc, *cul, *shd, *f;
 	const struct hints_knobs *k = H(d);
 	char node[256], when[32];
 	struct hints h;
@@ -233,6 +284,7 @@ static json_object *hints_json(const struct moatd *d, bool with_time)
 		json_object_object_add(o, "time", json_object_new_string(when));
 	json_object_object_add(o, "periodSeconds", num(d->period_ms / 1e3));
 	json_object_object_add(o, "enforcing", json_object_new_boolean(d->mode == MOATD_ENFORCE));
+	json_object_object_add(o, "mode", json_object_new_string(modes[d->mode]));
 
 	cap = json_object_new_object();
 	json_object_object_add(cap, "cpuMillicores", isnan(h.be_cpus) ? NULL :
@@ -264,20 +316,18 @@ static json_object *hints_json(const struct moatd *d, bool with_time)
 
 	lc = json_object_new_array();
 	cul = json_object_new_array();
+	shd = json_object_new_array();
 	for (i = 0; i < d->period.nr_units; i++) {
 		const struct unit *u = &d->period.units[i];
 		const struct moatd_group *g = u->g;
 		json_object *e;
 
-		if (u->class == MOAT_CLASS_BE && throttled(g)) {
-			e = json_object_new_object();
-			json_object_object_add(e, "group", json_object_new_string(g->gid.id));
-			pod_names(e, g);
-			json_object_object_add(e, "limits", limits(g));
-			json_object_object_add(e, "throttles",
-					       json_object_new_int64(enforce_throttles(g)));
-			json_object_array_add(cul, e);
-		}
+		if (u->class == MOAT_CLASS_BE && throttled(g, enforce_held))
+			json_object_array_add(cul, culprit(g, enforce_held,
+							   enforce_throttles(g)));
+		if (u->class == MOAT_CLASS_BE && throttled(g, enforce_would))
+			json_object_array_add(shd, culprit(g, enforce_would,
+							   enforce_shadow_throttles(g)));
 		if (u->class != MOAT_CLASS_LC)
 			continue;
 		e = json_object_new_object();
@@ -300,6 +350,9 @@ static json_object *hints_json(const struct moatd *d, bool with_time)
 	}
 	json_object_object_add(o, "lc", lc);
 	json_object_object_add(o, "culprits", cul);
+	json_object_object_add(o, "shadowCulprits", shd);
+	if (with_time)
+		json_object_object_add(o, "actions", actions(d));
 	return o;
 }
 

@@ -79,11 +79,11 @@ struct options {
 	int verbose;
 };
 
-static const char *const mode_names[] = { "observe", "enforce", NULL };
+static const char *const mode_names[] = { "observe", "shadow", "enforce", NULL };
 
 static const char usage[] =
 "usage: moatd [--config FILE] [--host-root DIR] [--cgroup-root DIR] [--state-dir DIR]\n"
-"             [--socket PATH] [--socket-group GROUP] [--mode observe|enforce]\n"
+"             [--socket PATH] [--socket-group GROUP] [--mode observe|shadow|enforce]\n"
 "             [--listen ADDR:PORT] [--foreground] [-v]\n"
 "       moatd --restore-only [--host-root DIR] [--state-dir DIR] [-v]\n"
 "\n"
@@ -97,7 +97,7 @@ static const char usage[] =
 "                          (default " DEFAULT_STATE_DIR "; '' keeps nothing)\n"
 "  -s, --socket PATH       control socket (default " MOAT_CTL_SOCKET ")\n"
 "  -g, --socket-group GRP  let this group read the socket (mode 0660)\n"
-"  -m, --mode MODE         observe or enforce; wins over the config\n"
+"  -m, --mode MODE         observe, shadow or enforce; wins over the config\n"
 "  -l, --listen ADDR:PORT  serve /metrics, /hints and /healthz over HTTP here;\n"
 "                          wins over the config (default 127.0.0.1:9590;\n"
 "                          '' serves no HTTP)\n"
@@ -195,10 +195,12 @@ static void store_period(const struct moat_knob *k, unsigned int u,
 }
 
 /*
- * Leaving enforce mode puts back everything enforcement changed.  With a
- * journal that did not decode, enforce is refused, from the config, the
- * command line or moatctl alike: its saves would replace the only record
- * of what an earlier moatd changed.
+ * Leaving enforce mode puts back everything enforcement changed; leaving
+ * shadow forgets what it would have held, so that enforce starts from
+ * the kernel's values, not from steps never taken.  With a journal that
+ * did not decode, enforce is refused, from the config, the command line
+ * or moatctl alike: its saves would replace the only record of what an
+ * earlier moatd changed.  Shadow writes nothing, and is allowed.
  */
 static void store_mode(const struct moat_knob *k, unsigned int u,
 		       const char *val)
@@ -210,8 +212,9 @@ static void store_mode(const struct moat_knob *k, unsigned int u,
 		       d->journal_unreadable);
 		return;
 	}
-	if (d->mode == MOATD_ENFORCE && u != MOATD_ENFORCE)
-		moatd_restore(d, "mode observe");
+	if (d->mode != MOATD_OBSERVE && u != d->mode)
+		moatd_restore(d, u == MOATD_OBSERVE ? "mode observe" :
+			      u == MOATD_SHADOW ? "mode shadow" : "mode enforce");
 	d->mode = u;
 }
 
@@ -881,7 +884,7 @@ int main(int argc, char **argv)
 		for (mode = 0; mode_names[mode] && strcmp(mode_names[mode], o.mode); mode++)
 			;
 		if (!mode_names[mode]) {
-			pr_err("--mode %s: expected observe or enforce", o.mode);
+			pr_err("--mode %s: expected observe, shadow or enforce", o.mode);
 			err = -EINVAL;
 		}
 		if (!err)

@@ -235,11 +235,35 @@ static double g_throttles(const struct moatd_group *g)
 	return enforce_throttles(g);
 }
 
+/* The limit in force; absent where none, and in shadow mode. */
 static double limit(const struct moatd_group *g, enum moat_resource r)
 {
-	double v = enforce_limit(g, r);
+	double v = enforce_held(g, r);
 
 	return isinf(v) ? NAN : v;
+}
+
+/* In shadow mode, the limit the controller would hold the group to. */
+static double would(const struct moatd_group *g, enum moat_resource r)
+{
+	double v = enforce_would(g, r);
+
+	return isinf(v) ? NAN : v;
+}
+
+static double g_shadow_prio(const struct moatd_group *g)
+{
+	return would(g, MOAT_RES_CPU_PRIO);
+}
+
+static double g_shadow_cpus(const struct moatd_group *g)
+{
+	return would(g, MOAT_RES_CPU);
+}
+
+static double g_shadow_mem_high(const struct moatd_group *g)
+{
+	return would(g, MOAT_RES_MEMORY);
 }
 
 static double g_prio(const struct moatd_group *g)
@@ -306,7 +330,7 @@ static double g_mbm_local(const struct moatd_group *g)
 
 static double g_l3_ways(const struct moatd_group *g)
 {
-	double v = enforce_limit(g, MOAT_RES_L3);
+	double v = enforce_held(g, MOAT_RES_L3);
 
 	return isinf(v) ? NAN : floor(v);
 }
@@ -437,6 +461,7 @@ static const char *const action_names[] = {
 static void daemon_metrics(FILE *f, const struct moatd *d)
 {
 	static const char *const classes[] = { "none", "lc", "be" };
+	static const char *const modes[] = { "observe", "shadow", "enforce" };
 	size_t counts[3] = { 0 }, i;
 	__u64 drops[MOAT_DROP_NR];
 	unsigned long long pmu_drops;
@@ -449,8 +474,12 @@ static void daemon_metrics(FILE *f, const struct moatd *d)
 	prom_family(f, "moat_build_info", "gauge", "moatd's version, as a label; always 1.");
 	fprintf(f, "moat_build_info{version=\"%s\"} 1\n", moatd_version());
 	prom_family(f, "moat_enforcing", "gauge",
-	       "1 in enforce mode, 0 in observe mode (nothing written).");
+	       "1 in enforce mode, 0 in observe and shadow mode (nothing written).");
 	fprintf(f, "moat_enforcing %d\n", d->mode == MOATD_ENFORCE);
+	prom_family(f, "moat_mode", "gauge",
+	       "1 for the mode moatd is in (observe, shadow, enforce), 0 for the others.");
+	for (i = 0; i < 3; i++)
+		fprintf(f, "moat_mode{mode=\"%s\"} %d\n", modes[i], d->mode == i);
 	prom_family(f, "moat_period_seconds", "gauge", "The control period.");
 	fputs("moat_period_seconds", f);
 	prom_value(f, d->period_ms / 1e3);
@@ -566,7 +595,16 @@ static void daemon_metrics(FILE *f, const struct moatd *d)
 			for (a = MOAT_CTL_THROTTLE; a <= MOAT_CTL_UNDO; a++)
 				fprintf(f, "moat_actions_total{chain=\"%s\",resource=\"%s\",action=\"%s\"} %llu\n",
 					moat_chain_names[h], moat_resource_names[r],
-					action_names[a], enforce_actions(d, h, r, a));
+					action_names[a], enforce_actions(d, false, h, r, a));
+	prom_family(f, "moat_shadow_actions_total", "counter",
+	       "The steps the controller would have taken in shadow mode, not written, by chain, resource and action.");
+	for (h = 0; h < MOAT_RES_NR; h++)
+		for (r = h; moat_chain_names[h] && r < MOAT_RES_NR;
+		     r = moat_resource_next[r])
+			for (a = MOAT_CTL_THROTTLE; a <= MOAT_CTL_UNDO; a++)
+				fprintf(f, "moat_shadow_actions_total{chain=\"%s\",resource=\"%s\",action=\"%s\"} %llu\n",
+					moat_chain_names[h], moat_resource_names[r],
+					action_names[a], enforce_actions(d, true, h, r, a));
 	prom_family(f, "moat_journal_entries", "gauge",
 	       "Kernel values moatd changed and will put back.");
 	fprintf(f, "moat_journal_entries %zu\n", d->journal ? d->journal->n : 0);
@@ -649,6 +687,15 @@ static const struct group_family {
 	{ "moat_group_memory_high_bytes", "gauge",
 	  "The memory.high moat holds the group to.  Absent: none.",
 	  g_mem_high },
+	{ "moat_group_shadow_cpu_weight_limit", "gauge",
+	  "In shadow mode, the CPU weight moat would hold the group to (as moat_group_cpu_weight_limit); nothing is written.  Absent: none, or not in shadow mode.",
+	  g_shadow_prio },
+	{ "moat_group_shadow_cpu_limit_cpus", "gauge",
+	  "In shadow mode, the CPU quota moat would hold the group to, in CPUs; nothing is written.  Absent: none, or not in shadow mode.",
+	  g_shadow_cpus },
+	{ "moat_group_shadow_memory_high_bytes", "gauge",
+	  "In shadow mode, the memory.high moat would hold the group to; nothing is written.  Absent: none, or not in shadow mode.",
+	  g_shadow_mem_high },
 	{ "moat_group_cycles_total", "counter",
 	  "Cycles the group's tasks ran (pmu/cycles), since moatd counted them.",
 	  g_cycles },

@@ -35,7 +35,12 @@
 
 #define MOAT_VERSION		"0.1.0"
 
-enum moatd_mode { MOATD_OBSERVE, MOATD_ENFORCE };
+/*
+ * observe: measure and report, write nothing.  shadow: the controller
+ * decides as in enforce and says what it would write, writing nothing.
+ * enforce: it writes.
+ */
+enum moatd_mode { MOATD_OBSERVE, MOATD_SHADOW, MOATD_ENFORCE };
 
 /* The modules, in the order they open (and close in reverse). */
 enum moatd_mod {

@@ -453,10 +453,12 @@ int rdt_act(struct moatd *d, const struct plan *plan)
 		return -ENODEV;
 	if (d->mode != MOATD_ENFORCE || !r->allocate) {
 		if (r->nmade)
-			rdt_restore(d, d->mode != MOATD_ENFORCE ? "mode observe" :
+			rdt_restore(d, d->mode != MOATD_ENFORCE ? "mode observe or shadow" :
 				    "resctrl/allocate 0");
-		snprintf(r->state, sizeof(r->state), d->mode != MOATD_ENFORCE ?
+		snprintf(r->state, sizeof(r->state), d->mode == MOATD_OBSERVE ?
 			 "observe: moat's groups are made in enforce mode" :
+			 d->mode == MOATD_SHADOW ?
+			 "shadow: moat's groups are made in enforce mode" :
 			 "off: resctrl/allocate is 0");
 		return -EOPNOTSUPP;
 	}
