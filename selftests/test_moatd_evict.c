@@ -419,7 +419,12 @@ Test(moatd, eviction_never_takes_the_pods_it_must_not, .timeout = 90)
 	stub_pod_ex(CRIT_UID, "batch", "crit", "", "system-cluster-critical", 2000000000,
 		    "ReplicaSet", "");
 	stub_pod_ex(JOB_UID, "batch", "job", "", "", 0, "Job", "");
+	/*
+	 * kube-system's pods are BE here (classes/spared_namespaces empty),
+	 * so that eviction's own rule for them is what keeps the DNS pod.
+	 */
 	start_with_config("evict.conf", "period_ms = 100\nhttp/listen = \nkube/publish = 0\n"
+			  "classes/spared_namespaces = \n"
 			  "mode = enforce\nevict/mode = on\nevict/memory_available_pct = 100\n"
 			  "evict/memory_release_pct = 100\nevict/memory_periods = 2\n"
 			  "evict/memory_after_high = 0\nevict/cooldown_s = 1\n"

@@ -6,6 +6,7 @@
  * bookmarks, the API server going away, and bad input.
  */
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,6 +171,25 @@ Test(moatd, pods_are_named_and_classed_from_the_api_server, .timeout = 90)
 	set_runtime("groups/" WEB_UID "/class", "auto");
 	expect_class(WEB_UID, "none\n", "label:moat.io/class");
 
+	/*
+	 * classes/spared_namespaces (kube-system by default): a pod there
+	 * that the rules make be is none, and only the override makes it be.
+	 * (The stub lets a pod change namespace; the API server does not.)
+	 */
+	stub_pod(ETL_UID, "kube-system", "etl-1", "", "batch-low", "etl=" ETL_CTR);
+	expect_class(ETL_UID, "none\n", "namespace:kube-system");
+	cr_expect(wait_log("group kube-system/etl-1: class none, was be (namespace:kube-system)", 1,
+			   5000), "the spared pod's class was not said");
+	set_runtime("groups/" ETL_UID "/class", "be");
+	expect_class(ETL_UID, "be\n", "override");
+	set_runtime("groups/" ETL_UID "/class", "auto");
+	expect_class(ETL_UID, "none\n", "namespace:kube-system");
+	set_runtime("classes/spared_namespaces", "");
+	expect_class(ETL_UID, "be\n", "priority:batch");
+	set_runtime("classes/spared_namespaces", "kube-system");
+	stub_pod(ETL_UID, "batch", "etl-1", "", "batch-low", "etl=" ETL_CTR);
+	expect_class(ETL_UID, "be\n", "priority:batch");
+
 	/* a label that is no class: said once, naming the pod, and ignored */
 	stub_pod(ETL_UID, "batch", "etl-1", "\"moat.io/class\":\"fast\"", "", "etl=" ETL_CTR);
 	expect_class(ETL_UID, "lc\n", "kube:burstable");
@@ -186,6 +206,106 @@ Test(moatd, pods_are_named_and_classed_from_the_api_server, .timeout = 90)
 	sleep_ms(300);
 	expect_class(WEB_UID, "none\n", "label:moat.io/class");
 	cr_expect(wait_knob("groups/" WEB_UID "/name", "shop/frontend-7d9f\n", 5), "%s", out);
+	stop(&daemon_pid);
+	stub_stop(api);
+}
+
+/*
+ * The rqlatTargetSeconds of the LC unit @uid in /hints, polled up to @ms
+ * for @want; the last seen (NAN: none).
+ */
+static double hints_target(const char *uid, double want, int ms)
+{
+	char key[128], *body, *at;
+	double v = NAN;
+
+	snprintf(key, sizeof(key), "\"group\":\"%s\"", uid);
+	for (; ms >= 0; ms -= 100) {
+		v = NAN;
+		if (http_get(http_port(), "/hints", page, sizeof(page), &body) == 200 &&
+		    (at = strstr(body, "\"lc\":")) && (at = strstr(at, key)) &&
+		    (at = strstr(at, "\"rqlatTargetSeconds\":")))
+			v = strtod(at + strlen("\"rqlatTargetSeconds\":"), NULL);
+		if (v == want)
+			break;
+		sleep_ms(100);
+	}
+	return v;
+}
+
+/*
+ * An LC pod's own target by its annotation moat.io/rqlat-p99-target-us,
+ * under the admin's groups/<id>/rqlat_p99_target_us and over the class's;
+ * a value that is no target said once, naming the pod, and ignored.  A
+ * Job's pod that is LC only by its QoS tier: said once, counted in
+ * classes/lc_job_pods and moat_lc_job_pods, and in moatctl status; not
+ * once it is labelled be.
+ */
+Test(moatd, annotation_targets_and_job_pods_lc_by_their_tier, .timeout = 60)
+{
+	struct MHD_Daemon *api;
+	char *body;
+
+	host_only("pod annotations and owners from the API server");
+	api = start("lc/rqlat_p99_target_us = 2000\n");
+	stub_pod_meta(WEB_UID, "shop", "frontend-7d9f", "", "", 0, "ReplicaSet",
+		      "\"annotations\":{\"moat.io/rqlat-p99-target-us\":\"750\"}",
+		      "web=" WEB_CTR);
+	stub_pod_ex(ETL_UID, "batch", "etl-1", "", "", 0, "Job", "etl=" ETL_CTR);
+	cr_expect_eq(hints_target(WEB_UID, 750e-6, 10000), 750e-6, "the annotation's target");
+	expect_log("pod shop/frontend-7d9f: run-queue p99 target 750 us, its annotation", 1, 5000,
+		   "the annotation's target was not said");
+
+	/* the Job's pod, burstable and unlabelled: lc by its tier, said */
+	expect_log("pod batch/etl-1: a Job's pod, lc by its QoS tier's class (kube:burstable)", 1,
+		   5000, "the Job's pod protected by its tier was not said");
+	cr_expect(wait_knob("classes/lc_job_pods", "1\n", 20), "%s", out);
+	cr_assert_eq(http_get(http_port(), "/metrics", page, sizeof(page), &body), 200);
+	cr_expect_eq(series_value(body, "moat_lc_job_pods"), 1);
+	cr_assert_eq(ctl(out, err, "status", NULL, NULL), 0, "%s", err);
+	cr_expect(strstr(out, "warning: 1 Job pods are lc by their QoS tier's class"), "%s", out);
+
+	/* only in the namespaces lc/target_annotation_namespaces names */
+	set_runtime("lc/target_annotation_namespaces", "batch");
+	cr_expect_eq(hints_target(WEB_UID, 2000e-6, 5000), 2000e-6, "taken outside its namespaces");
+	set_runtime("lc/target_annotation_namespaces", "batch shop");
+	cr_expect_eq(hints_target(WEB_UID, 750e-6, 5000), 750e-6);
+
+	/* the admin's knob wins over the annotation; 0 gives it back */
+	set_runtime("groups/" WEB_UID "/rqlat_p99_target_us", "900");
+	cr_expect_eq(hints_target(WEB_UID, 900e-6, 5000), 900e-6, "the admin's target");
+	set_runtime("groups/" WEB_UID "/rqlat_p99_target_us", "0");
+	cr_expect_eq(hints_target(WEB_UID, 750e-6, 5000), 750e-6);
+
+	/* no target: said once, and the class's stands */
+	stub_pod_meta(WEB_UID, "shop", "frontend-7d9f", "", "", 0, "ReplicaSet",
+		      "\"annotations\":{\"moat.io/rqlat-p99-target-us\":\"1ms\"}",
+		      "web=" WEB_CTR);
+	cr_expect_eq(hints_target(WEB_UID, 2000e-6, 5000), 2000e-6, "a bad annotation taken");
+	expect_log("pod shop/frontend-7d9f: annotation moat.io/rqlat-p99-target-us='1ms' is not microseconds from 1 to 10000000: ignored",
+		   1, 5000, "the bad annotation was not said");
+	stub_pod_meta(WEB_UID, "shop", "frontend-7d9f", "", "", 0, "ReplicaSet",
+		      "\"annotations\":{\"moat.io/rqlat-p99-target-us\":\"750\"}",
+		      "web=" WEB_CTR);
+	cr_expect_eq(hints_target(WEB_UID, 750e-6, 5000), 750e-6, "a good one again");
+	stub_pod_meta(WEB_UID, "shop", "frontend-7d9f", "\"v\":\"2\"", "", 0, "ReplicaSet",
+		      "\"annotations\":{\"moat.io/rqlat-p99-target-us\":\"20000000\"}",
+		      "web=" WEB_CTR);
+	cr_expect(wait_log("rqlat-p99-target-us='20000000'", 1, 5000), "past the knob's range");
+	/* the pod changes again, its annotation as it was: not said again */
+	stub_pod_meta(WEB_UID, "shop", "frontend-7d9f", "\"v\":\"3\"", "", 0, "ReplicaSet",
+		      "\"annotations\":{\"moat.io/rqlat-p99-target-us\":\"20000000\"}",
+		      "web=" WEB_CTR);
+	sleep_ms(500);
+	cr_expect_eq(log_count("rqlat-p99-target-us='20000000'"), 1, "said again");
+	cr_expect_eq(hints_target(WEB_UID, 2000e-6, 0), 2000e-6);
+
+	/* labelled be: batch work where it belongs, no longer counted */
+	stub_pod_ex(ETL_UID, "batch", "etl-1", "\"moat.io/class\":\"be\"", "", 0, "Job",
+		    "etl=" ETL_CTR);
+	cr_expect(wait_knob("groups/" ETL_UID "/class", "be\n", 50), "%s", out);
+	cr_expect(wait_knob("classes/lc_job_pods", "0\n", 20), "%s", out);
+	cr_expect_eq(log_count("a Job's pod, lc by its QoS tier"), 1, "said again");
 	stop(&daemon_pid);
 	stub_stop(api);
 }

@@ -77,6 +77,47 @@ Test(podmeta, labels_that_are_no_class_are_kept_to_be_said)
 	cr_expect_eq(p.label_class, MOAT_CLASS_LC);
 }
 
+/*
+ * The annotation moat.io/rqlat-p99-target-us: whole microseconds, 1 to
+ * 10 s; anything else kept (cut, printable) to be said, never an error:
+ * anyone who makes a pod may annotate it.  And a Job's pod is known.
+ */
+Test(podmeta, a_target_annotation_and_a_jobs_pod)
+{
+	static const struct { const char *value; long long us; const char *kept; } c[] = {
+		{ "750", 750, "" }, { "1", 1, "" }, { "10000000", 10000000, "" },
+		{ "0", -1, "0" }, { "10000001", -1, "10000001" }, { "", -1, "" },
+		{ "1ms", -1, "1ms" }, { "-5", -1, "-5" }, { " 750", -1, "?750" },
+		{ "7.5", -1, "7.5" }, { "99999999999999999999", -1, "99999999999999999999" },
+		{ "a'b\\u0007c", -1, "a?b?c" },
+		{ "0123456789012345678901234567890123456789", -1,
+		  "0123456789012345678901234567890" },
+	};
+	char meta[256];
+	size_t i;
+
+	cr_assert_eq(parse(POD("", "", "")), 0, "%s", why);
+	cr_expect_eq(p.rqlat_target_us, 0, "no annotation");
+	cr_expect_not(p.job);
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		snprintf(meta, sizeof(meta), ",\"annotations\":{\"%s\":\"%s\"}",
+			 MOAT_POD_TARGET_ANNOTATION, c[i].value);
+		char json[1024];
+
+		snprintf(json, sizeof(json), "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"etl-1\","
+			 "\"namespace\":\"batch\",\"uid\":\"" UID "\"%s},\"spec\":{},\"status\":{}}",
+			 meta);
+		cr_assert_eq(parse(json), 0, "%s: %s", c[i].value, why);
+		cr_expect_eq(p.rqlat_target_us, c[i].us, "'%s': %lld", c[i].value, p.rqlat_target_us);
+		cr_expect_str_eq(p.target_value, c[i].kept, "'%s'", c[i].value);
+	}
+	cr_assert_eq(parse(POD(",\"ownerReferences\":[{\"apiVersion\":\"batch/v1\","
+			       "\"kind\":\"Job\",\"name\":\"etl\",\"controller\":true}]",
+			       "", "")), 0, "%s", why);
+	cr_expect(p.job);
+	cr_expect_eq(p.rqlat_target_us, 0, "the last pod's annotation kept");
+}
+
 Test(podmeta, what_the_api_server_cannot_send_is_refused_with_a_reason)
 {
 	static const char *const bad[] = {

@@ -280,6 +280,9 @@ static void local_line(const struct kv *t)
 	if (*bad && strcmp(bad, "-"))
 		printf("the journal %s does not decode: nothing it lists was put back; observe only\n\n",
 		       bad);
+	if (strcmp(lookup(t, "classes/lc_job_pods"), "0") && strcmp(lookup(t, "classes/lc_job_pods"), "-"))
+		printf("warning: %s Job pods are lc by their QoS tier's class, protected and never throttled; the log names them (label moat.io/class=be)\n\n",
+		       lookup(t, "classes/lc_job_pods"));
 }
 
 /* Where the pods' names and labels come from, and whether they are current. */

@@ -155,11 +155,45 @@ static void owners(json_object *meta, struct moat_pod_meta *p)
 
 		if (kind && !strcmp(json_object_get_string(kind), "DaemonSet"))
 			p->daemonset = true;
+		if (kind && !strcmp(json_object_get_string(kind), "Job"))
+			p->job = true;
 		if (ctl && json_object_get_boolean(ctl))
 			p->controlled = true;
 	}
 	p->mirror = ann && json_object_object_get_ex(ann, "kubernetes.io/config.mirror", &v);
 	p->terminating = member(meta, "deletionTimestamp", json_type_string) != NULL;
+}
+
+/*
+ * The annotation MOAT_POD_TARGET_ANNOTATION: a whole number of
+ * microseconds, 1 to MOAT_POD_TARGET_MAX_US, in decimal.  Anyone who may
+ * make a pod may annotate it with anything, so another value is no
+ * malformed object: it is kept, cut and printable, to be said and
+ * ignored.
+ */
+static void target_annotation(json_object *meta, struct moat_pod_meta *p)
+{
+	json_object *ann = member(meta, "annotations", json_type_object);
+	json_object *v = member(ann, MOAT_POD_TARGET_ANNOTATION, json_type_string);
+	const char *s = v ? json_object_get_string(v) : NULL;
+	size_t i, n = s ? strlen(s) : 0;
+	long long us = 0;
+
+	p->rqlat_target_us = 0;
+	p->target_value[0] = '\0';
+	if (!ann || !json_object_object_get_ex(ann, MOAT_POD_TARGET_ANNOTATION, NULL))
+		return;
+	for (i = 0; s && i < n && i < 9 && s[i] >= '0' && s[i] <= '9'; i++)
+		us = us * 10 + (s[i] - '0');
+	if (s && n && i == n && (size_t)json_object_get_string_len(v) == n && us >= 1 &&
+	    us <= MOAT_POD_TARGET_MAX_US) {
+		p->rqlat_target_us = us;
+		return;
+	}
+	p->rqlat_target_us = -1;
+	for (i = 0; s && s[i] && i < sizeof(p->target_value) - 1; i++)
+		p->target_value[i] = s[i] > ' ' && s[i] < 0x7f && s[i] != '\'' ? s[i] : '?';
+	p->target_value[i] = '\0';
 }
 
 static void containers(json_object *status, const char *key,
@@ -398,6 +432,7 @@ static int pod_from(json_object *pod, struct moat_pod_meta *p, char *rv,
 	if (err)
 		return err;
 	owners(meta, p);
+	target_annotation(meta, p);
 	containers(status, "containerStatuses", p);
 	containers(status, "initContainerStatuses", p);
 	containers(status, "ephemeralContainerStatuses", p);

@@ -35,6 +35,10 @@ struct moat_pod_container {
 	long long cpu_limit_m;		/* spec's limits.cpu, millicores; -1: none */
 };
 
+/* A pod's own run-queue p99 target, in microseconds, by annotation. */
+#define MOAT_POD_TARGET_ANNOTATION	"moat.io/rqlat-p99-target-us"
+#define MOAT_POD_TARGET_MAX_US		10000000
+
 struct moat_pod_meta {
 	char uid[MOAT_POD_UID_MAX];
 	char ns[MOAT_POD_NS_MAX];
@@ -47,6 +51,14 @@ struct moat_pod_meta {
 	bool mirror;		/* a static pod's mirror (kubernetes.io/config.mirror) */
 	bool controlled;	/* an ownerReference with controller true: made again */
 	bool terminating;	/* metadata.deletionTimestamp: on its way out */
+	bool job;		/* an ownerReference of kind Job: batch work */
+	/*
+	 * The annotation MOAT_POD_TARGET_ANNOTATION: the pod's run-queue
+	 * p99 target, 1 .. MOAT_POD_TARGET_MAX_US; 0: none; -1: a value that
+	 * is none of them, kept cut (printable) in target_value for the log.
+	 */
+	long long rqlat_target_us;
+	char target_value[32];
 	char label_value[MOAT_POD_CTR_NAME_MAX];	/* a bad value, cut, for the log */
 	/*
 	 * The CPU limit the spec asks of its own cgroup, millicores, as

@@ -57,6 +57,7 @@ struct task_event {
 struct group_in {
 	struct groups *gs;
 	bool said_label;	/* its label's refusal was logged */
+	bool lc_job;		/* a Job's pod, lc by its tier's class: said */
 };
 
 struct groups {
@@ -70,6 +71,7 @@ struct groups {
 	size_t nr_overrides;
 	/* classes/label_namespaces: where moat.io/class may raise a class */
 	char label_ns[256];
+	char spared_ns[256];	/* namespaces whose pods are never BE */
 	struct moat_cgroup_events *events;	/* NULL: walk every period */
 	bool changed;			/* an event or a rule since the walk */
 	unsigned int rescan_ms;		/* walk at least this often anyway */
@@ -361,7 +363,7 @@ static int spared(unsigned int class)
  * only lower the class the admin's rules give (lc, then none, then be):
  * a batch pod labelled lc is not spared its throttling.
  */
-static void update_class(struct groups *gs, struct moatd_group *g)
+static void rules_class(struct groups *gs, struct moatd_group *g)
 {
 	struct override *o = find_override(gs, g->gid.id);
 	struct group_in *gi = group_mod(g, MOD_GROUPS);
@@ -401,6 +403,55 @@ static void update_class(struct groups *gs, struct moatd_group *g)
 			m->ns, m->name, MOAT_POD_CLASS_LABEL, moat_class_names[m->label_class],
 			moat_class_names[g->class]);
 	gi->said_label = true;
+}
+
+/*
+ * The class, then the namespaces whose pods are never throttled
+ * (classes/spared_namespaces, kube-system by default: the cluster's own
+ * DNS, CNI and proxies run there, often besteffort): a pod there that
+ * would be BE is none, left alone.  Only the runtime override
+ * (groups/<id>/class) makes one BE.  The change is said by
+ * groups_reclassify(), with "namespace:<ns>" as what decided it.
+ */
+static void update_class(struct groups *gs, struct moatd_group *g)
+{
+	struct group_in *gi = group_mod(g, MOD_GROUPS);
+	const struct group_meta *m = &g->meta;
+	bool lc_job;
+
+	rules_class(gs, g);
+	if (g->class == MOAT_CLASS_BE && m->known && strcmp(g->class_source, "override") &&
+	    moat_names_has(gs->spared_ns, m->ns)) {
+		g->class = MOAT_CLASS_NONE;
+		snprintf(g->class_source, sizeof(g->class_source), "namespace:%s", m->ns);
+	}
+	/*
+	 * A Job's pod that is LC only by its QoS tier's class (every
+	 * burstable pod is, by default): batch work protected, never
+	 * throttled.  Said once while it stays so, and counted
+	 * (classes/lc_job_pods, moat_lc_job_pods).
+	 */
+	lc_job = g->gid.kind == MOAT_GROUP_POD && m->known && m->job &&
+		 g->class == MOAT_CLASS_LC && !strncmp(g->class_source, "kube:", 5);
+	if (lc_job && !gi->lc_job)
+		pr_warn("pod %s/%s: a Job's pod, lc by its QoS tier's class (%s): protected, never throttled; if it is batch work, label it %s=be or add a classes/priority/ rule",
+			m->ns, m->name, g->class_source, MOAT_POD_CLASS_LABEL);
+	gi->lc_job = lc_job;
+}
+
+size_t groups_lc_jobs(const struct moatd *d)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < d->nr_groups; i++)
+		n += ((const struct group_in *)group_mod(d->groups[i], MOD_GROUPS))->lc_job;
+	return n;
+}
+
+static int show_lc_jobs(const struct moat_knob *k, char *buf, size_t len)
+{
+	return snprintf(buf, len, "%zu", groups_lc_jobs(((const struct groups *)k->owner)->d)) >=
+	       (int)len ? -EOVERFLOW : 0;
 }
 
 void groups_reclassify(struct moatd *d)
@@ -877,6 +928,14 @@ static void store_label_ns(const struct moat_knob *k, unsigned int u, const char
 	groups_reclassify(gs->d);
 }
 
+static void store_spared_ns(const struct moat_knob *k, unsigned int u, const char *val)
+{
+	struct groups *gs = k->owner;
+
+	snprintf(gs->spared_ns, sizeof(gs->spared_ns), "%s", val);
+	groups_reclassify(gs->d);
+}
+
 static int show_rescans(const struct moat_knob *k, char *buf, size_t len)
 {
 	const struct groups *gs = k->owner;
@@ -916,11 +975,17 @@ static int groups_init(struct moatd *d)
 		  .writable = true, .data = gs->label_ns, .str_max = sizeof(gs->label_ns),
 		  .check = moat_knob_check_names, .store = store_label_ns,
 		  .expects = "namespaces where moat.io/class may raise a class, one space between, or *; '' none" },
+		{ .path = "classes/lc_job_pods", .type = MOAT_KNOB_SHOW, .show = show_lc_jobs },
+		{ .path = "classes/spared_namespaces", .type = MOAT_KNOB_STRING,
+		  .writable = true, .data = gs->spared_ns, .str_max = sizeof(gs->spared_ns),
+		  .check = moat_knob_check_names, .store = store_spared_ns,
+		  .expects = "namespaces whose pods are never BE, one space between, or *; '' none" },
 	};
 	int err;
 
 	gs->d = d;
 	gs->rescan_ms = 10000;
+	snprintf(gs->spared_ns, sizeof(gs->spared_ns), "kube-system");
 	gs->qos = (struct moat_qos_classes){ MOAT_CLASS_LC, MOAT_CLASS_LC,
 					     MOAT_CLASS_BE };
 	err = moat_knob_add_all(d->tree, "", knobs,

@@ -59,5 +59,7 @@ void rules_for_each(const struct moatd *d,
  * changed is said.
  */
 void groups_reclassify(struct moatd *d);
+/* Job pods that are LC by their QoS tier's class alone (said in the log). */
+size_t groups_lc_jobs(const struct moatd *d);
 
 #endif /* MOATD_GROUPS_H */

@@ -25,6 +25,7 @@
 #include "metrics.h"
 #include "burst.h"
 #include "evict.h"
+#include "groups.h"
 #include "pods.h"
 #include "prom.h"
 #include "rdt.h"
@@ -608,6 +609,9 @@ static void daemon_metrics(FILE *f, const struct moatd *d)
 	prom_family(f, "moat_journal_entries", "gauge",
 	       "Kernel values moatd changed and will put back.");
 	fprintf(f, "moat_journal_entries %zu\n", d->journal ? d->journal->n : 0);
+	prom_family(f, "moat_lc_job_pods", "gauge",
+	       "Job pods that are LC only by their QoS tier's class: batch work protected, never throttled (said in the log).");
+	fprintf(f, "moat_lc_job_pods %zu\n", groups_lc_jobs(d));
 	prom_family(f, "moat_local_overrides", "gauge",
 	       "Values moatctl set keeps in the state file, over the config file's (moatctl reset drops them).");
 	fprintf(f, "moat_local_overrides %zu\n", settings_local(d));

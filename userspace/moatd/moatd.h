@@ -140,6 +140,9 @@ struct group_meta {
 	bool daemonset, mirror;		/* never evicted (podmeta.h) */
 	bool controlled;		/* a controller makes it again */
 	bool terminating;		/* deletionTimestamp: leaving */
+	bool job;			/* a Job's: batch work */
+	/* its annotation's run-queue p99 target (podmeta.h); 0: none, -1: bad */
+	long long rqlat_target_us;
 	/* the CPU limit its spec asks (podmeta.h), millicores; -1: none */
 	long long cpu_limit_m;
 };

@@ -62,9 +62,11 @@ struct pod_entry {
 	char *ns, *name, *priority_class;
 	long long priority;
 	char qos[16];
-	bool daemonset, mirror, controlled, terminating;
+	bool daemonset, mirror, controlled, terminating, job;
 	int label_class;
 	char label_value[MOAT_POD_CTR_NAME_MAX];
+	long long rqlat_target_us;		/* podmeta.h */
+	char target_value[32];
 	long long cpu_limit_m;
 	size_t nr;
 	struct moat_pod_container *c;
@@ -148,6 +150,9 @@ static struct pod_entry *entry_new(const struct moat_pod_meta *p)
 	e->mirror = p->mirror;
 	e->controlled = p->controlled;
 	e->terminating = p->terminating;
+	e->job = p->job;
+	e->rqlat_target_us = p->rqlat_target_us;
+	strcpy(e->target_value, p->target_value);
 	e->label_class = p->label_class;
 	strcpy(e->label_value, p->label_value);
 	e->cpu_limit_m = p->cpu_limit_m;
@@ -706,6 +711,8 @@ static void meta_of(const struct moatd_group *g, const struct pod_entry *e,
 	m->mirror = e->mirror;
 	m->controlled = e->controlled;
 	m->terminating = e->terminating;
+	m->job = e->job;
+	m->rqlat_target_us = e->rqlat_target_us;
 	m->cpu_limit_m = e->cpu_limit_m;
 	if (g->gid.kind != MOAT_GROUP_CONTAINER)
 		return;
@@ -752,6 +759,15 @@ void pods_update(struct moatd *d)
 		    (g->meta.label_class != MOAT_POD_LABEL_BAD || !g->meta.known))
 			pr_warn("pod %s/%s: label %s='%s' is none of none, lc, be: ignored",
 				m.ns, m.name, MOAT_POD_CLASS_LABEL, e->label_value);
+		if (m.rqlat_target_us < 0 && g->gid.kind == MOAT_GROUP_POD &&
+		    (g->meta.rqlat_target_us >= 0 || !g->meta.known))
+			pr_warn("pod %s/%s: annotation %s='%s' is not microseconds from 1 to %d: ignored, its class's target stands",
+				m.ns, m.name, MOAT_POD_TARGET_ANNOTATION, e->target_value,
+				MOAT_POD_TARGET_MAX_US);
+		else if (m.rqlat_target_us > 0 && g->gid.kind == MOAT_GROUP_POD &&
+			 m.rqlat_target_us != g->meta.rqlat_target_us)
+			pr_info("pod %s/%s: run-queue p99 target %lld us, its annotation %s",
+				m.ns, m.name, m.rqlat_target_us, MOAT_POD_TARGET_ANNOTATION);
 		g->meta = m;
 		changed = true;
 	}

@@ -32,6 +32,8 @@ struct signals {
 	unsigned int rqlat_p99_target_us;
 	unsigned int memory_pressure_target_pct;
 	unsigned int min_waits;		/* for a p99 that means anything */
+	/* where a pod's annotation may set its target (podmeta.h) */
+	char annotation_ns[256];
 	unsigned long units_gen;	/* d->groups_gen the units were found at */
 	bool units_found;
 };
@@ -104,8 +106,15 @@ static void lc_signals(const struct signals *s, struct unit *u, double secs)
 		return;
 	u->lc.value[MOAT_SIG_RQLAT_P99] = s->rqlat_signal == SIGNAL_AP99 ?
 					  u->rqlat_ap99_us : u->rqlat_wp99_us;
+	/*
+	 * The admin's knob, then the pod's annotation where its namespace
+	 * may set one (lc/target_annotation_namespaces), then the class's.
+	 */
 	u->lc.target[MOAT_SIG_RQLAT_P99] = sg->rqlat_p99_target_us ?
 					   sg->rqlat_p99_target_us :
+					   u->g->meta.known && u->g->meta.rqlat_target_us > 0 &&
+					   moat_names_has(s->annotation_ns, u->g->meta.ns) ?
+					   u->g->meta.rqlat_target_us :
 					   s->rqlat_p99_target_us;
 	u->lc.value[MOAT_SIG_MEMORY_PRESSURE] = u->g->win.memory_pressure_pct;
 	u->lc.target[MOAT_SIG_MEMORY_PRESSURE] = s->memory_pressure_target_pct;
@@ -219,12 +228,17 @@ static int signals_init(struct moatd *d)
 		  .data = &s->memory_pressure_target_pct },
 		{ .path = "enforce/min_waits", .type = MOAT_KNOB_U32,
 		  .writable = true, .min = 1, .max = 1000000, .data = &s->min_waits },
+		{ .path = "lc/target_annotation_namespaces", .type = MOAT_KNOB_STRING,
+		  .writable = true, .data = s->annotation_ns, .str_max = sizeof(s->annotation_ns),
+		  .check = moat_knob_check_names,
+		  .expects = "namespaces whose pods' annotation moat.io/rqlat-p99-target-us is taken, one space between, or *; '' none" },
 	};
 
 	s->rqlat_signal = SIGNAL_AP99;
 	s->rqlat_p99_target_us = 2000;
 	s->memory_pressure_target_pct = 10;
 	s->min_waits = 20;
+	snprintf(s->annotation_ns, sizeof(s->annotation_ns), "*");
 	return moat_knob_add_all(d->tree, "", knobs, sizeof(knobs) / sizeof(knobs[0]),
 				 s);
 }
