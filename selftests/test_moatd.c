@@ -95,7 +95,8 @@ Test(moatd, ls_get_set_tree_round_trip)
 
 	cr_assert_eq(ctl(out, err, "tree", "classes", NULL), 0);
 	cr_expect_str_eq(out, "classes/besteffort = be\nclasses/burstable = lc\n"
-			      "classes/guaranteed = lc\nclasses/label_namespaces = \n");
+			      "classes/guaranteed = lc\nclasses/label_namespaces = \n"
+			      "classes/lc_job_pods = 0\nclasses/spared_namespaces = kube-system\n");
 	cr_assert_eq(ctl(before, err, "config", NULL, NULL), 0);
 	cr_expect(strstr(before, "period_ms = 200\n"), "%s", before);
 	cr_expect(strstr(before, "rules/web = web-* lc\n"), "%s", before);
