@@ -20,6 +20,7 @@ const struct moatd_module *const moatd_modules[MOD_NR] = {
 	[MOD_ENFORCE] = &enforce_module,
 	[MOD_RDT] = &none, [MOD_HINTS] = &none, [MOD_HTTP] = &none,
 	[MOD_KUBE] = &none, [MOD_PODS] = &none, [MOD_EVICT] = &none,
+	[MOD_EVENTS] = &none,
 	[MOD_BURST] = &burst_module,
 };
 

@@ -838,7 +838,8 @@ static void tree_files(const char *top, char *buf, size_t len)
  * request to the API server but reads (no Node patch, no eviction, no
  * Event).  Then shadow: the controller steps the batch pod back, says so
  * in the log, /metrics, /hints and moatctl status, and still writes
- * nothing.  Then enforce, the control: the batch pod's weight goes down.
+ * nothing.  Then enforce, the control: the batch pod's weight goes down,
+ * and Events on it say when and why it was held and put back.
  */
 Test(moatd, observe_and_shadow_write_nothing_on_the_node_or_to_the_api_server,
      .timeout = 150)
@@ -847,6 +848,7 @@ Test(moatd, observe_and_shadow_write_nothing_on_the_node_or_to_the_api_server,
 	static char was[65536], now[65536];
 	char path[PATH_MAX], conf[16384], first[256], before[16], after[16];
 	char *body, *at;
+	struct stub_req req;
 	struct moat_sched was_s[2], now_s[2];
 	struct moat_journal *j;
 	struct kube_node n;
@@ -971,6 +973,19 @@ Test(moatd, observe_and_shadow_write_nothing_on_the_node_or_to_the_api_server,
 	set_runtime("mode", "enforce");
 	cr_expect_lt(wait_weight(&be.pod, orig, true, 20000), orig,
 		     "enforce never lowered the batch pod's weight from %ld", orig);
+	/* ...and says so on the pod, naming the LC pod and the figure */
+	cr_expect(wait_stub("POST", "/api/v1/namespaces/batch/events", "\"reason\":\"MoatHold\"",
+			    NULL, &req, 10000), "no MoatHold Event on the batch pod");
+	cr_expect(strstr(req.body, "\"uid\":\"" BATCH_UID "\"") &&
+		  strstr(req.body, "\"name\":\"etl\"") &&
+		  strstr(req.body, "back, max -> ") && strstr(req.body, "for lc group shop/web: rqlat_"),
+		  "the Event: %s", req.body);
+	/* no longer BE: its levers go back, and an Event says why */
+	set_runtime("groups/" BATCH_UID "/class", "lc");
+	cr_expect(wait_stub("POST", "/api/v1/namespaces/batch/events", "\"reason\":\"MoatRelease\"",
+			    NULL, &req, 10000), "no MoatRelease Event on the batch pod");
+	cr_expect(strstr(req.body, "back: it is no longer be"), "the Event: %s", req.body);
+	cr_expect_eq(kube_weight(&be.pod), orig, "its weight not back");
 	tcg_kill(tid[0]);
 	tcg_kill(tid[1]);
 	stop(&daemon_pid);

@@ -115,7 +115,7 @@ struct enforce {
 	unsigned long long shadow_steps;
 	/* the last steps taken (or, in shadow, not written), oldest first */
 	struct enforce_record history[ENFORCE_HISTORY];
-	unsigned int nhistory;		/* records ever kept */
+	unsigned long long nhistory;	/* records ever kept */
 };
 
 /* Its state of a group: of a unit, the limits moat holds it to. */
@@ -933,9 +933,14 @@ static void commit(struct moatd *d, const struct plan_step *s)
 	eg->refused[s->r] = false;
 	if (s->action <= MOAT_CTL_UNDO && s->chain < MOAT_RES_NR)
 		e->actions[sh][s->chain][s->r][s->action]++;
-	rec = &e->history[e->nhistory++ % ENFORCE_HISTORY];
+	rec = &e->history[e->nhistory % ENFORCE_HISTORY];
 	*rec = (struct enforce_record){ .at = time(NULL), .shadow = sh,
-					.action = s->action, .r = s->r };
+					.action = s->action, .r = s->r,
+					.seq = e->nhistory++ };
+	if (kube_pod(u) && u->meta.known) {
+		snprintf(rec->ns, sizeof(rec->ns), "%s", u->meta.ns);
+		snprintf(rec->pod, sizeof(rec->pod), "%s", u->meta.name);
+	}
 	snprintf(rec->group, sizeof(rec->group), "%s", u->gid.id);
 	snprintf(rec->name, sizeof(rec->name), "%s", who);
 	snprintf(rec->from, sizeof(rec->from), "%s", from);
@@ -1207,6 +1212,11 @@ const struct enforce_record *enforce_history(const struct moatd *d, unsigned int
 	unsigned int n = e->nhistory < ENFORCE_HISTORY ? e->nhistory : ENFORCE_HISTORY;
 
 	return i < n ? &e->history[(e->nhistory - n + i) % ENFORCE_HISTORY] : NULL;
+}
+
+unsigned long long enforce_history_total(const struct moatd *d)
+{
+	return E(d)->nhistory;
 }
 
 unsigned long long enforce_actions(const struct moatd *d, bool shadow,

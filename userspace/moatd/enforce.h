@@ -24,6 +24,9 @@ struct enforce_record {
 	char name[MOATD_GROUP_NAME_MAX];	/* and for people */
 	char from[64], to[64];		/* its limit, as the log says it */
 	char cause[256];		/* what the LC unit saw: the figure */
+	/* a kubelet pod whose metadata came: its namespace and name */
+	char ns[MOAT_POD_NS_MAX], pod[MOAT_POD_NAME_MAX];
+	unsigned long long seq;		/* its number: 0 the first ever kept */
 };
 
 /*
@@ -71,6 +74,8 @@ unsigned long long enforce_shadow_throttles(const struct moatd_group *g);
 const char *enforce_action_name(enum moat_ctl_action a);
 /* The @i-th step of the action history, oldest first; NULL past the last. */
 const struct enforce_record *enforce_history(const struct moatd *d, unsigned int i);
+/* Steps ever kept: the next one's seq. */
+unsigned long long enforce_history_total(const struct moatd *d);
 /*
  * For reporters: the counters by chain, resource and action (@shadow:
  * shadow mode's, not written), and errors.

@@ -49,7 +49,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <json-c/json.h>
 #include "enforce.h"
 #include "evict.h"
 #include "evictpol.h"
@@ -149,59 +148,23 @@ static struct evict_mod *V(const struct moatd *d)
 
 /* ---- the thread ---- */
 
-static void rfc3339(char *buf, size_t len)
-{
-	time_t now = time(NULL);
-	struct tm tm;
-
-	gmtime_r(&now, &tm);
-	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 /* The Event on the pod: what moat did, and the figure that decided it. */
 static bool post_event(struct evictor *ev, const struct evict_req *r)
 {
-	json_object *o = json_object_new_object(), *m, *io, *src;
-	char path[512], when[32], gen[MOAT_POD_NAME_MAX + 8], *resp;
-	long status;
+	char path[512], *body, *resp = NULL;
+	long status = -1;
 
-	rfc3339(when, sizeof(when));
-	snprintf(gen, sizeof(gen), "%.200s.moat-", r->name);
-	json_object_object_add(o, "apiVersion", json_object_new_string("v1"));
-	json_object_object_add(o, "kind", json_object_new_string("Event"));
-	m = json_object_new_object();
-	json_object_object_add(m, "generateName", json_object_new_string(gen));
-	json_object_object_add(m, "namespace", json_object_new_string(r->ns));
-	json_object_object_add(o, "metadata", m);
-	io = json_object_new_object();
-	json_object_object_add(io, "apiVersion", json_object_new_string("v1"));
-	json_object_object_add(io, "kind", json_object_new_string("Pod"));
-	json_object_object_add(io, "namespace", json_object_new_string(r->ns));
-	json_object_object_add(io, "name", json_object_new_string(r->name));
-	json_object_object_add(io, "uid", json_object_new_string(r->uid));
-	json_object_object_add(o, "involvedObject", io);
-	json_object_object_add(o, "reason", json_object_new_string("MoatEviction"));
-	json_object_object_add(o, "message", json_object_new_string(r->why));
-	json_object_object_add(o, "type", json_object_new_string("Warning"));
-	src = json_object_new_object();
-	json_object_object_add(src, "component", json_object_new_string("moatd"));
-	json_object_object_add(src, "host", json_object_new_string(ev->api.node));
-	json_object_object_add(o, "source", src);
-	json_object_object_add(o, "reportingComponent", json_object_new_string("moatd"));
-	json_object_object_add(o, "reportingInstance", json_object_new_string(ev->api.node));
-	json_object_object_add(o, "firstTimestamp", json_object_new_string(when));
-	json_object_object_add(o, "lastTimestamp", json_object_new_string(when));
-	json_object_object_add(o, "count", json_object_new_int(1));
+	body = kube_event_json(&ev->api, r->ns, r->name, r->uid, "MoatEviction",
+			       "Warning", r->why);
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", r->ns);
-	status = kube_api_request(&ev->api, "POST", path, "application/json",
-				  json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-								 JSON_C_TO_STRING_NOSLASHESCAPE),
-				  1 << 20, false, &resp);
+	if (body)
+		status = kube_api_request(&ev->api, "POST", path, "application/json",
+					  body, 1 << 20, false, &resp);
 	if (!kube_api_ok(status) && status >= 0)
 		pr_warn("evict: the Event on pod %s/%s: HTTP %ld: %.200s", r->ns, r->name,
 			status, resp ? resp : "");
 	free(resp);
-	json_object_put(o);
+	free(body);
 	return kube_api_ok(status);
 }
 

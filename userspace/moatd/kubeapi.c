@@ -17,6 +17,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <curl/curl.h>
+#include <json-c/json.h>
 #include "kubeapi.h"
 #include "log.h"
 #include "moatd.h"
@@ -493,4 +494,46 @@ void kube_api_escape(const char *s, char *out, size_t len)
 		}
 	}
 	out[n] = '\0';
+}
+
+char *kube_event_json(const struct kube_api *a, const char *ns, const char *name,
+		      const char *uid, const char *reason, const char *type,
+		      const char *message)
+{
+	json_object *o = json_object_new_object(), *m, *io, *src;
+	char when[32], gen[MOAT_POD_NAME_MAX + 8], *text;
+	time_t now = time(NULL);
+	struct tm tm;
+
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+	snprintf(gen, sizeof(gen), "%.200s.moat-", name);
+	json_object_object_add(o, "apiVersion", json_object_new_string("v1"));
+	json_object_object_add(o, "kind", json_object_new_string("Event"));
+	m = json_object_new_object();
+	json_object_object_add(m, "generateName", json_object_new_string(gen));
+	json_object_object_add(m, "namespace", json_object_new_string(ns));
+	json_object_object_add(o, "metadata", m);
+	io = json_object_new_object();
+	json_object_object_add(io, "apiVersion", json_object_new_string("v1"));
+	json_object_object_add(io, "kind", json_object_new_string("Pod"));
+	json_object_object_add(io, "namespace", json_object_new_string(ns));
+	json_object_object_add(io, "name", json_object_new_string(name));
+	json_object_object_add(io, "uid", json_object_new_string(uid));
+	json_object_object_add(o, "involvedObject", io);
+	json_object_object_add(o, "reason", json_object_new_string(reason));
+	json_object_object_add(o, "message", json_object_new_string(message));
+	json_object_object_add(o, "type", json_object_new_string(type));
+	src = json_object_new_object();
+	json_object_object_add(src, "component", json_object_new_string("moatd"));
+	json_object_object_add(src, "host", json_object_new_string(a->node));
+	json_object_object_add(o, "source", src);
+	json_object_object_add(o, "reportingComponent", json_object_new_string("moatd"));
+	json_object_object_add(o, "reportingInstance", json_object_new_string(a->node));
+	json_object_object_add(o, "firstTimestamp", json_object_new_string(when));
+	json_object_object_add(o, "lastTimestamp", json_object_new_string(when));
+	json_object_object_add(o, "count", json_object_new_int(1));
+	text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+							JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+	return text;
 }

@@ -109,6 +109,15 @@ bool kube_thread_done(const struct kube_thread *t);
 int kube_thread_join(struct kube_thread *t, long long by_ns);
 long long kube_mono_ns(void);
 
+/*
+ * A core/v1 Event on pod @ns/@name (@uid) from moatd on this node:
+ * @reason (CamelCase), @type ("Normal" or "Warning"), @message; its
+ * JSON, to free (NULL: no memory).  POST it to
+ * /api/v1/namespaces/@ns/events.
+ */
+char *kube_event_json(const struct kube_api *a, const char *ns, const char *name,
+		      const char *uid, const char *reason, const char *type,
+		      const char *message);
 /* @s escaped for a URL's query. */
 void kube_api_escape(const char *s, char *out, size_t len);
 

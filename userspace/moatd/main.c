@@ -36,6 +36,7 @@
 #include "hostroot.h"
 #include "http.h"
 #include "evict.h"
+#include "events.h"
 #include "burst.h"
 #include "kube.h"
 #include "pods.h"
@@ -68,6 +69,7 @@ const struct moatd_module *const moatd_modules[MOD_NR] = {
 	[MOD_KUBE] = &kube_module,
 	[MOD_PODS] = &pods_module,
 	[MOD_EVICT] = &evict_module,
+	[MOD_EVENTS] = &events_module,
 	[MOD_BURST] = &burst_module,
 };
 
@@ -564,6 +566,7 @@ static void cycle(struct moatd *d)
 	stage_done(d, STAGE_RDT, &t);
 	/* the steps on resctrl's BE class happened only if its write did */
 	enforce_commit_rdt(d, &d->plan, err);
+	events_act(d);		/* the steps' Events on their pods */
 
 	/* committed: reporters read it from here on */
 	commit(d);

@@ -25,6 +25,7 @@
 #include "metrics.h"
 #include "burst.h"
 #include "evict.h"
+#include "events.h"
 #include "groups.h"
 #include "pods.h"
 #include "prom.h"
@@ -465,7 +466,7 @@ static void daemon_metrics(FILE *f, const struct moatd *d)
 	static const char *const modes[] = { "observe", "shadow", "enforce" };
 	size_t counts[3] = { 0 }, i;
 	__u64 drops[MOAT_DROP_NR];
-	unsigned long long pmu_drops;
+	unsigned long long pmu_drops, ev_posted, ev_limited, ev_failed;
 	char why[PATH_MAX + 256];
 	unsigned long long outside;
 	const char *file;
@@ -565,6 +566,13 @@ static void daemon_metrics(FILE *f, const struct moatd *d)
 			"moat_evictions_total{reason=\"%s\",mode=\"dry-run\"} %llu\n",
 			evict_reason_names[i], evict_count(d, i, false),
 			evict_reason_names[i], evict_count(d, i, true));
+	events_counts(d, &ev_posted, &ev_limited, &ev_failed);
+	prom_family(f, "moat_kube_events_total", "counter",
+	       "Events on BE pods at a hold and a release (kube/events): posted, dropped by the rate limit, failed.");
+	fprintf(f, "moat_kube_events_total{result=\"posted\"} %llu\n"
+		"moat_kube_events_total{result=\"limited\"} %llu\n"
+		"moat_kube_events_total{result=\"failed\"} %llu\n",
+		ev_posted, ev_limited, ev_failed);
 	prom_family(f, "moat_evictions_refused_total", "counter",
 	       "Evictions a PodDisruptionBudget refused (429), to be asked again.");
 	fprintf(f, "moat_evictions_refused_total %llu\n", evict_refused(d));

@@ -59,6 +59,7 @@ enum moatd_mod {
 	MOD_KUBE,	/* kube.c: the Node publisher */
 	MOD_PODS,	/* pods.c: pod metadata from the API server */
 	MOD_EVICT,	/* evict.c: the last resort */
+	MOD_EVENTS,	/* events.c: Events on the pods moat holds back */
 	MOD_NR,
 };
 
