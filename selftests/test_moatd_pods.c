@@ -239,9 +239,9 @@ static double hints_target(const char *uid, double want, int ms)
  * a value that is no target said once, naming the pod, and ignored.  A
  * Job's pod that is LC only by its QoS tier: said once, counted in
  * classes/lc_job_pods and moat_lc_job_pods, and in moatctl status; not
- * once it is labelled be.
+ * once a namespace's rule or a label makes it be.
  */
-Test(moatd, annotation_targets_and_job_pods_lc_by_their_tier, .timeout = 60)
+Test(moatd, namespace_rules_annotation_targets_and_job_pods_lc_by_their_tier, .timeout = 60)
 {
 	struct MHD_Daemon *api;
 	char *body;
@@ -300,12 +300,25 @@ Test(moatd, annotation_targets_and_job_pods_lc_by_their_tier, .timeout = 60)
 	cr_expect_eq(log_count("rqlat-p99-target-us='20000000'"), 1, "said again");
 	cr_expect_eq(hints_target(WEB_UID, 2000e-6, 0), 2000e-6);
 
-	/* labelled be: batch work where it belongs, no longer counted */
+	/*
+	 * A namespace's rule: the batch namespace's pods be, no longer
+	 * counted as protected Jobs; a glob no namespace can be refused;
+	 * the rule removed, the tier's class again.  Then the label.
+	 */
+	set_runtime("classes/namespace/batch", "batch* be");
+	expect_class(ETL_UID, "be\n", "namespace-rule:batch");
+	cr_expect(wait_knob("classes/lc_job_pods", "0\n", 20), "%s", out);
+	cr_expect_neq(ctl(out, err, "set", "classes/namespace/bad", "batch.x be"), 0,
+		      "a namespace glob with a dot taken");
+	cr_expect(strstr(err, "a glob of a pod's namespace"), "%s", err);
+	set_runtime("classes/namespace/batch", "");
+	expect_class(ETL_UID, "lc\n", "kube:burstable");
 	stub_pod_ex(ETL_UID, "batch", "etl-1", "\"moat.io/class\":\"be\"", "", 0, "Job",
 		    "etl=" ETL_CTR);
 	cr_expect(wait_knob("groups/" ETL_UID "/class", "be\n", 50), "%s", out);
 	cr_expect(wait_knob("classes/lc_job_pods", "0\n", 20), "%s", out);
-	cr_expect_eq(log_count("a Job's pod, lc by its QoS tier"), 1, "said again");
+	cr_expect_eq(log_count("a Job's pod, lc by its QoS tier"), 2,
+		     "said once each time it became one");
 	stop(&daemon_pid);
 	stub_stop(api);
 }

@@ -101,13 +101,15 @@ static double ms_since(const struct timespec *t)
 /* ---- rules ---- */
 
 /*
- * Two families of rules, each a knob directory of "<glob> <class>"
+ * Three families of rules, each a knob directory of "<glob> <class>"
  * values: rules/<name> match a cgroup's path, classes/priority/<name> a
- * pod's priorityClassName.  Each family is tried in name order.
+ * pod's priorityClassName, classes/namespace/<name> its namespace.  Each
+ * family is tried in name order.
  */
 static const char *const rule_dirs[RULES_NR] = {
 	[RULES_PATH] = "rules/",
 	[RULES_PRIORITY] = "classes/priority/",
+	[RULES_NAMESPACE] = "classes/namespace/",
 };
 
 /* What a rule's value is: one text, whether the rule is new or not. */
@@ -117,6 +119,9 @@ static const char *const rule_expects[RULES_NR] = {
 	[RULES_PRIORITY] = "'<glob> <class>': a glob of a pod's priorityClassName "
 			   "(a-z, 0-9, '-', '.' and * ? [...]), and none, lc or be; "
 			   "'' removes the rule",
+	[RULES_NAMESPACE] = "'<glob> <class>': a glob of a pod's namespace "
+			    "(a-z, 0-9, '-' and * ? [...]), and none, lc or be; "
+			    "'' removes the rule",
 };
 
 const char *rules_name(const char *path, enum rule_family *family)
@@ -142,6 +147,11 @@ static int rule_parse(enum rule_family f, const char *name, const char *val,
 	/* a priority class's name is a DNS subdomain: no path in it */
 	if (!err && f == RULES_PRIORITY &&
 	    strspn(r->glob, "abcdefghijklmnopqrstuvwxyz0123456789-.*?[]!^") !=
+	    strlen(r->glob))
+		err = -EINVAL;
+	/* a namespace's, a DNS label: not even a dot */
+	if (!err && f == RULES_NAMESPACE &&
+	    strspn(r->glob, "abcdefghijklmnopqrstuvwxyz0123456789-*?[]!^") !=
 	    strlen(r->glob))
 		err = -EINVAL;
 	return err;
@@ -355,7 +365,8 @@ static int spared(unsigned int class)
  * A group's class and what decided it, highest first: the runtime
  * override (groups/<id>/class); its pod's label moat.io/class; the first
  * classes/priority/ rule, in name order, its pod's priorityClassName
- * matches; the first rules/ rule its path matches; its QoS tier's class.
+ * matches; the first classes/namespace/ rule its namespace matches; the
+ * first rules/ rule its path matches; its QoS tier's class.
  * A container has its pod's metadata, so its pod's class.
  *
  * Anyone who may make a pod may label it, so the label is taken as it is
@@ -368,6 +379,7 @@ static void rules_class(struct groups *gs, struct moatd_group *g)
 	struct override *o = find_override(gs, g->gid.id);
 	struct group_in *gi = group_mod(g, MOD_GROUPS);
 	const struct group_meta *m = &g->meta;
+	bool by_priority;
 	size_t i;
 
 	if (o) {
@@ -385,6 +397,18 @@ static void rules_class(struct groups *gs, struct moatd_group *g)
 			g->class = r->class;
 			snprintf(g->class_source, sizeof(g->class_source),
 				 "priority:%s", r->name);
+			break;
+		}
+	}
+	/* no priority class's rule: the first namespace's that matches */
+	by_priority = !strncmp(g->class_source, "priority:", 9);
+	for (i = 0; !by_priority && m->known && i < gs->nr_active[RULES_NAMESPACE]; i++) {
+		const struct moat_rule *r = &gs->active[RULES_NAMESPACE][i];
+
+		if (!fnmatch(r->glob, m->ns, 0)) {
+			g->class = r->class;
+			snprintf(g->class_source, sizeof(g->class_source),
+				 "namespace-rule:%s", r->name);
 			break;
 		}
 	}
@@ -997,6 +1021,8 @@ static int groups_init(struct moatd *d)
 		err = moat_knob_add_dir(d->tree, "rules");
 	if (!err)
 		err = moat_knob_add_dir(d->tree, "classes/priority");
+	if (!err)
+		err = moat_knob_add_dir(d->tree, "classes/namespace");
 	if (!err)
 		err = moat_knob_add_dir(d->tree, "groups");
 	return err;

@@ -31,11 +31,11 @@ bool groups_next_task(struct moatd *d, __u64 *unit, __u32 *tid, bool *lost);
 int groups_track_tasks(struct moatd *d, const __u64 *units, size_t n);
 
 /*
- * Rules, two families of "<glob> <class>" knobs made and removed at run
- * time: rules/<name> on a cgroup's path, classes/priority/<name> on a
- * pod's priorityClassName.
+ * Rules, three families of "<glob> <class>" knobs made and removed at
+ * run time: rules/<name> on a cgroup's path, classes/priority/<name> on
+ * a pod's priorityClassName, classes/namespace/<name> on its namespace.
  */
-enum rule_family { RULES_PATH, RULES_PRIORITY, RULES_NR };
+enum rule_family { RULES_PATH, RULES_PRIORITY, RULES_NAMESPACE, RULES_NR };
 
 /* A rule's name in @path ("rules/web" -> "web"), its family; NULL: no rule. */
 const char *rules_name(const char *path, enum rule_family *family);
