@@ -4,6 +4,7 @@
 
     deploy_check.py schema SCHEMA.json < rendered.yaml
     deploy_check.py moatd HELP.txt KUBE.c < rendered.yaml
+    deploy_check.py cleanup HELP.txt DEPLOY.yaml < rendered-cleanup.yaml
 
 schema: every object is of a kind the vendored Kubernetes schemas know
 (deploy/schema, tools/k8s-schema.py) and valid against its strict schema.
@@ -15,6 +16,10 @@ the ConfigMap holds the config file; $NODE_NAME and $POD_IP come from
 the downward API; the ServiceAccount is the one the ClusterRoleBinding
 binds; and the ClusterRole grants exactly the requests kube.c, pods.c
 and evict.c (beside it) make.
+cleanup: deploy/cleanup/'s DaemonSet runs moatd --restore-only (the init
+container) and --restore-only --stay (the main one), each flag in moatd
+--help, on the paths the moatd DaemonSet (DEPLOY.yaml, rendered) keeps
+its journal and finds the host at, with no ServiceAccount token.
 Prints one line per problem; exits 1 if there is any.
 """
 import json
@@ -232,10 +237,75 @@ def check_moatd(objs, help_path, kube_c):
             problem("ClusterRole grants %s %s, which moatd never uses" % n)
 
 
+def volume_paths(pod, container):
+    """mountPath -> the hostPath behind it, for @container of @pod."""
+    host = {v["name"]: v.get("hostPath", {}).get("path") for v in pod.get("volumes", [])}
+    return {m["mountPath"]: host.get(m["name"]) for m in container.get("volumeMounts", [])}
+
+
+def check_cleanup(objs, help_path, deploy_path):
+    accepted = set(re.findall(r"--[a-z][a-z-]*", open(help_path).read()))
+    ds = one(objs, "DaemonSet")
+    moatd = one([o for o in yaml.safe_load_all(open(deploy_path)) if o], "DaemonSet")
+    if not ds or not moatd:
+        problem("no DaemonSet in deploy/cleanup/ or deploy/")
+        return
+    pod = ds["spec"]["template"]["spec"]
+    mpod = moatd["spec"]["template"]["spec"]
+    mc = next((c for c in mpod["containers"] if c["name"] == "moatd"), {})
+    margs = dict(re.fullmatch(r"(--[a-z-]+)(?:=(.*))?", a).groups() for a in mc.get("args", []))
+    mpaths = volume_paths(mpod, mc)
+    if pod.get("automountServiceAccountToken") is not False:
+        problem("the cleanup mounts a ServiceAccount token: it needs no API access")
+    if not pod.get("hostPID"):
+        problem("the cleanup lacks hostPID: the threads' attributes are the host's")
+    want = {"init": ["--restore-only"], "main": ["--restore-only", "--stay"]}
+    for kind, cs in (("init", pod.get("initContainers", [])), ("main", pod.get("containers", []))):
+        if len(cs) != 1:
+            problem("the cleanup has %d %s containers, not 1" % (len(cs), kind))
+            continue
+        c = cs[0]
+        cmd = c.get("command", [])
+        if not cmd or cmd[0] != "/usr/sbin/moatd":
+            problem("%s container %s: not /usr/sbin/moatd: %s" % (kind, c["name"], cmd))
+            continue
+        args, i, opts = cmd[1:], 0, {}
+        while i < len(args):
+            a = args[i]
+            if a not in accepted:
+                problem("%s container: moatd --help has no option %s" % (kind, a))
+            if a in ("--host-root", "--state-dir") and i + 1 < len(args):
+                opts[a] = args[i + 1]
+                i += 1
+            else:
+                opts[a] = None
+            i += 1
+        for f in want[kind]:
+            if f not in opts:
+                problem("%s container: no %s" % (kind, f))
+        if kind == "init" and "--stay" in opts:
+            problem("init container: --stay would never end")
+        paths = volume_paths(pod, c)
+        root = opts.get("--host-root")
+        if root != margs.get("--host-root"):
+            problem("%s container: --host-root %s, the moatd DaemonSet's %s" %
+                    (kind, root, margs.get("--host-root")))
+        for sub in ("/sys/fs", "/proc"):
+            if root and paths.get(root + sub) != sub:
+                problem("%s container: %s%s is not the host's %s" % (kind, root, sub, sub))
+        state = opts.get("--state-dir")
+        mstate = margs.get("--state-dir", "/var/lib/moat")
+        if not state or paths.get(state) != mpaths.get(mstate):
+            problem("%s container: --state-dir %s is host %s, the moatd DaemonSet's journal is host %s" %
+                    (kind, state, paths.get(state), mpaths.get(mstate)))
+
+
 def main():
     objs = [o for o in yaml.safe_load_all(sys.stdin) if o]
     if sys.argv[1] == "schema":
         check_schema(objs, sys.argv[2])
+    elif sys.argv[1] == "cleanup":
+        check_cleanup(objs, sys.argv[2], sys.argv[3])
     else:
         check_moatd(objs, sys.argv[2], sys.argv[3])
     for p in problems:

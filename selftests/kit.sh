@@ -311,6 +311,8 @@ render() {
 		{ why "kubectl kustomize deploy/ failed: $(cat "$work/kustomize.err")"; return 1; }
 	kubectl kustomize "$top/deploy/policy" >"$work/policy.yaml" 2>"$work/kustomize.err" ||
 		{ why "kubectl kustomize deploy/policy/ failed: $(cat "$work/kustomize.err")"; return 1; }
+	kubectl kustomize "$top/deploy/cleanup" >"$work/cleanup.yaml" 2>"$work/kustomize.err" ||
+		{ why "kubectl kustomize deploy/cleanup/ failed: $(cat "$work/kustomize.err")"; return 1; }
 }
 
 deploy_schema() {
@@ -321,6 +323,9 @@ deploy_schema() {
 	tail -n 1 "$work/out"
 	"$check" schema "$schema" <"$work/policy.yaml" >"$work/out" ||
 		why "deploy/policy/ against Kubernetes $(jq -r .kubernetes "$schema")'s schemas: $(cat "$work/out")"
+	tail -n 1 "$work/out"
+	"$check" schema "$schema" <"$work/cleanup.yaml" >"$work/out" ||
+		why "deploy/cleanup/ against Kubernetes $(jq -r .kubernetes "$schema")'s schemas: $(cat "$work/out")"
 	tail -n 1 "$work/out"
 	# what the check is for: a misspelt field, a string for a number
 	sed 's/hostPID: true/hostPid: true/; s/terminationGracePeriodSeconds: 60/terminationGracePeriodSeconds: "60"/' \
@@ -370,6 +375,17 @@ deploy_moatd() {
 	for want in "--frobnicate: moatd --help has no such option" "NODE_NAME is not" \
 		    "--listen port 9591" "lacks nodes patch" "grants nodes/status list"; do
 		grep -q -- "$want" "$work/bad" || why "not caught: $want: $(cat "$work/bad")"
+	done
+	# deploy/cleanup/ asks of moatd what it accepts, where the DaemonSet keeps the journal
+	"$check" cleanup "$work/help" "$work/deploy.yaml" <"$work/cleanup.yaml" >"$work/out" ||
+		why "deploy/cleanup/ and moatd disagree: $(cat "$work/out")"
+	tail -n 1 "$work/out"
+	sed 's/- --stay/- --frobnicate/; s|path: /var/lib/moat|path: /var/lib/moat2|; /automountServiceAccountToken/d' \
+		"$work/cleanup.yaml" | "$check" cleanup "$work/help" "$work/deploy.yaml" >"$work/bad" &&
+		why "deploy/cleanup/: a wrong flag, journal and token passed"
+	for want in "main container: no --stay" "no option --frobnicate" "is host /var/lib/moat2" \
+		    "mounts a ServiceAccount token"; do
+		grep -q -- "$want" "$work/bad" || why "deploy/cleanup/ not caught: $want: $(cat "$work/bad")"
 	done
 	# its moat.conf is one moatd loads, with the values it says
 	CONF=$top/deploy/moat.conf start_moatd || return

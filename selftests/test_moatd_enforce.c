@@ -322,9 +322,58 @@ Test(moatd, after_sigkill_the_next_start_restores_from_the_journal)
 }
 
 /*
+ * --restore-only --stay (deploy/cleanup/'s main container): nothing left
+ * to restore, it lets the state directory go (another --restore-only
+ * runs beside it) and waits, until SIGTERM: exit 0.  --stay alone is
+ * refused.
+ */
+static void stay_after_restore(void)
+{
+	const char *alone[] = { "--stay", "--state-dir", dir, NULL };
+	const char *only[] = { "--restore-only", "--state-dir", dir, NULL };
+	char path[PATH_MAX], log[PATH_MAX], text[4096] = "";
+	pid_t pid, parent = getpid();
+	int fd, status, i;
+	ssize_t n;
+
+	cr_expect_eq(run("moatd", alone, out, err), 2, "--stay alone: %s", err);
+	cr_expect(strstr(err, "--stay: only with --restore-only"), "%s", err);
+	snprintf(path, sizeof(path), "%s/moatd", build_dir());
+	snprintf(log, sizeof(log), "%s/stay.log", dir);
+	fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		die_with_parent(parent, SIGKILL);
+		dup2(fd, 2);
+		execl(path, path, "--restore-only", "--stay", "--state-dir", dir, (char *)NULL);
+		_exit(127);
+	}
+	close(fd);
+	for (i = 0; i < 100; i++) {	/* its restore is one empty journal */
+		fd = open(log, O_RDONLY | O_CLOEXEC);
+		n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+		text[n > 0 ? n : 0] = '\0';
+		if (fd >= 0)
+			close(fd);
+		if (strstr(text, "waiting for SIGTERM"))
+			break;
+		sleep_ms(50);
+	}
+	cr_expect(strstr(text, "waiting for SIGTERM"), "--stay: %s", text);
+	cr_expect_eq(waitpid(pid, &status, WNOHANG), 0, "--stay did not stay");
+	cr_expect_eq(run("moatd", only, out, err), 0, "the state directory kept: %s", err);
+	kill(pid, SIGTERM);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "--stay at SIGTERM: status %d",
+		  status);
+}
+
+/*
  * A moatd killed while it held the hog back, and no moatd after it: its
- * journal put back by `moatd --restore-only` (an uninstall's cleanup
- * Job), which then exits 0; refused while a moatd runs on the state
+ * journal put back by `moatd --restore-only` (deploy/cleanup/'s init
+ * container), which then exits 0; refused while a moatd runs on the state
  * directory.  A journal that does not decode (a flipped byte): moatd
  * runs in observe, loud (log, /healthz, /metrics, journal_unreadable),
  * refuses enforce from its config and from moatctl, restores nothing and
@@ -401,6 +450,7 @@ Test(moatd, restore_only_and_a_journal_that_does_not_decode)
 	cr_expect(strstr(err, "every value moatd changed is back"), "%s", err);
 	cr_expect_eq(run("moatd", only, out, err), 0, "an empty journal: %s", err);
 	free(was);
+	stay_after_restore();
 }
 
 /*

@@ -77,7 +77,7 @@ struct options {
 	const char *config, *cgroup_root, *state_dir, *socket, *socket_group;
 	const char *host_root;
 	const char *mode, *listen;
-	bool config_given, foreground, restore_only;
+	bool config_given, foreground, restore_only, stay;
 	int verbose;
 };
 
@@ -87,7 +87,7 @@ static const char usage[] =
 "usage: moatd [--config FILE] [--host-root DIR] [--cgroup-root DIR] [--state-dir DIR]\n"
 "             [--socket PATH] [--socket-group GROUP] [--mode observe|shadow|enforce]\n"
 "             [--listen ADDR:PORT] [--foreground] [-v]\n"
-"       moatd --restore-only [--host-root DIR] [--state-dir DIR] [-v]\n"
+"       moatd --restore-only [--stay] [--host-root DIR] [--state-dir DIR] [-v]\n"
 "\n"
 "  -c, --config FILE       knob settings, 'path = value' lines\n"
 "                          (default " DEFAULT_CONFIG ", if it exists)\n"
@@ -107,6 +107,9 @@ static const char usage[] =
 "      --restore-only      put back what the journal in the state directory\n"
 "                          lists (a moatd that did not stop cleanly), and\n"
 "                          exit: 0 when all of it is back\n"
+"      --stay              with --restore-only: once all of it is back, wait\n"
+"                          for SIGTERM or SIGINT, then exit 0 (the main\n"
+"                          container of deploy/cleanup/'s DaemonSet)\n"
 "  -v, --verbose           debug messages; twice: libbpf's too\n";
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -122,6 +125,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "restore-only", no_argument, NULL, 'R' },
+		{ "stay", no_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -164,6 +168,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case 'R':
 			o->restore_only = true;
 			break;
+		case 'S':
+			o->stay = true;
+			break;
 		case 'v':
 			o->verbose++;
 			break;
@@ -177,6 +184,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 	}
 	if (optind < argc) {
 		pr_err("unexpected argument '%s'", argv[optind]);
+		return -EINVAL;
+	}
+	if (o->stay && !o->restore_only) {
+		pr_err("--stay: only with --restore-only");
 		return -EINVAL;
 	}
 	return 0;
@@ -819,6 +830,31 @@ static int restore_only(struct moatd *d)
 	return 0;
 }
 
+/*
+ * --restore-only --stay: once the journal is empty, the state directory
+ * is let go (a moatd installed again may start on it) and moatd waits
+ * for SIGTERM or SIGINT: the main container of deploy/cleanup/'s
+ * DaemonSet, in an image with no shell to wait in.
+ */
+static int stay(int lock)
+{
+	sigset_t set;
+	int sig;
+
+	if (lock >= 0)
+		close(lock);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	if (sigprocmask(SIG_BLOCK, &set, NULL))
+		return -errno;
+	pr_info("--restore-only --stay: every value is back; waiting for SIGTERM");
+	if (sigwait(&set, &sig))
+		return -EINTR;
+	pr_info("--restore-only --stay: %s: exiting", strsignal(sig));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct server *srv = NULL;
@@ -871,6 +907,8 @@ int main(int argc, char **argv)
 		err = restore_only(d);
 		moat_journal_free(d->journal);
 		free(d);
+		if (!err && o.stay)
+			err = stay(lock);
 		return err ? 1 : 0;
 	}
 	d->tree = moat_knob_tree_new();
