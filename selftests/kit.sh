@@ -270,6 +270,24 @@ rules() {
 	command -v jq >/dev/null && for d in "$top"/contrib/grafana/*.json; do
 		jq -e '.panels | length > 0' "$d" >/dev/null || why "$d: no panels"
 	done
+	# the descheduler's example policy asks for a series the rules record
+	python3 - "$top/contrib/descheduler/policy.yaml" moat.rules.yml >"$work/out" 2>&1 <<-'PY' ||
+		import sys, yaml
+		pol = yaml.safe_load(open(sys.argv[1]))
+		records = {r["record"] for g in yaml.safe_load(open(sys.argv[2]))["groups"]
+		           for r in g["rules"] if "record" in r}
+		cfg = {c["name"]: c.get("args", {}) for p in pol["profiles"] for c in p["pluginConfig"]}
+		lnu = cfg["LowNodeUtilization"]
+		q = lnu["metricsUtilization"]["prometheus"]["query"]
+		assert q in records, "query %s is no recording rule of moat.rules.yml" % q
+		assert set(lnu["thresholds"]) == {"MetricResource"} == set(lnu["targetThresholds"])
+		assert lnu["thresholds"]["MetricResource"] < lnu["targetThresholds"]["MetricResource"]
+		sel = cfg["DefaultEvictor"]["labelSelector"]["matchLabels"]
+		assert sel == {"moat.io/class": "be"}, "the evictor may take more than BE pods: %s" % sel
+		print("contrib/descheduler/policy.yaml: %s, BE pods only" % q)
+	PY
+		why "contrib/descheduler/policy.yaml: $(cat "$work/out")"
+	tail -n 1 "$work/out"
 }
 
 # --- make install --------------------------------------------------------------

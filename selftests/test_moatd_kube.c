@@ -248,6 +248,22 @@ Test(moatd, hints_see_a_pods_waits_in_its_containers)
 	if (o && json_object_object_get_ex(o, "usage", &v))
 		cr_log_info("usage: %s", json_object_to_json_string(v));
 	json_object_put(o);
+	/*
+	 * The descheduler's number, in the same scrape as the interference
+	 * it is made of: half the worst, at most 1, labelled with the node.
+	 */
+	cr_assert_eq(http_get(http_port(), "/metrics", page, sizeof(page), &body), 200);
+	{
+		double c = series_value(body, "moat_hint_interference_ratio{resource=\"cpu\"}");
+		double m = series_value(body, "moat_hint_interference_ratio{resource=\"memory\"}");
+		double k = series_value(body, "moat_hint_interference_ratio{resource=\"cache\"}");
+		double n = series_value(body, "moat_node_interference_ratio{node=\"test-node\"}");
+
+		cr_log_info("interference cpu %g memory %g cache %g: the node's %g", c, m, k, n);
+		cr_expect(n >= 0 && n <= 1 && fabs(n - fmin(1, fmax(c, fmax(m, k)) / 2)) < 1e-9,
+			  "moat_node_interference_ratio %g, from cpu %g memory %g cache %g", n, c,
+			  m, k);
+	}
 	cr_expect(wait_stub("PATCH", "/api/v1/nodes/test-node",
 			    "\"key\":\"moat.io/interference\"", NULL, &r, 15000),
 		  "the Node object got no taint");

@@ -122,13 +122,35 @@ static void gauge(FILE *f, const char *name, const char *help, double v)
 	prom_value(f, v);
 }
 
+/*
+ * The node's interference as one number in [0, 1], for the descheduler's
+ * LowNodeUtilization with Prometheus (its MetricsUtilization, which
+ * takes a value in [0, 1] per node, labelled with the node's name, and
+ * fails its whole cycle on a value outside it): half the worst
+ * interference ratio, at most 1.  0.5: an LC group at its target; 1: at
+ * twice it or more; 0: no LC group waits, or none is measured.
+ */
+static double node_interference(const struct hints *h)
+{
+	double worst = fmax(h->cpu_interference,
+			    fmax(h->memory_interference, h->cache_interference));
+
+	return isnan(worst) || worst <= 0 ? 0 : fmin(1, worst / 2);
+}
+
 int hints_write_metrics(const struct moatd *d, FILE *f)
 {
-	char buf[32];
+	char buf[32], node[256];
 	struct hints h;
 	size_t i;
 
 	compute(d, &h);
+	moatd_node_name(node, sizeof(node));
+	fputs("# HELP moat_node_interference_ratio The node's interference in [0, 1], labelled with its name: half the worst LC signal / target, at most 1 (0.5: at the target); for the descheduler (Documentation/hints.rst).\n"
+	      "# TYPE moat_node_interference_ratio gauge\n"
+	      "moat_node_interference_ratio{node=\"", f);
+	prom_label_value(f, node);
+	fprintf(f, "\"} %s\n", prom_shortest(buf, sizeof(buf), node_interference(&h)));
 	gauge(f, "moat_hint_be_cpus",
 	      "BE CPU capacity left on the node (Documentation/hints.rst).", h.be_cpus);
 	gauge(f, "moat_hint_be_memory_bytes",
