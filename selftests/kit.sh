@@ -374,6 +374,31 @@ policy_cel() {
 	fi
 }
 
+# kubectl delete -k deletes in the rendered order: the uninstall that
+# deploy.rst gives (the DaemonSet first, waited for) is needed, and names
+# the DaemonSet the render has
+deploy_uninstall() {
+	render || return
+	python3 - "$work/deploy.yaml" "$top/Documentation/deploy.rst" >"$work/out" 2>&1 <<-'PY' ||
+		import re, sys, yaml
+		objs = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o]
+		kinds = [o["kind"] for o in objs]
+		ds = next(o for o in objs if o["kind"] == "DaemonSet")
+		rbac = [k for k in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding") if k in kinds]
+		before = [k for k in rbac if kinds.index(k) < kinds.index("DaemonSet")]
+		doc = open(sys.argv[2]).read()
+		cmd = "kubectl -n %s delete daemonset %s --cascade=foreground --wait" % (
+			ds["metadata"]["namespace"], ds["metadata"]["name"])
+		assert cmd in doc, "deploy.rst does not give: " + cmd
+		assert before, "the render puts the DaemonSet first: deploy.rst's two steps are no longer needed"
+		assert "kubectl delete -k deploy/`` alone deletes in kustomize's order" in doc
+		print("rendered order %s: %s before the DaemonSet; deploy.rst deletes it first" %
+		      (", ".join(kinds), ", ".join(before)))
+	PY
+		why "the uninstall: $(cat "$work/out")"
+	tail -n 1 "$work/out"
+}
+
 deploy_lint() {
 	command -v yamllint >/dev/null || { echo "no yamllint (tools/deps.sh installs it)"; return 77; }
 	yamllint -s -c "$top/deploy/.yamllint" "$top/deploy" || why "yamllint: deploy/ (above)"
@@ -489,6 +514,7 @@ run_check image_builds_and_runs_as_the_daemonset_runs_it image_runs
 run_check deploy_renders_and_passes_the_kubernetes_schemas deploy_schema
 run_check the_admission_policy_holds_moatd_to_its_own_node policy_cel
 run_check deploy_passes_yamllint deploy_lint
+run_check the_documented_uninstall_deletes_the_daemonset_before_its_rbac deploy_uninstall
 run_check deploy_asks_of_moatd_what_it_accepts deploy_moatd
 run_check unit_passes_systemd_analyze_verify unit_verify
 run_check unit_exposure_is_the_one_recorded unit_security
