@@ -288,6 +288,40 @@ rules() {
 	PY
 		why "contrib/descheduler/policy.yaml: $(cat "$work/out")"
 	tail -n 1 "$work/out"
+	# crane-scheduler's policy, as its v1alpha1 types and its plugin take it
+	python3 - "$top/contrib/crane/policy.yaml" "$top/userspace/lib/nodepatch.h" \
+		>"$work/out" 2>&1 <<-'PY' ||
+		import re, sys, yaml
+		pol = yaml.safe_load(open(sys.argv[1]))
+		key = re.search(r'#define MOAT_CRANE_KEY\s+"([^"]+)"', open(sys.argv[2]).read())[1]
+		assert pol["apiVersion"] == "scheduler.policy.crane.io/v1alpha1", pol["apiVersion"]
+		assert pol["kind"] == "DynamicSchedulerPolicy"
+		fields = {"syncPolicy": {"name": str, "period": str},
+		          "predicate": {"name": str, "maxLimitPecent": float},
+		          "priority": {"name": str, "weight": float},
+		          "hotValue": {"timeRange": str, "count": int}}
+		spec = pol["spec"]
+		assert set(spec) <= set(fields), "fields crane does not know: %s" % (set(spec) - set(fields))
+		dur = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$")	# Go's time.ParseDuration
+		for lst, typ in fields.items():
+		    for e in spec.get(lst, []):
+		        assert set(e) == set(typ), "%s entry %s: fields %s" % (lst, e, set(typ))
+		        for f, t in typ.items():
+		            assert isinstance(e[f], t), "%s.%s = %r is no %s" % (lst, f, e[f], t.__name__)
+		            if f in ("period", "timeRange"):
+		                assert dur.match(e[f]), "%s.%s = %s is no duration" % (lst, f, e[f])
+		synced = {e["name"] for e in spec["syncPolicy"]}
+		for lst in ("predicate", "priority"):
+		    names = {e["name"] for e in spec[lst]}
+		    # without a syncPolicy period the plugin skips the entry
+		    assert names <= synced, "%s without a syncPolicy period: %s" % (lst, names - synced)
+		    assert key in names, "moat's %s is not in %s" % (key, lst)
+		lim = [e["maxLimitPecent"] for e in spec["predicate"] if e["name"] == key][0]
+		assert 0 < lim <= 1, "moat's value is in [0, 1]; maxLimitPecent %s" % lim
+		print("contrib/crane/policy.yaml: %s synced, a predicate at %s and a priority" % (key, lim))
+	PY
+		why "contrib/crane/policy.yaml: $(cat "$work/out")"
+	tail -n 1 "$work/out"
 }
 
 # --- make install --------------------------------------------------------------

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/stat.h>
+#include <json-c/json.h>
 #include "kubestub.h"
 
 #define NODE	"test-node"
@@ -37,7 +38,8 @@ static struct {
 	pthread_cond_t cond;
 	struct stub_req *req;	/* every request, in order */
 	int n, cap, status_patches;
-	char taints[2048];	/* the node's, as the last patch left them */
+	json_object *node;	/* the Node, as the patches left it */
+	unsigned long node_rv;
 	/* pods */
 	struct stub_pod *pods;
 	size_t nr_pods;
@@ -73,8 +75,10 @@ static void nap(long ms)
 }
 
 struct stub_conn {
-	struct stub_req r;
+	struct stub_req r;	/* its body cut to what the record holds */
 	size_t len;
+	char *body;		/* all of it */
+	size_t body_len;
 };
 
 static enum MHD_Result stub_reply(struct MHD_Connection *c, unsigned int code,
@@ -639,6 +643,242 @@ static enum MHD_Result pods_list(struct MHD_Connection *c)
 	return ret;
 }
 
+/* ---- the node ---- */
+
+/*
+ * A JSON merge patch (RFC 7386) of @patch onto object @into; @smp: a
+ * strategic merge patch instead, as the API server applies one to a
+ * Node's status: "conditions" merged by their "type" (NodeStatus's
+ * patchMergeKey), an element with "$patch": "delete" removed, other
+ * lists replaced.  Whether anything changed.
+ */
+static bool merge(json_object *into, json_object *patch, bool smp);
+
+static bool merge_conditions(json_object *have, json_object *patch)
+{
+	bool changed = false;
+	size_t i, j;
+
+	for (i = 0; i < json_object_array_length(patch); i++) {
+		json_object *e = json_object_array_get_idx(patch, i), *t, *d, *mine = NULL;
+		const char *type;
+
+		must(json_object_object_get_ex(e, "type", &t));
+		type = json_object_get_string(t);
+		for (j = 0; j < json_object_array_length(have); j++) {
+			json_object *h = json_object_array_get_idx(have, j), *ht;
+
+			if (json_object_object_get_ex(h, "type", &ht) &&
+			    !strcmp(json_object_get_string(ht), type))
+				break;
+		}
+		mine = j < json_object_array_length(have) ? json_object_array_get_idx(have, j) : NULL;
+		if (json_object_object_get_ex(e, "$patch", &d)) {
+			if (mine) {
+				json_object_array_del_idx(have, j, 1);
+				changed = true;
+			}
+			continue;
+		}
+		if (!mine) {
+			mine = json_object_new_object();
+			json_object_array_add(have, mine);
+			changed = true;
+		}
+		changed |= merge(mine, e, true);
+	}
+	return changed;
+}
+
+static bool merge(json_object *into, json_object *patch, bool smp)
+{
+	bool changed = false;
+
+	json_object_object_foreach(patch, key, val) {
+		json_object *have = NULL;
+		bool had = json_object_object_get_ex(into, key, &have);
+
+		if (!val) {
+			if (had) {
+				json_object_object_del(into, key);
+				changed = true;
+			}
+		} else if (json_object_is_type(val, json_type_object)) {
+			if (!json_object_is_type(have, json_type_object)) {
+				have = json_object_new_object();
+				json_object_object_add(into, key, have);
+				changed = true;
+			}
+			changed |= merge(have, val, smp);
+		} else if (smp && !strcmp(key, "conditions") &&
+			   json_object_is_type(val, json_type_array)) {
+			if (!json_object_is_type(have, json_type_array)) {
+				have = json_object_new_array();
+				json_object_object_add(into, key, have);
+			}
+			changed |= merge_conditions(have, val);
+		} else if (!had || !json_object_equal(have, val)) {
+			json_object_object_add(into, key, json_object_get(val));
+			changed = true;
+		}
+	}
+	return changed;
+}
+
+static json_object *node_part(const char *part)
+{
+	json_object *o;
+
+	must(json_object_object_get_ex(stub.node, part, &o));
+	return o;
+}
+
+static void node_reset(void)
+{
+	json_object_put(stub.node);
+	stub.node = json_tokener_parse(
+		"{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" NODE "\","
+		"\"annotations\":{\"other.io/owner\":\"ops\"}},"
+		"\"spec\":{\"taints\":[{\"key\":\"other.io/maintenance\",\"effect\":\"NoSchedule\"}]},"
+		"\"status\":{\"capacity\":{\"cpu\":\"2\"},\"allocatable\":{\"cpu\":\"2\"},"
+		"\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"KubeletReady\","
+		"\"lastTransitionTime\":\"2026-12-01T00:00:00Z\"}]}}");
+	must(stub.node);
+	stub.node_rv = 7;
+}
+
+/* The node, its resourceVersion in it, malloc()ed; under the lock. */
+static char *node_text(void)
+{
+	json_object *meta = node_part("metadata");
+	char rv[24];
+
+	snprintf(rv, sizeof(rv), "%lu", stub.node_rv);
+	json_object_object_add(meta, "resourceVersion", json_object_new_string(rv));
+	return format("%s", json_object_to_json_string_ext(stub.node, JSON_C_TO_STRING_PLAIN));
+}
+
+/*
+ * A PATCH of the node (@status: of its status subresource), as the API
+ * server takes it: the patch types it knows, a resourceVersion in the
+ * patch a precondition (409 when the node changed since), the main
+ * resource's status and the status subresource's spec and metadata left
+ * alone.  Its answer's code; the node in @out.
+ */
+static unsigned int node_patch(bool status, const char *type, const char *body, char **out)
+{
+	json_object *p, *part, *meta, *rv;
+	bool smp = !strcmp(type, "application/strategic-merge-patch+json"), changed = false;
+	unsigned int code = 200;
+
+	*out = NULL;
+	if (!smp && strcmp(type, "application/merge-patch+json"))
+		return 415;
+	p = json_tokener_parse(body);
+	if (!json_object_is_type(p, json_type_object)) {
+		json_object_put(p);
+		return 400;
+	}
+	pthread_mutex_lock(&stub.lock);
+	if (json_object_object_get_ex(p, "metadata", &meta) &&
+	    json_object_object_get_ex(meta, "resourceVersion", &rv)) {
+		if (strtoul(json_object_get_string(rv), NULL, 10) != stub.node_rv)
+			code = 409;
+		json_object_object_del(meta, "resourceVersion");
+	}
+	json_object_object_foreach(p, key, val) {
+		bool mine = status ? !strcmp(key, "status") :
+			    !strcmp(key, "metadata") || !strcmp(key, "spec");
+
+		if (code != 200 || !mine || !json_object_is_type(val, json_type_object))
+			continue;
+		part = node_part(key);
+		changed |= merge(part, val, smp);
+	}
+	if (changed)
+		stub.node_rv++;
+	*out = node_text();
+	pthread_mutex_unlock(&stub.lock);
+	json_object_put(p);
+	return code;
+}
+
+/* @from's member @key as text in @out; false where it has none. */
+static bool text_of(json_object *from, const char *key, char *out, size_t len)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(from, key, &v) || !v)
+		return false;
+	snprintf(out, len, "%s", json_object_get_string(v));
+	return true;
+}
+
+bool stub_node_annotation(const char *key, char *out, size_t len)
+{
+	json_object *ann;
+	bool found;
+
+	pthread_mutex_lock(&stub.lock);
+	found = json_object_object_get_ex(node_part("metadata"), "annotations", &ann) &&
+		text_of(ann, key, out, len);
+	pthread_mutex_unlock(&stub.lock);
+	return found;
+}
+
+void stub_node_annotate(const char *key, const char *val)
+{
+	json_object *meta, *ann;
+
+	pthread_mutex_lock(&stub.lock);
+	meta = node_part("metadata");
+	if (!json_object_object_get_ex(meta, "annotations", &ann) || !ann) {
+		ann = json_object_new_object();
+		json_object_object_add(meta, "annotations", ann);
+	}
+	if (val)
+		json_object_object_add(ann, key, json_object_new_string(val));
+	else
+		json_object_object_del(ann, key);
+	stub.node_rv++;
+	pthread_mutex_unlock(&stub.lock);
+}
+
+bool stub_node_condition(const char *type, const char *field, char *out, size_t len)
+{
+	json_object *conds, *t;
+	bool found = false;
+	size_t i;
+
+	pthread_mutex_lock(&stub.lock);
+	if (json_object_object_get_ex(node_part("status"), "conditions", &conds))
+		for (i = 0; !found && i < json_object_array_length(conds); i++) {
+			json_object *c = json_object_array_get_idx(conds, i);
+
+			if (json_object_object_get_ex(c, "type", &t) &&
+			    !strcmp(json_object_get_string(t), type))
+				found = text_of(c, field, out, len);
+		}
+	pthread_mutex_unlock(&stub.lock);
+	return found;
+}
+
+bool stub_node_taint(const char *key)
+{
+	json_object *taints, *k;
+	bool found = false;
+	size_t i;
+
+	pthread_mutex_lock(&stub.lock);
+	if (json_object_object_get_ex(node_part("spec"), "taints", &taints))
+		for (i = 0; i < json_object_array_length(taints); i++)
+			found |= json_object_object_get_ex(json_object_array_get_idx(taints, i),
+							   "key", &k) &&
+				 !strcmp(json_object_get_string(k), key);
+	pthread_mutex_unlock(&stub.lock);
+	return found;
+}
+
 /* ---- the server ---- */
 
 static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind,
@@ -659,7 +899,8 @@ static enum MHD_Result stub_handle(void *cls, struct MHD_Connection *c,
 {
 	struct stub_conn *sc = *state;
 	const char *h, *w;
-	char node[4096], odd[4096];
+	char odd[4096], type[64], *body, *node;
+	unsigned int code;
 	bool status;
 	int fail = 0, odd_status = 0, delay = 0;
 
@@ -678,6 +919,11 @@ static enum MHD_Result stub_handle(void *cls, struct MHD_Connection *c,
 	if (*data_len) {
 		size_t n = *data_len;
 
+		sc->body = realloc(sc->body, sc->body_len + n + 1);
+		must(sc->body);
+		memcpy(sc->body + sc->body_len, data, n);
+		sc->body_len += n;
+		sc->body[sc->body_len] = '\0';
 		if (sc->len + n >= sizeof(sc->r.body))
 			n = sizeof(sc->r.body) - sc->len - 1;
 		memcpy(sc->r.body + sc->len, data, n);
@@ -697,19 +943,6 @@ static enum MHD_Result stub_handle(void *cls, struct MHD_Connection *c,
 	status = !strcmp(url, "/api/v1/nodes/" NODE "/status");
 	if (status && !strcmp(method, "PATCH"))
 		stub.status_patches++;
-	if (!strcmp(method, "PATCH") && !status) {
-		const char *t = strstr(sc->r.body, "\"taints\":");
-
-		if (t) {
-			size_t end = strcspn(t + 9, "]");
-
-			snprintf(stub.taints, sizeof(stub.taints), "%.*s]",
-				 (int)end, t + 9);
-		}
-	}
-	snprintf(node, sizeof(node),
-		 "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" NODE "\","
-		 "\"resourceVersion\":\"7\"},\"spec\":{\"taints\":%s}}", stub.taints);
 	if (!strcmp(url, "/api/v1/pods") && stub.fail_n > 0) {
 		stub.fail_n--;
 		fail = stub.fail_status;
@@ -723,7 +956,10 @@ static enum MHD_Result stub_handle(void *cls, struct MHD_Connection *c,
 	if (!strcmp(method, "PATCH"))
 		delay = stub.patch_delay_ms;
 	pthread_mutex_unlock(&stub.lock);
+	body = sc->body;
+	snprintf(type, sizeof(type), "%s", sc->r.type);
 	if (odd_status) {
+		free(body);
 		free(sc);
 		*state = NULL;
 		return stub_reply(c, odd_status, odd);
@@ -731,12 +967,18 @@ static enum MHD_Result stub_handle(void *cls, struct MHD_Connection *c,
 	if (!strncmp(url, "/api/v1/namespaces/", 19)) {
 		enum MHD_Result ret = namespaced(c, url, method, &sc->r);
 
+		free(body);
 		free(sc);
 		*state = NULL;
 		return ret;
 	}
 	free(sc);
 	*state = NULL;
+	if (strcmp(method, "PATCH") || strncmp(url, "/api/v1/nodes/" NODE,
+					       strlen("/api/v1/nodes/" NODE))) {
+		free(body);
+		body = NULL;
+	}
 	if (!strcmp(url, "/api/v1/pods")) {
 		if (strcmp(method, "GET"))
 			return stub_status(c, 405, "MethodNotAllowed");
@@ -748,16 +990,36 @@ static enum MHD_Result stub_handle(void *cls, struct MHD_Connection *c,
 			return pods_watch(c);
 		return pods_list(c);
 	}
-	if (strncmp(url, "/api/v1/nodes/" NODE, strlen("/api/v1/nodes/" NODE)))
+	if (strcmp(url, "/api/v1/nodes/" NODE) && !status)
 		return stub_status(c, 404, "NotFound");
-	if (!strcmp(method, "GET") && !status)
-		return stub_reply(c, 200, node);
+	if (!strcmp(method, "GET") && !status) {
+		enum MHD_Result ret;
+
+		pthread_mutex_lock(&stub.lock);
+		node = node_text();
+		pthread_mutex_unlock(&stub.lock);
+		ret = stub_reply(c, 200, node);
+		free(node);
+		return ret;
+	}
+	if (strcmp(method, "PATCH"))
+		return stub_status(c, 405, "MethodNotAllowed");
 	held(delay);
-	if (!strcmp(method, "PATCH") && status && stub.status_patches == 1)
+	if (status && stub_status_patches() == 1) {
+		free(body);
 		return stub_status(c, 500, "InternalError");
-	if (!strcmp(method, "PATCH"))
-		return stub_reply(c, 200, node);
-	return stub_status(c, 405, "MethodNotAllowed");
+	}
+	code = node_patch(status, type, body ? body : "", &node);
+	free(body);
+	if (code == 200) {
+		enum MHD_Result ret = stub_reply(c, 200, node);
+
+		free(node);
+		return ret;
+	}
+	free(node);
+	return stub_status(c, code, code == 409 ? "Conflict" : code == 415 ?
+				    "UnsupportedMediaType" : "BadRequest");
 }
 
 bool stub_seen(const char *method, const char *path, const char *has,
@@ -912,7 +1174,7 @@ struct MHD_Daemon *stub_serve(const char *sa, unsigned int *port)
 		return NULL;
 	}
 	pthread_mutex_lock(&stub.lock);
-	strcpy(stub.taints, "[{\"key\":\"other.io/maintenance\",\"effect\":\"NoSchedule\"}]");
+	node_reset();
 	stub.n = stub.status_patches = 0;
 	stub.rv = 100;
 	stub.compacted = stub.bookmarks = stub.closes = 0;
@@ -962,4 +1224,6 @@ void stub_stop(struct MHD_Daemon *api)
 	free(stub.ev);
 	stub.ev = NULL;
 	stub.nr_ev = 0;
+	json_object_put(stub.node);
+	stub.node = NULL;
 }

@@ -8,9 +8,13 @@
  * (libmicrohttpd, a self-signed certificate made with openssl for
  * 127.0.0.1), a thread per connection so that a watch can stream.
  *
- *  - One node "test-node" with a taint of someone else's, resourceVersion
- *    "7"; GET and merge-PATCH of it and of its status (the first status
- *    patch answers 500, to see moatd retry).
+ *  - One node "test-node" with a taint, an annotation and a condition of
+ *    others', resourceVersion "7" and one more at each change; GET of it,
+ *    and PATCH of it and of its status with a merge patch or a strategic
+ *    merge patch (conditions merged by type, "$patch": "delete"), a
+ *    resourceVersion in the patch a precondition (409), as the API server
+ *    applies them (the first status patch answers 500, to see moatd
+ *    retry).
  *  - Pods: GET /api/v1/pods lists them (fieldSelector spec.nodeName,
  *    limit and continue honoured; a PodList with the list's
  *    resourceVersion), and with watch=1 streams their changes after the
@@ -56,6 +60,13 @@ bool stub_seen(const char *method, const char *path, const char *has,
 	       const char *lacks, struct stub_req *got);
 bool wait_stub(const char *method, const char *path, const char *has,
 	       const char *lacks, struct stub_req *got, int ms);
+/* The node's annotation @key, its condition @type's @field: false when none. */
+bool stub_node_annotation(const char *key, char *out, size_t len);
+bool stub_node_condition(const char *type, const char *field, char *out, size_t len);
+/* Whether the node has a taint of key @key. */
+bool stub_node_taint(const char *key);
+/* Another writer sets annotation @key to @val (NULL: removes it). */
+void stub_node_annotate(const char *key, const char *val);
 /* Status patches of the node seen. */
 int stub_status_patches(void);
 /* Requests of @method on @path whose query has @has. */

@@ -35,12 +35,53 @@
 #include "journal.h"
 #include "kubestub.h"
 #include "moatd_harness.h"
+#include "nodepatch.h"
 #include "resctrl.h"
 #include "tasksched.h"
+
+#define KOORD_OLD	"{\"usageThresholds\":{\"cpu\":65,\"memory\":95}}"
+#define KOORD_OURS	"{\"usageThresholds\":{\"cpu\":30,\"memory\":95}}"
+#define KOORD_THEIRS	"{\"usageThresholds\":{\"cpu\":70}}"
+
+/* Until the stub's node has annotation @key as @want (NULL: none), @ms at most. */
+static bool wait_annotation(const char *key, const char *want, int ms)
+{
+	char v[512];
+	bool has;
+
+	for (; ms > 0; ms -= 100) {
+		has = stub_node_annotation(key, v, sizeof(v));
+		if (want ? has && !strcmp(v, want) : !has)
+			return true;
+		sleep_ms(100);
+	}
+	return false;
+}
+
+/*
+ * crane-scheduler's value: "<fraction>,<time>", the time in crane's
+ * zone (+08:00 here) with no offset, as its Go layout
+ * "2006-01-02T15:04:05Z" parses it, within a minute of now.
+ */
+static void expect_crane_value(const char *v)
+{
+	struct tm tm = { 0 };
+	double frac = -1;
+	char *at = strchr(v, ',');
+	time_t t;
+
+	cr_assert_not_null(at, "%s", v);
+	frac = strtod(v, NULL);
+	cr_expect(frac >= 0 && frac <= 1, "%s", v);
+	cr_assert_not_null(strptime(at + 1, "%Y-%m-%dT%H:%M:%SZ", &tm), "%s", v);
+	t = timegm(&tm) - 8 * 3600;
+	cr_expect(llabs((long long)(t - time(NULL))) < 60, "%s is not now in +08:00", v);
+}
 
 Test(moatd, node_hints_reach_a_stub_api_server)
 {
 	static struct work_periodic probe = { 1000000, 1500 };
+	char v[512], since[64];
 	struct MHD_Daemon *api;
 	struct stub_req r;
 	struct tcg lc, be;
@@ -50,8 +91,11 @@ Test(moatd, node_hints_reach_a_stub_api_server)
 	/* moatd as in a pod: the stub's address, a token, a node name */
 	stop(&daemon_pid);
 	api = stub_start();
+	stub_node_annotate(MOAT_KOORD_KEY, KOORD_OLD);
 	start_with_config("kube.conf", "period_ms = 100\nrules/web = web-* lc\nrules/batch = batch-* be\n"
 			  "http/listen = \nkube/publish = 1\nkube/interval_ms = 200\nkube/untaint_s = 1\n"
+			  "kube/resync_s = 1\nkube/crane = 1\n"
+			  "kube/koordinator_usage_thresholds = " KOORD_OURS "\n"
 			  "lc/rqlat_p99_target_us = 1\n");
 	moatd_env[0] = NULL;
 
@@ -71,7 +115,8 @@ Test(moatd, node_hints_reach_a_stub_api_server)
 	cr_expect(strstr(r.body, "\"effect\":\"PreferNoSchedule\""), "%s", r.body);
 	cr_expect(strstr(r.body, "\"key\":\"other.io/maintenance\""),
 		  "someone else's taint was dropped: %s", r.body);
-	cr_expect(strstr(r.body, "\"resourceVersion\":\"7\""), "%s", r.body);
+	/* the node's version as read: 8, after the annotation set above */
+	cr_expect(strstr(r.body, "\"resourceVersion\":\"8\""), "%s", r.body);
 	cr_expect(strstr(r.body, "\"moat.io/hints\":\"{") &&
 		  strstr(r.body, "NodeHints"), "%s", r.body);
 	cr_expect(stub_seen("GET", "/api/v1/nodes/test-node", NULL, NULL, &r) &&
@@ -82,29 +127,81 @@ Test(moatd, node_hints_reach_a_stub_api_server)
 			    "\"moat.io/be-cpu\":\"", NULL, &r, 8000), "no status patch");
 	cr_expect(strstr(r.body, "\"allocatable\":{\"moat.io/be-cpu\":\"") &&
 		  strstr(r.body, "\"moat.io/be-memory\":\""), "%s", r.body);
-	cr_expect_str_eq(r.type, "application/merge-patch+json");
+	cr_expect_str_eq(r.type, "application/strategic-merge-patch+json");
 	for (cpu = 0; cpu < 80 && stub_status_patches() < 2; cpu++)
 		sleep_ms(100);
 	cr_expect_geq(stub_status_patches(), 2, "the failed status patch was not retried");
 	cr_assert_eq(ctl(out, err, "get", "kube/errors", NULL), 0, "%s", err);
 	cr_expect_neq(strtoul(out, NULL, 10), 0, "the 500 was not counted");
 
+	/*
+	 * The condition, as the API server merged it beside the kubelet's:
+	 * True, naming the LC group and the BE group it waited behind.
+	 */
+	for (cpu = 0; cpu < 80 && !stub_node_condition(MOAT_CONDITION_TYPE, "status", v,
+							 sizeof(v)); cpu++)
+		sleep_ms(100);
+	cr_expect_str_eq(v, "True");
+	cr_expect(stub_node_condition("Ready", "status", v, sizeof(v)),
+		  "the kubelet's condition went");
+	cr_expect(stub_node_condition(MOAT_CONDITION_TYPE, "reason", v, sizeof(v)) &&
+		  !strcmp(v, "LCRunQueueWait"), "reason %s", v);
+	cr_expect(stub_node_condition(MOAT_CONDITION_TYPE, "message", v, sizeof(v)) &&
+		  strstr(v, "LC group web.web-k ") && strstr(v, "behind BE group batch.batch-k"),
+		  "message %s", v);
+	cr_assert(stub_node_condition(MOAT_CONDITION_TYPE, "lastTransitionTime", since,
+				      sizeof(since)));
+	/* koordinator's thresholds lowered, what was there kept beside */
+	cr_expect(wait_annotation(MOAT_KOORD_KEY, KOORD_OURS, 5000), "koordinator's not lowered");
+	cr_expect(stub_node_annotation(MOAT_KOORD_FOUND_KEY, v, sizeof(v)) &&
+		  strstr(v, "\"found\":\"{\\\"usageThresholds\\\":{\\\"cpu\\\":65"), "record %s", v);
+	cr_assert(stub_node_annotation(MOAT_CRANE_KEY, v, sizeof(v)), "no crane annotation");
+	expect_crane_value(v);
+
+	/* Someone else's thresholds meanwhile: taken as the node's own. */
+	stub_node_annotate(MOAT_KOORD_KEY, KOORD_THEIRS);
+	cr_expect_eq(wait_number("kube/koordinator_adopted", 1, 10000), 1, "not adopted");
+	cr_expect(wait_annotation(MOAT_KOORD_KEY, KOORD_OURS, 5000), "not lowered again");
+	/* updates since: the transition time as it was */
+	cr_expect(stub_node_condition(MOAT_CONDITION_TYPE, "lastTransitionTime", v, sizeof(v)) &&
+		  !strcmp(v, since), "lastTransitionTime %s moved from %s with no change", v, since);
+
 	/* Recovered: the taint goes, after kube/untaint_s; the other stays. */
 	tcg_kill(hog);
 	tcg_kill(lcp);
 	set_runtime("lc/rqlat_p99_target_us", "10000000");
 	cr_expect(wait_stub("PATCH", "/api/v1/nodes/test-node", "other.io/maintenance",
-			    "moat.io/interference", &r, 15000), "the taint stayed");
+			    "\"key\":\"moat.io/interference\"", &r, 15000), "the taint stayed");
+	cr_expect(wait_annotation(MOAT_KOORD_KEY, KOORD_THEIRS, 5000) &&
+		  wait_annotation(MOAT_KOORD_FOUND_KEY, NULL, 1000),
+		  "koordinator's not put back as the node had it last");
+	for (cpu = 0; cpu < 50 && stub_node_condition(MOAT_CONDITION_TYPE, "status", v, sizeof(v)) &&
+		      strcmp(v, "False"); cpu++)
+		sleep_ms(100);
+	cr_expect_str_eq(v, "False");
+	cr_expect(stub_node_condition(MOAT_CONDITION_TYPE, "lastTransitionTime", v, sizeof(v)) &&
+		  strcmp(v, since) >= 0, "lastTransitionTime %s", v);
+	cr_expect(stub_node_condition(MOAT_CONDITION_TYPE, "reason", v, sizeof(v)) &&
+		  !strcmp(v, "NoInterference"), "reason %s", v);
 
-	/* Stopping withdraws what moatd put there; the other taint stays. */
+	/* Stopping withdraws what moatd put there; the others' stay. */
 	stop(&daemon_pid);
 	cr_expect(stub_seen("PATCH", "/api/v1/nodes/test-node/status",
 			    "\"moat.io/be-cpu\":null", NULL, &r),
 		  "the extended resources stayed after moatd stopped");
 	cr_expect(stub_seen("PATCH", "/api/v1/nodes/test-node", "\"moat.io/hints\":null",
-			    "moat.io/interference", &r) &&
+			    "\"key\":\"moat.io/interference\"", &r) &&
 		  strstr(r.body, "other.io/maintenance"),
 		  "the annotation stayed after moatd stopped");
+	cr_expect(!stub_node_condition(MOAT_CONDITION_TYPE, "status", v, sizeof(v)),
+		  "the condition stayed after moatd stopped");
+	cr_expect(stub_node_condition("Ready", "status", v, sizeof(v)), "the kubelet's went");
+	cr_expect(!stub_node_annotation(MOAT_CRANE_KEY, v, sizeof(v)) &&
+		  !stub_node_annotation("moat.io/hints", v, sizeof(v)) &&
+		  stub_node_annotation("other.io/owner", v, sizeof(v)) &&
+		  stub_node_taint("other.io/maintenance") &&
+		  !stub_node_taint("moat.io/interference"), "the node is not as moat found it");
+	cr_expect(wait_annotation(MOAT_KOORD_KEY, KOORD_THEIRS, 100), "koordinator's changed");
 	stub_stop(api);
 }
 

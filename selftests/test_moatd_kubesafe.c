@@ -200,7 +200,7 @@ Test(moatd, sigterm_puts_values_back_before_the_api_server_answers)
 	cr_expect(exited >= 0 && exited < 2000 + 1000,
 		  "moatd exited %.0f ms after SIGTERM, past kube/stop_timeout_s (2 s) + 1 s",
 		  exited);
-	cr_expect(wait_log("the taint and annotation stay", 1, 0),
+	cr_expect(wait_log("the taint, condition and annotations stay", 1, 0),
 		  "the withdrawal that could not finish was not said");
 	stub_stop(api);
 }
@@ -247,7 +247,7 @@ Test(moatd, stopping_the_publisher_does_not_wait_for_the_api_server)
 	cr_assert_eq(http_get(http_port(), "/healthz", page, sizeof(page), &body), 200);
 	cr_log_info("kube/publish 0 with a patch hanging: moatctl answered in %.0f ms", took);
 	cr_expect_lt(took, 1000, "kube/publish 0 took %.0f ms", took);
-	cr_expect(wait_log("the taint and annotation stay", 1, 10000),
+	cr_expect(wait_log("the taint, condition and annotations stay", 1, 10000),
 		  "the withdrawal past its deadline was not said");
 	stub_patch_delay(0);
 	set_runtime("kube/publish", "1");

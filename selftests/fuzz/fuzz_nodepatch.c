@@ -18,13 +18,16 @@ static bool moats(json_object *e)
 	       !strcmp(json_object_get_string(key), MOAT_TAINT_KEY);
 }
 
-static void check(const char *in, size_t size, bool taint, const char *hints)
+static void check(const char *in, size_t size, bool taint, const char *hints,
+		  const char *koord)
 {
+	struct moat_node_want w = { .taint = taint, .hints = hints, .koord = koord };
 	json_object *node, *patch, *spec, *taints, *kept, *meta, *ann, *h;
 	char why[128], *out;
 	size_t i, n = 0, k = 0, mine = 0;
+	bool adopted;
 
-	if (moat_node_patch(in, size, taint, hints, &out, why, sizeof(why))) {
+	if (moat_node_patch(in, size, &w, &out, &adopted, why, sizeof(why))) {
 		fuzz_check(why[0]);
 		return;
 	}
@@ -37,6 +40,10 @@ static void check(const char *in, size_t size, bool taint, const char *hints)
 	fuzz_check(json_object_object_get_ex(meta, "annotations", &ann));
 	fuzz_check(json_object_object_get_ex(ann, "moat.io/hints", &h));
 	fuzz_check(hints ? !strcmp(json_object_get_string(h), hints) : !h);
+	/* koordinator's: moat's value while lowered, and a record beside it */
+	if (koord && json_object_object_get_ex(ann, MOAT_KOORD_KEY, &h))
+		fuzz_check(!strcmp(json_object_get_string(h), koord) &&
+			   json_object_object_get_ex(ann, MOAT_KOORD_FOUND_KEY, &h) && h);
 	/* the node's own taints, every one in its order, then moat's */
 	node = json_tokener_parse(in);
 	taints = NULL;
@@ -63,6 +70,27 @@ static void check(const char *in, size_t size, bool taint, const char *hints)
 	free(out);
 }
 
+/* The status patch: one JSON object with a status, or refused with a reason. */
+static void status(const char *in, size_t size, bool withdraw)
+{
+	struct moat_node_condition c = { .status = true, .reason = "R", .message = "m" };
+	struct moat_node_status s = { .be_cpu_milli = 1, .be_memory = 2, .withdraw = withdraw,
+				      .cond = &c, .now = "2026-12-06T00:00:00Z" };
+	json_object *patch, *st;
+	char why[128], *out;
+
+	if (moat_node_status_patch(in, size, &s, &out, why, sizeof(why))) {
+		fuzz_check(why[0]);
+		return;
+	}
+	patch = json_tokener_parse(out);
+	fuzz_check(json_object_object_get_ex(patch, "status", &st) &&
+		   json_object_object_get_ex(st, "conditions", &st) &&
+		   json_object_array_length(st) == 1);
+	json_object_put(patch);
+	free(out);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *s = fuzz_string(data, size, 1 << 20);
@@ -70,8 +98,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!s)
 		return 0;
 	/* what parses as a whole, as moat's parser takes it */
-	check(s, size, true, "{\"v\":1}");
-	check(s, size, false, NULL);
+	check(s, size, true, "{\"v\":1}", "{\"usageThresholds\":{\"cpu\":40}}");
+	check(s, size, false, NULL, NULL);
+	status(s, size, true);
+	status(s, size, false);
 	free(s);
 	return 0;
 }

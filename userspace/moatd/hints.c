@@ -393,6 +393,123 @@ int hints_write_json(const struct moatd *d, FILE *f)
 	return err;
 }
 
+/*
+ * The BE unit most of LC unit @lc's waits were behind this period, and
+ * its share of them (0: none blamed on a BE unit).
+ */
+static const struct unit *blamed(const struct moatd *d, const struct unit *lc,
+				 double *share)
+{
+	const struct period *p = &d->period;
+	const struct unit *top = NULL;
+	double *by = calloc(p->nr_units ? p->nr_units : 1, sizeof(*by)), all = 0;
+	size_t i;
+
+	*share = 0;
+	for (i = 0; by && p->blame_valid && i < p->nr_blame; i++) {
+		const struct blame_entry *b = &p->blame[i];
+		const struct moatd_group *v = moatd_group_by_cgid(d, b->victim);
+		const struct moatd_group *c = moatd_group_by_cgid(d, b->culprit);
+		const struct unit *cu = c ? unit_of(p, c) : NULL;
+
+		if (!v || unit_of(p, v) != lc)
+			continue;
+		all += b->delta_ns;
+		if (cu && cu->class == MOAT_CLASS_BE)
+			by[cu - p->units] += b->delta_ns;
+	}
+	for (i = 0; by && i < p->nr_units; i++)
+		if (by[i] > 0 && (!top || by[i] > by[top - p->units]))
+			top = &p->units[i];
+	if (top)
+		*share = by[top - p->units] / all;
+	free(by);
+	return top;
+}
+
+/* "pod NS/NAME" once its metadata came, else "group ID". */
+static void who(const struct moatd_group *g, char *buf, size_t len)
+{
+	char name[MOATD_GROUP_NAME_MAX];
+
+	moatd_group_name(g, name, sizeof(name));
+	snprintf(buf, len, "%s %s",
+		 g->gid.kind != MOAT_GROUP_RULE && g->meta.known ? "pod" : "group", name);
+}
+
+/*
+ * What the Node condition says: the LC unit furthest over its target and
+ * why, the BE unit most of its waits were behind; or that none is over.
+ */
+static void condition_text(const struct moatd *d, struct kube_hints *out)
+{
+	const struct period *p = &d->period;
+	const struct unit *worst = NULL, *cul;
+	char lc[MOATD_GROUP_NAME_MAX + 8], by[MOATD_GROUP_NAME_MAX + 8];
+	double r, top = -1, share;
+	unsigned int m, kind = 0, lcs = 0;	/* kind: 0 cpu, 1 memory, 2 CPI */
+	size_t i;
+	int n;
+
+	for (i = 0; i < p->nr_units; i++) {
+		const struct unit *u = &p->units[i];
+
+		if (u->class != MOAT_CLASS_LC)
+			continue;
+		lcs++;
+		for (m = 0; m < 3; m++) {
+			r = m < 2 ? unit_ratio(u, m) :
+			    u->victim && u->cpi_threshold > 0 ? u->cpi / u->cpi_threshold : NAN;
+			if (!isnan(r) && r > top) {
+				top = r;
+				worst = u;
+				kind = m;
+			}
+		}
+	}
+	r = node_memory_ratio(d, p);
+	if (!isnan(r) && r > top && r >= 1) {
+		snprintf(out->reason, sizeof(out->reason), "NodeMemoryPressure");
+		snprintf(out->message, sizeof(out->message),
+			 "the node's memory pressure %.1f%% is over its target of %.0f%% (lc/memory_pressure_target_pct)",
+			 p->node.psi_some_avg10[1], signals_memory_target(d));
+		return;
+	}
+	if (!worst || top < 1) {
+		snprintf(out->reason, sizeof(out->reason), "NoInterference");
+		snprintf(out->message, sizeof(out->message),
+			 "no LC pod is over its target (%u measured)", lcs);
+		return;
+	}
+	who(worst->g, lc, sizeof(lc));
+	if (kind == 1) {
+		snprintf(out->reason, sizeof(out->reason), "LCMemoryPressure");
+		snprintf(out->message, sizeof(out->message),
+			 "LC %s stalls on memory %.1f%% of the time, over its target of %.1f%%",
+			 lc, worst->lc.value[MOAT_SIG_MEMORY_PRESSURE],
+			 worst->lc.target[MOAT_SIG_MEMORY_PRESSURE]);
+		return;
+	}
+	if (kind == 2) {
+		snprintf(out->reason, sizeof(out->reason), "LCCacheInterference");
+		snprintf(out->message, sizeof(out->message),
+			 "LC %s runs at %.2f cycles per instruction, over its outlier threshold of %.2f (CPI2)",
+			 lc, worst->cpi, worst->cpi_threshold);
+		return;
+	}
+	snprintf(out->reason, sizeof(out->reason), "LCRunQueueWait");
+	n = snprintf(out->message, sizeof(out->message),
+		     "LC %s waits %.0f us on the run queue at p99 (%s), over its target of %.0f us",
+		     lc, worst->lc.value[MOAT_SIG_RQLAT_P99], signals_name(d, MOAT_SIG_RQLAT_P99),
+		     worst->lc.target[MOAT_SIG_RQLAT_P99]);
+	cul = blamed(d, worst, &share);
+	if (cul && n > 0 && (size_t)n < sizeof(out->message)) {
+		who(cul->g, by, sizeof(by));
+		snprintf(out->message + n, sizeof(out->message) - n,
+			 "; %.0f%% of its waits this period behind BE %s", 100 * share, by);
+	}
+}
+
 int hints_for_kube(const struct moatd *d, struct kube_hints *out)
 {
 	json_object *o;
@@ -404,6 +521,8 @@ int hints_for_kube(const struct moatd *d, struct kube_hints *out)
 	out->cpu_interference = h.cpu_interference;
 	out->memory_interference = h.memory_interference;
 	out->cache_interference = h.cache_interference;
+	out->node_interference = node_interference(&h);
+	condition_text(d, out);
 	o = hints_json(d, false);
 	if (!o)
 		return -ENOMEM;

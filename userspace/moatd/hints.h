@@ -19,6 +19,9 @@ int hints_write_json(const struct moatd *d, FILE *f);
 struct kube_hints {
 	double be_cpus, be_memory;	/* NAN: not known yet */
 	double cpu_interference, memory_interference, cache_interference;
+	double node_interference;	/* in [0, 1], as in /metrics */
+	/* the worst LC signal and its culprit, for the Node condition */
+	char reason[32], message[768];
 	char *json;			/* /hints without its time: to free */
 };
 int hints_for_kube(const struct moatd *d, struct kube_hints *out);

@@ -1,16 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Hints on the Node object, so that the stock kube-scheduler acts on them
- * without a plugin (Documentation/hints.rst):
+ * Hints on the Node object, so that the schedulers a cluster already
+ * runs act on them without a plugin (Documentation/hints.rst):
  *
  *  - status.capacity and status.allocatable "moat.io/be-cpu" (millicores)
  *    and "moat.io/be-memory" (bytes): extended resources BE pods request;
  *  - the taint "moat.io/interference:PreferNoSchedule" while some LC
  *    group is over its target, removed once none has been for
  *    kube/untaint_s seconds;
- *  - the annotation "moat.io/hints": the /hints document.
+ *  - the condition MoatInterference in status.conditions, True while the
+ *    taint is on, with the LC pod and its culprit in its message
+ *    (kube/condition);
+ *  - the annotation "moat.io/hints": the /hints document;
+ *  - opt-in: koordinator's per-node usage-thresholds annotation lowered
+ *    while the taint is on (kube/koordinator_usage_thresholds), and
+ *    crane-scheduler's "<value>,<time>" annotation (kube/crane).
  *
- * All three are withdrawn when moatd stops publishing (it stops, or
+ * All are withdrawn when moatd stops publishing (it stops, or
  * kube/publish goes to 0), by the thread on its way out, within
  * kube/stop_timeout_s: at exit after the kernel's values are back, and
  * never with the control loop waiting for it.
@@ -22,14 +28,16 @@
  * own: the control loop hands it the latest desired state and goes on.
  * An update is sent only when that state changed, at most once per
  * kube/interval_ms; an API error is logged and retried with a doubling
- * backoff (1 s to 5 min), never fatal.  Node taints have no merge key, so
- * a patch replaces the whole list: the thread reads the node, keeps every
- * taint not moat's, and patches with the node's resourceVersion (a 409
- * from a concurrent writer is retried).
+ * backoff (1 s to 5 min), never fatal.  Each update reads the node and
+ * patches it from what it read (nodepatch.h): the taints, which have no
+ * merge key, and the annotations with the node's resourceVersion (a 409
+ * from a concurrent writer is retried); the status with a strategic
+ * merge patch, which merges moat's condition with the kubelet's by type.
  */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +57,11 @@ struct kube_state {
 	long long be_cpu_milli, be_memory;	/* -1: not known yet */
 	bool taint;
 	char *hints;				/* the annotation */
+	char *koord;				/* koordinator's, while lowered */
+	double crane;				/* crane's value; NAN: none */
+	char crane_text[64];
+	bool cond, cond_true;			/* the condition, or none */
+	char reason[32], message[768];
 };
 
 struct kube {
@@ -68,6 +81,7 @@ struct kube {
 	/* counters, read by the loop for knobs and metrics */
 	unsigned long long updates, errors;
 	double updated_s;		/* CLOCK_REALTIME of the last update */
+	unsigned long long koord_adopted;	/* changed under moat */
 };
 
 /*
@@ -78,6 +92,9 @@ struct kube {
 struct kube_mod {
 	struct moatd *d;
 	unsigned int publish, interval_ms, untaint_s, change_pct, resync_s;
+	unsigned int condition, crane;
+	char koord[MOAT_KNOB_VALUE_MAX];	/* "": the adapter off */
+	char crane_tz[8];			/* "+08:00" */
 	struct kube *k, *stopping;
 	bool start_wanted;		/* kube/publish went to 1 meanwhile */
 };
@@ -95,7 +112,8 @@ static double mono_ms(void)
 static void state_free(struct kube_state *s)
 {
 	free(s->hints);
-	s->hints = NULL;
+	free(s->koord);
+	s->hints = s->koord = NULL;
 }
 
 static void log_status(const char *what, long status, const char *body)
@@ -106,92 +124,98 @@ static void log_status(const char *what, long status, const char *body)
 		pr_warn("kube: %s: an answer past %d MiB", what, BODY_MAX >> 20);
 }
 
-/* The extended resources, on the node's status subresource. */
-static int patch_status(struct kube *k, const struct kube_state *s)
+/* An answer: 0 if it is a success, else said and -EIO; @resp freed. */
+static int answered(const char *what, long status, char *resp)
 {
-	char path[400], data[512], *resp;
-	long status;
+	bool ok = kube_api_ok(status);
 
-	if (s->be_cpu_milli < 0 || s->be_memory < 0)
-		return 0;
-	snprintf(path, sizeof(path), "/api/v1/nodes/%s/status", k->api.node);
-	snprintf(data, sizeof(data),
-		 "{\"status\":{\"capacity\":{\"moat.io/be-cpu\":\"%lld\",\"moat.io/be-memory\":\"%lld\"},"
-		 "\"allocatable\":{\"moat.io/be-cpu\":\"%lld\",\"moat.io/be-memory\":\"%lld\"}}}",
-		 s->be_cpu_milli, s->be_memory, s->be_cpu_milli, s->be_memory);
-	status = kube_api_request(&k->api, "PATCH", path, "application/merge-patch+json", data,
-			 BODY_MAX, false, &resp);
-	if (!kube_api_ok(status))
-		log_status("patch node status", status, resp);
+	if (!ok)
+		log_status(status == 409 ? "patch node (changed meanwhile, again later)" : what,
+			   status, resp);
 	free(resp);
-	return kube_api_ok(status) ? 0 : -EIO;
+	return ok ? 0 : -EIO;
 }
 
 /*
- * The taint and the annotation, on the node: read it, keep every taint
- * not moat's, patch the whole list with its resourceVersion (nodepatch.h).
+ * The node as @s says, from what it is now: read it, patch its taints
+ * and annotations, then its status (nodepatch.h); @s NULL: all of moat's
+ * withdrawn.
  */
-static int patch_node(struct kube *k, const struct kube_state *s)
+static int update(struct kube *k, const struct kube_state *s)
 {
-	char path[400], why[128], *resp, *patch;
+	struct moat_node_want w = { 0 };
+	struct moat_node_status st = { .be_cpu_milli = -1, .be_memory = -1, .withdraw = !s };
+	struct moat_node_condition c = { 0 };
+	char path[400], why[128], now[32], *node, *body, *resp;
+	time_t t = time(NULL);
+	bool adopted;
+	struct tm tm;
 	long status;
 	int err;
 
+	if (s) {
+		w.taint = s->taint;
+		w.hints = s->hints;
+		w.koord = s->koord;
+		w.crane = isnan(s->crane) ? NULL : s->crane_text;
+		st.be_cpu_milli = s->be_cpu_milli;
+		st.be_memory = s->be_memory;
+		c.status = s->cond_true;
+		c.reason = s->reason;
+		c.message = s->message;
+		st.cond = s->cond ? &c : NULL;
+	}
+	strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+	st.now = now;
+
 	snprintf(path, sizeof(path), "/api/v1/nodes/%s", k->api.node);
-	status = kube_api_request(&k->api, "GET", path, NULL, NULL, BODY_MAX, false, &resp);
-	if (!kube_api_ok(status)) {
-		log_status("get node", status, resp);
-		free(resp);
-		return -EIO;
-	}
-	err = moat_node_patch(resp, strlen(resp), s->taint, s->hints, &patch, why,
-			      sizeof(why));
-	free(resp);
-	if (err) {
-		pr_warn("kube: get node: HTTP %ld, but %s", status,
-			err == -EINVAL ? why : strerror(-err));
-		return -EIO;
-	}
-	status = kube_api_request(&k->api, "PATCH", path, "application/merge-patch+json",
-				  patch, BODY_MAX, false, &resp);
+	status = kube_api_request(&k->api, "GET", path, NULL, NULL, BODY_MAX, false, &node);
 	if (!kube_api_ok(status))
-		log_status(status == 409 ? "patch node (changed meanwhile, again later)" :
-					   "patch node", status, resp);
-	free(resp);
-	free(patch);
-	return kube_api_ok(status) ? 0 : -EIO;
+		return answered("get node", status, node);
+	err = moat_node_patch(node, strlen(node), &w, &body, &adopted, why, sizeof(why));
+	if (err)
+		goto out;
+	if (adopted) {
+		pr_warn("kube: node %s: %s changed while moat held it: taken as the node's own",
+			k->api.node, MOAT_KOORD_KEY);
+		k->koord_adopted++;
+	}
+	status = kube_api_request(&k->api, "PATCH", path, "application/merge-patch+json", body,
+				  BODY_MAX, false, &resp);
+	free(body);
+	err = answered("patch node", status, resp);
+	if (err)
+		goto out;
+
+	err = moat_node_status_patch(node, strlen(node), &st, &body, why, sizeof(why));
+	if (err)
+		goto out;
+	snprintf(path, sizeof(path), "/api/v1/nodes/%s/status", k->api.node);
+	status = kube_api_request(&k->api, "PATCH", path, "application/strategic-merge-patch+json",
+				  body, BODY_MAX, false, &resp);
+	free(body);
+	err = answered("patch node status", status, resp);
+out:
+	if (err == -EINVAL)
+		pr_warn("kube: get node: HTTP 200, but %s", why);
+	free(node);
+	return err ? -EIO : 0;
 }
 
 /*
  * What moatd put on the node goes when it stops publishing: the taint,
- * the annotation (null) and the extended resources (null), so that a
- * node without moatd is not left tainted or offering BE capacity nobody
- * measures.  Best effort: an error is logged, and the next moatd to
- * publish sets them all again.
+ * the condition, the annotations (koordinator's as moat found it) and
+ * the extended resources, so that a node without moatd is not left
+ * tainted or offering BE capacity nobody measures.  Best effort: an
+ * error is logged, and the next moatd to publish puts them right.
  */
 static void withdraw(struct kube *k)
 {
-	struct kube_state none = { .be_cpu_milli = -1, .be_memory = -1 };
-	char path[400], *resp;
-	long status;
-	bool gone = true;
-
-	if (patch_node(k, &none)) {
-		pr_warn("kube: node %s: the taint and annotation stay", k->api.node);
-		gone = false;
-	}
-	snprintf(path, sizeof(path), "/api/v1/nodes/%s/status", k->api.node);
-	status = kube_api_request(&k->api, "PATCH", path, "application/merge-patch+json",
-			 "{\"status\":{\"capacity\":{\"moat.io/be-cpu\":null,\"moat.io/be-memory\":null},"
-			 "\"allocatable\":{\"moat.io/be-cpu\":null,\"moat.io/be-memory\":null}}}",
-			 BODY_MAX, false, &resp);
-	if (!kube_api_ok(status)) {
-		log_status("withdraw the extended resources", status, resp);
-		gone = false;
-	}
-	free(resp);
-	if (gone)
-		pr_info("kube: node %s: moat's taint, annotation and extended resources withdrawn",
+	if (update(k, NULL))
+		pr_warn("kube: node %s: the taint, condition and annotations stay",
+			k->api.node);
+	else
+		pr_info("kube: node %s: moat's taint, condition, annotations and extended resources withdrawn",
 			k->api.node);
 }
 
@@ -204,6 +228,7 @@ static void *worker(void *arg)
 	while (!kube_thread_stopping(&k->t)) {
 		struct kube_state s;
 		struct timespec until;
+		bool nomem;
 		int err;
 
 		if (!k->pending) {
@@ -212,12 +237,12 @@ static void *worker(void *arg)
 		}
 		s = k->want;
 		s.hints = strdup(k->want.hints ? k->want.hints : "");
+		s.koord = k->want.koord ? strdup(k->want.koord) : NULL;
+		nomem = !s.hints || (k->want.koord && !s.koord);
 		k->pending = false;
 		pthread_mutex_unlock(&k->lock);
 
-		err = s.hints ? patch_node(k, &s) : -ENOMEM;
-		if (!err)
-			err = patch_status(k, &s);
+		err = nomem ? -ENOMEM : update(k, &s);
 		pthread_mutex_lock(&k->lock);
 		if (!err) {
 			struct timespec now;
@@ -376,16 +401,49 @@ static bool moved(long long now, long long was, unsigned int pct)
 }
 
 /*
+ * crane-scheduler's value: "<fraction>,<time>", the time as it parses
+ * it, in its time zone (kube/crane_timezone, "+08:00"), with no offset.
+ */
+static void crane_value(const struct kube_mod *km, double v, struct kube_state *s)
+{
+	int sign = km->crane_tz[0] == '-' ? -1 : 1;
+	time_t t = time(NULL) + sign * (atoi(km->crane_tz + 1) * 3600 +
+					atoi(km->crane_tz + 4) * 60);
+	char when[32];
+	struct tm tm;
+
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+	s->crane = v;
+	snprintf(s->crane_text, sizeof(s->crane_text), "%.5f,%s", v, when);
+}
+
+/* What the condition says while the taint waits out kube/untaint_s. */
+static void settling(const struct kube_mod *km, double since_ms, struct kube_state *s)
+{
+	snprintf(s->reason, sizeof(s->reason), "Settling");
+	snprintf(s->message, sizeof(s->message),
+		 "no LC pod is over its target for %.0f s; the condition and the taint go after %u s (kube/untaint_s)",
+		 since_ms / 1e3, km->untaint_s);
+}
+
+static bool same_text(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+/*
  * Each cycle: work out what the node should say, and hand it on when it
  * says something new: the taint flips, a BE capacity moved by more than
- * kube/change_pct, or the last update is kube/resync_s old (the
- * annotation rides along).  Never more often than kube/interval_ms.
+ * kube/change_pct, crane's value by 0.05, an opt-in was turned on or
+ * off, or the last update is kube/resync_s old (the annotation and the
+ * condition's message ride along).  Never more often than
+ * kube/interval_ms.
  */
 void kube_publish(struct moatd *d)
 {
 	struct kube_mod *km = K(d);
 	struct kube *k = km->k;
-	struct kube_state s;
+	struct kube_state s = { 0 };
 	struct kube_hints h;
 	double now = mono_ms();
 	bool over, send;
@@ -407,10 +465,27 @@ void kube_publish(struct moatd *d)
 	s.be_memory = isnan(h.be_memory) ? -1 : llround(h.be_memory);
 	s.taint = k->tainted;
 	s.hints = h.json;
+	s.cond = km->condition;
+	s.cond_true = k->tainted;
+	if (k->tainted && !over) {
+		settling(km, now - k->over_ms, &s);
+	} else {
+		snprintf(s.reason, sizeof(s.reason), "%s", h.reason);
+		snprintf(s.message, sizeof(s.message), "%s", h.message);
+	}
+	s.crane = NAN;
+	if (km->crane)
+		crane_value(km, h.node_interference, &s);
+	if (k->tainted && km->koord[0] && !(s.koord = strdup(km->koord))) {
+		free(s.hints);
+		return;
+	}
 	pthread_mutex_lock(&k->lock);
 	send = !k->sent_valid || s.taint != k->sent.taint ||
 	       moved(s.be_cpu_milli, k->sent.be_cpu_milli, km->change_pct) ||
 	       moved(s.be_memory, k->sent.be_memory, km->change_pct) ||
+	       s.cond != k->sent.cond || !same_text(s.koord, k->sent.koord) ||
+	       isnan(s.crane) != isnan(k->sent.crane) || fabs(s.crane - k->sent.crane) >= 0.05 ||
 	       now - k->sent_ms >= km->resync_s * 1e3;
 	if (send) {
 		state_free(&k->want);
@@ -420,12 +495,13 @@ void kube_publish(struct moatd *d)
 		pthread_cond_signal(&k->cond);
 		k->next_ms = now + km->interval_ms;
 	} else {
-		free(s.hints);
+		state_free(&s);
 	}
 	pthread_mutex_unlock(&k->lock);
 }
 
-unsigned long long kube_counter(const struct moatd *d, bool errors)
+/* The publisher's counter at offset @off, read under its lock. */
+static unsigned long long counter(const struct moatd *d, size_t off)
 {
 	struct kube *k = K(d)->k;
 	unsigned long long v;
@@ -433,9 +509,14 @@ unsigned long long kube_counter(const struct moatd *d, bool errors)
 	if (!k)
 		return 0;
 	pthread_mutex_lock(&k->lock);
-	v = errors ? k->errors : k->updates;
+	v = *(const unsigned long long *)((const char *)k + off);
 	pthread_mutex_unlock(&k->lock);
 	return v;
+}
+
+unsigned long long kube_counter(const struct moatd *d, bool errors)
+{
+	return counter(d, errors ? offsetof(struct kube, errors) : offsetof(struct kube, updates));
 }
 
 double kube_updated_s(const struct moatd *d)
@@ -459,9 +540,30 @@ bool kube_publishing(const struct moatd *d)
 static int show_counter(const struct moat_knob *k, char *buf, size_t len)
 {
 	struct moatd *d = k->owner;
+	unsigned long long v = !strcmp(k->path, "kube/koordinator_adopted") ?
+			       counter(d, offsetof(struct kube, koord_adopted)) :
+			       kube_counter(d, !strcmp(k->path, "kube/errors"));
 
-	return snprintf(buf, len, "%llu", kube_counter(d, !strcmp(k->path, "kube/errors"))) >=
-	       (int)len ? -EOVERFLOW : 0;
+	return snprintf(buf, len, "%llu", v) >= (int)len ? -EOVERFLOW : 0;
+}
+
+static int check_koord(const struct moat_knob *k, const char *val, char *why, size_t len)
+{
+	return moat_koord_thresholds_check(val, why, len);
+}
+
+/* An offset from UTC as "+HH:MM" or "-HH:MM", as time zones have them. */
+static int check_tz(const struct moat_knob *k, const char *val, char *why, size_t len)
+{
+	unsigned int h, m;
+	char sign, end;
+
+	if (sscanf(val, "%c%2u:%2u%c", &sign, &h, &m, &end) != 3 || strlen(val) != 6 ||
+	    (sign != '+' && sign != '-') || h > 14 || m > 59) {
+		snprintf(why, len, "not an offset from UTC such as +08:00");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static int show_node(const struct moat_knob *k, char *buf, size_t len)
@@ -513,6 +615,17 @@ static int kube_init(struct moatd *d)
 		{ .path = "kube/request_timeout_s", .type = MOAT_KNOB_U32, .writable = true,
 		  .min = 1, .max = 60, .data = &d->kube_request_s,
 		  .store = store_request_timeout },
+		U32("kube/condition", 0, 1, &km->condition),
+		{ .path = "kube/koordinator_usage_thresholds", .type = MOAT_KNOB_STRING,
+		  .writable = true, .data = km->koord, .str_max = sizeof(km->koord),
+		  .expects = "koordinator's usage-thresholds JSON, or nothing",
+		  .check = check_koord },
+		U32("kube/crane", 0, 1, &km->crane),
+		{ .path = "kube/crane_timezone", .type = MOAT_KNOB_STRING, .writable = true,
+		  .data = km->crane_tz, .str_max = sizeof(km->crane_tz),
+		  .expects = "an offset from UTC such as +08:00", .check = check_tz },
+		{ .path = "kube/koordinator_adopted", .type = MOAT_KNOB_SHOW,
+		  .show = show_counter },
 		{ .path = "kube/node", .type = MOAT_KNOB_SHOW, .show = show_node },
 		{ .path = "kube/updates", .type = MOAT_KNOB_SHOW, .show = show_counter },
 		{ .path = "kube/errors", .type = MOAT_KNOB_SHOW, .show = show_counter },
@@ -531,6 +644,10 @@ static int kube_init(struct moatd *d)
 	km->untaint_s = 60;
 	km->change_pct = 10;
 	km->resync_s = 300;
+	km->condition = 1;
+	km->crane = 0;
+	/* crane-scheduler's own default zone, Asia/Shanghai (no summer time) */
+	strcpy(km->crane_tz, "+08:00");
 	d->kube_stop_s = 5;
 	d->kube_request_s = 10;
 	return moat_knob_add_all(d->tree, "", knobs, sizeof(knobs) / sizeof(knobs[0]),
