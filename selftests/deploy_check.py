@@ -5,6 +5,7 @@
     deploy_check.py schema SCHEMA.json < rendered.yaml
     deploy_check.py moatd HELP.txt KUBE.c < rendered.yaml
     deploy_check.py cleanup HELP.txt DEPLOY.yaml < rendered-cleanup.yaml
+    deploy_check.py node SCHEMA.json < node.json
 
 schema: every object is of a kind the vendored Kubernetes schemas know
 (deploy/schema, tools/k8s-schema.py) and valid against its strict schema.
@@ -20,6 +21,12 @@ cleanup: deploy/cleanup/'s DaemonSet runs moatd --restore-only (the init
 container) and --restore-only --stay (the main one), each flag in moatd
 --help, on the paths the moatd DaemonSet (DEPLOY.yaml, rendered) keeps
 its journal and finds the host at, with no ServiceAccount token.
+node: a Node as moatd's patches left it (the stub API server's, in
+moatd::node_hints_reach_a_stub_api_server) is a valid core/v1 Node
+(the vendored schema, strict), its conditions NodeConditions as the API
+server and kubectl take them: one of each type, status True, False or
+Unknown, a CamelCase reason, RFC 3339 times; its taints one per key and
+effect.
 Prints one line per problem; exits 1 if there is any.
 """
 import json
@@ -300,9 +307,36 @@ def check_cleanup(objs, help_path, deploy_path):
                     (kind, state, paths.get(state), mpaths.get(mstate)))
 
 
+RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
+# metav1.Condition's reason; NodeCondition's by convention
+REASON = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+
+
+def check_node(objs, path):
+    check_schema(objs, path)
+    for node in objs:
+        conds = node.get("status", {}).get("conditions", [])
+        types = [c["type"] for c in conds]
+        for t in sorted(set(t for t in types if types.count(t) > 1)):
+            problem("condition %s: %d of it" % (t, types.count(t)))
+        for c in conds:
+            if c["status"] not in ("True", "False", "Unknown"):
+                problem("condition %s: status %s" % (c["type"], c["status"]))
+            if "reason" in c and not REASON.match(c["reason"]):
+                problem("condition %s: reason %r is not CamelCase" % (c["type"], c["reason"]))
+            for t in ("lastHeartbeatTime", "lastTransitionTime"):
+                if t in c and not RFC3339.match(c[t]):
+                    problem("condition %s: %s %r is not RFC 3339" % (c["type"], t, c[t]))
+        taints = [(t["key"], t["effect"]) for t in node.get("spec", {}).get("taints", [])]
+        if len(set(taints)) != len(taints):
+            problem("taints repeated: %s" % taints)
+
+
 def main():
     objs = [o for o in yaml.safe_load_all(sys.stdin) if o]
-    if sys.argv[1] == "schema":
+    if sys.argv[1] == "node":
+        check_node(objs, sys.argv[2])
+    elif sys.argv[1] == "schema":
         check_schema(objs, sys.argv[2])
     elif sys.argv[1] == "cleanup":
         check_cleanup(objs, sys.argv[2], sys.argv[3])

@@ -814,6 +814,16 @@ static bool text_of(json_object *from, const char *key, char *out, size_t len)
 	return true;
 }
 
+char *stub_node_json(void)
+{
+	char *s;
+
+	pthread_mutex_lock(&stub.lock);
+	s = node_text();
+	pthread_mutex_unlock(&stub.lock);
+	return s;
+}
+
 bool stub_node_annotation(const char *key, char *out, size_t len)
 {
 	json_object *ann;

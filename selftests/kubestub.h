@@ -60,6 +60,8 @@ bool stub_seen(const char *method, const char *path, const char *has,
 	       const char *lacks, struct stub_req *got);
 bool wait_stub(const char *method, const char *path, const char *has,
 	       const char *lacks, struct stub_req *got, int ms);
+/* The node as it is now, malloc()ed. */
+char *stub_node_json(void);
 /* The node's annotation @key, its condition @type's @field: false when none. */
 bool stub_node_annotation(const char *key, char *out, size_t len);
 bool stub_node_condition(const char *type, const char *field, char *out, size_t len);

@@ -78,6 +78,39 @@ static void expect_crane_value(const char *v)
 	cr_expect(llabs((long long)(t - time(NULL))) < 60, "%s is not now in +08:00", v);
 }
 
+/*
+ * The stub's node, as moatd's patches left it, is a Node the API server
+ * takes: Kubernetes' schema of it, strict, and its conditions and
+ * taints as kubectl reads them (deploy_check.py node).
+ */
+static void expect_valid_node(const char *when)
+{
+	char file[128], cmd[PATH_MAX * 2 + 256], *node = stub_node_json(), *said;
+	FILE *f;
+
+	if (system("python3 -c 'import jsonschema, yaml' 2>/dev/null")) {
+		cr_log_warn("%s: the node not checked against Kubernetes' schema: no python3 with jsonschema and yaml here",
+			    when);
+		free(node);
+		return;
+	}
+	snprintf(file, sizeof(file), "%s/node.json", dir);
+	f = fopen(file, "w");
+	cr_assert_not_null(f);
+	fputs(node, f);
+	fclose(f);
+	free(node);
+	snprintf(cmd, sizeof(cmd),
+		 "python3 %s/selftests/deploy_check.py node %s/deploy/schema/kubernetes.json <%s >%s.out 2>&1",
+		 source_dir(), source_dir(), file, file);
+	snprintf(file + strlen(file), sizeof(file) - strlen(file), ".out");
+	if (system(cmd)) {
+		said = slurp(file);
+		cr_expect_fail("%s: the node is not a valid Node: %s", when, said ? said : "?");
+		free(said);
+	}
+}
+
 Test(moatd, node_hints_reach_a_stub_api_server)
 {
 	static struct work_periodic probe = { 1000000, 1500 };
@@ -115,8 +148,14 @@ Test(moatd, node_hints_reach_a_stub_api_server)
 	cr_expect(strstr(r.body, "\"effect\":\"PreferNoSchedule\""), "%s", r.body);
 	cr_expect(strstr(r.body, "\"key\":\"other.io/maintenance\""),
 		  "someone else's taint was dropped: %s", r.body);
-	/* the node's version as read: 8, after the annotation set above */
-	cr_expect(strstr(r.body, "\"resourceVersion\":\"8\""), "%s", r.body);
+	/*
+	 * with the node's version as read: the stub refuses any other (409),
+	 * and took this one
+	 */
+	cr_expect(strstr(r.body, "\"resourceVersion\":\""), "%s", r.body);
+	for (cpu = 0; cpu < 50 && !stub_node_taint(MOAT_TAINT_KEY); cpu++)
+		sleep_ms(100);
+	cr_expect(stub_node_taint(MOAT_TAINT_KEY), "the taint patch was not taken");
 	cr_expect(strstr(r.body, "\"moat.io/hints\":\"{") &&
 		  strstr(r.body, "NodeHints"), "%s", r.body);
 	cr_expect(stub_seen("GET", "/api/v1/nodes/test-node", NULL, NULL, &r) &&
@@ -138,8 +177,8 @@ Test(moatd, node_hints_reach_a_stub_api_server)
 	 * The condition, as the API server merged it beside the kubelet's:
 	 * True, naming the LC group and the BE group it waited behind.
 	 */
-	for (cpu = 0; cpu < 80 && !stub_node_condition(MOAT_CONDITION_TYPE, "status", v,
-							 sizeof(v)); cpu++)
+	for (cpu = 0; cpu < 80 && (!stub_node_condition(MOAT_CONDITION_TYPE, "status", v,
+							  sizeof(v)) || strcmp(v, "True")); cpu++)
 		sleep_ms(100);
 	cr_expect_str_eq(v, "True");
 	cr_expect(stub_node_condition("Ready", "status", v, sizeof(v)),
@@ -157,6 +196,7 @@ Test(moatd, node_hints_reach_a_stub_api_server)
 		  strstr(v, "\"found\":\"{\\\"usageThresholds\\\":{\\\"cpu\\\":65"), "record %s", v);
 	cr_assert(stub_node_annotation(MOAT_CRANE_KEY, v, sizeof(v)), "no crane annotation");
 	expect_crane_value(v);
+	expect_valid_node("tainted");
 
 	/* Someone else's thresholds meanwhile: taken as the node's own. */
 	stub_node_annotate(MOAT_KOORD_KEY, KOORD_THEIRS);
@@ -202,6 +242,7 @@ Test(moatd, node_hints_reach_a_stub_api_server)
 		  stub_node_taint("other.io/maintenance") &&
 		  !stub_node_taint("moat.io/interference"), "the node is not as moat found it");
 	cr_expect(wait_annotation(MOAT_KOORD_KEY, KOORD_THEIRS, 100), "koordinator's changed");
+	expect_valid_node("withdrawn");
 	stub_stop(api);
 }
 
