@@ -2,13 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Check deploy/ as rendered (kubectl kustomize deploy/), offline.
 
-    deploy_check.py schema SCHEMA.json < rendered.yaml
+    deploy_check.py schema SCHEMA.json... < rendered.yaml
     deploy_check.py moatd HELP.txt KUBE.c < rendered.yaml
     deploy_check.py cleanup HELP.txt DEPLOY.yaml < rendered-cleanup.yaml
     deploy_check.py node SCHEMA.json < node.json
 
 schema: every object is of a kind the vendored Kubernetes schemas know
-(deploy/schema, tools/k8s-schema.py) and valid against its strict schema.
+(deploy/schema, tools/k8s-schema.py: Kubernetes' own, and the custom
+resources' of deploy/components/) and valid against its strict schema.
 moatd: the DaemonSet asks of moatd what moatd accepts and gives it what
 it needs: each flag is in moatd --help; the --listen port is the
 container's, the probes' and the Service's; --host-root, --state-dir,
@@ -44,8 +45,12 @@ def problem(what):
     problems.append(what)
 
 
-def check_schema(objs, path):
-    spec = json.load(open(path))
+def check_schema(objs, paths):
+    spec = {"kinds": {}, "definitions": {}}
+    for path in paths:
+        one_spec = json.load(open(path))
+        spec["kinds"].update(one_spec["kinds"])
+        spec["definitions"].update(one_spec["definitions"])
     for o in objs:
         name = "%s %s" % (o.get("kind"), o.get("metadata", {}).get("name"))
         key = "%s/%s" % (o.get("apiVersion"), o.get("kind"))
@@ -313,7 +318,7 @@ REASON = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
 
 
 def check_node(objs, path):
-    check_schema(objs, path)
+    check_schema(objs, [path])
     for node in objs:
         conds = node.get("status", {}).get("conditions", [])
         types = [c["type"] for c in conds]
@@ -337,7 +342,7 @@ def main():
     if sys.argv[1] == "node":
         check_node(objs, sys.argv[2])
     elif sys.argv[1] == "schema":
-        check_schema(objs, sys.argv[2])
+        check_schema(objs, sys.argv[2:])
     elif sys.argv[1] == "cleanup":
         check_cleanup(objs, sys.argv[2], sys.argv[3])
     else:

@@ -387,6 +387,57 @@ deploy_schema() {
 	grep -q "'60' is not of type 'integer'" "$work/bad" || why "a string for an integer not caught: $(cat "$work/bad")"
 }
 
+# deploy/components/prometheus-operator in an overlay of deploy/, as
+# deploy.rst says: valid against Kubernetes' and the operator's CRDs'
+# schemas; the ServiceMonitor finds moatd's Service as the job "moatd"
+# with the node's name; the PrometheusRule holds moat.rules.yml's groups
+prometheus_operator() {
+	command -v kubectl >/dev/null ||
+		{ echo "no kubectl (tools/deps.sh installs kubernetes-client)"; return 77; }
+	local check=$top/selftests/deploy_check.py o=$work/overlay
+	mkdir -p "$o"
+	# kustomize takes no absolute root: the paths relative to the overlay
+	printf 'resources:\n  - %s\ncomponents:\n  - %s\n' \
+		"$(realpath --relative-to="$o" "$top/deploy")" \
+		"$(realpath --relative-to="$o" "$top/deploy/components/prometheus-operator")" \
+		>"$o/kustomization.yaml"
+	kubectl kustomize "$o" >"$work/po.yaml" 2>"$work/kustomize.err" ||
+		{ why "the overlay with the component failed: $(cat "$work/kustomize.err")"; return; }
+	"$check" schema "$top/deploy/schema/kubernetes.json" \
+		"$top/deploy/schema/prometheus-operator.json" <"$work/po.yaml" >"$work/out" ||
+		why "deploy/ with the prometheus-operator component: $(cat "$work/out")"
+	tail -n 1 "$work/out"
+	# what the check is for: a field the CRD does not have
+	sed 's/scrapeTimeout:/scrapeTimout:/' "$work/po.yaml" | "$check" schema \
+		"$top/deploy/schema/kubernetes.json" "$top/deploy/schema/prometheus-operator.json" \
+		>"$work/bad" && why "a misspelt ServiceMonitor field passed"
+	grep -q "'scrapeTimout' was unexpected" "$work/bad" || why "scrapeTimout not caught: $(cat "$work/bad")"
+	python3 - "$work/po.yaml" "$top/contrib/prometheus/moat.rules.yml" >"$work/out" 2>&1 <<-'PY' ||
+		import sys, yaml
+		objs = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o]
+		one = lambda k: [o for o in objs if o["kind"] == k][0]
+		svc, sm, pr = one("Service"), one("ServiceMonitor"), one("PrometheusRule")
+		sel = sm["spec"]["selector"]["matchLabels"]
+		labels = svc["metadata"].get("labels", {})
+		assert all(labels.get(k) == v for k, v in sel.items()), "selects %s, the Service has %s" % (sel, labels)
+		ns = sm["spec"]["namespaceSelector"]["matchNames"]
+		assert svc["metadata"]["namespace"] in ns, "namespaces %s" % ns
+		ports = {p["name"] for p in svc["spec"]["ports"]}
+		ep = sm["spec"]["endpoints"]
+		assert all(e["port"] in ports for e in ep), "ports %s, the Service has %s" % ([e["port"] for e in ep], ports)
+		# the job is the Service's name unless jobLabel says otherwise
+		assert "jobLabel" not in sm["spec"] and svc["metadata"]["name"] == "moatd", "job is not moatd"
+		assert all({"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node",
+		            "action": "replace"} in e.get("relabelings", []) for e in ep), "no node label"
+		groups = yaml.safe_load(open(sys.argv[2]))["groups"]
+		assert pr["spec"]["groups"] == groups, "the PrometheusRule is not moat.rules.yml: run tools/prometheusrule.py"
+		print("ServiceMonitor: job moatd, port %s, a node label; PrometheusRule: %d rules" %
+		      (ep[0]["port"], sum(len(g["rules"]) for g in groups)))
+	PY
+		why "deploy/components/prometheus-operator: $(cat "$work/out")"
+	tail -n 1 "$work/out"
+}
+
 # deploy/policy's CEL, evaluated against example requests, each with the
 # answer it must get (selftests/fixtures/own-node-requests.json)
 CEL_JS=/usr/local/lib/moat-ci/node_modules/@marcbachmann/cel-js/lib/index.js
@@ -546,6 +597,7 @@ image_runs() {
 
 run_check image_builds_and_runs_as_the_daemonset_runs_it image_runs
 run_check deploy_renders_and_passes_the_kubernetes_schemas deploy_schema
+run_check the_prometheus_operator_component_passes_its_crds prometheus_operator
 run_check the_admission_policy_holds_moatd_to_its_own_node policy_cel
 run_check deploy_passes_yamllint deploy_lint
 run_check the_documented_uninstall_deletes_the_daemonset_before_its_rbac deploy_uninstall

@@ -4,6 +4,7 @@
 out of Kubernetes' OpenAPI spec.
 
     tools/k8s-schema.py SWAGGER.json VERSION > deploy/schema/kubernetes.json
+    tools/k8s-schema.py --crd VERSION CRD.yaml... > deploy/schema/NAME.json
 
 SWAGGER.json is Kubernetes' api/openapi-spec/swagger.json (OpenAPI v2) of
 release VERSION.  The output holds the definitions the kinds below reach,
@@ -13,9 +14,15 @@ server prunes or rejects unknown fields; a typo in a manifest must not
 pass), and int-or-string and quantity fields take either.  It is
 vendored so that make check validates deploy/ offline
 (selftests/deploy_check.py).
+
+With --crd, the schemas of CustomResourceDefinitions instead (each
+served version's openAPIV3Schema, as the API server validates the
+custom resources), made strict the same way, for deploy/components/.
 """
 import json
 import sys
+
+import yaml
 
 KINDS = [
     ("v1", "Namespace"), ("v1", "ServiceAccount"), ("v1", "ConfigMap"),
@@ -71,7 +78,30 @@ def strict(node):
             strict(v)
 
 
+def crds(version, paths):
+    kinds, defs = {}, {}
+    for path in paths:
+        for crd in yaml.safe_load_all(open(path)):
+            if not crd or crd.get("kind") != "CustomResourceDefinition":
+                continue
+            group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
+            for v in crd["spec"]["versions"]:
+                if not v.get("served"):
+                    continue
+                name = ".".join(reversed(group.split("."))) + ".%s.%s" % (v["name"], kind)
+                kinds["%s/%s/%s" % (group, v["name"], kind)] = name
+                defs[name] = v["schema"]["openAPIV3Schema"]
+                strict(defs[name])
+    json.dump({"version": version,
+               "source": "CustomResourceDefinitions, cut by tools/k8s-schema.py --crd",
+               "kinds": kinds, "definitions": defs},
+              sys.stdout, indent=1, sort_keys=True)
+    sys.stdout.write("\n")
+
+
 def main():
+    if sys.argv[1] == "--crd":
+        return crds(sys.argv[2], sys.argv[3:])
     spec = json.load(open(sys.argv[1]))
     defs = spec["definitions"]
     kinds = {"%s/%s" % kv: gvk_name(defs, *kv) for kv in KINDS}
