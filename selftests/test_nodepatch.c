@@ -343,6 +343,11 @@ Test(nodepatch, the_status_patch_withdraws_all_of_moats)
 	cr_assert_eq(moat_node_status_patch("{}", 2, &s, &out, why, sizeof(why)), 0);
 	cr_expect_str_eq(out, "{\"status\":{}}");
 	free(out);
+	/* no condition wanted (kube/condition 0) where the node shows moat's: it goes */
+	p = status_patch(SHOWING("True"), &s);
+	e = cond_of(p);
+	cr_expect(e && !strcmp(field(e, "$patch"), "delete"), "moat's condition left on");
+	json_object_put(p);
 	cr_expect_eq(moat_node_status_patch(BAD, strlen(BAD), &s, &out, why, sizeof(why)),
 		     -EINVAL);
 	cr_expect_str_eq(why, "status.conditions is not a list");

@@ -305,7 +305,7 @@ static json_object *condition(const struct moat_node_status *s, const char *was)
 
 	if (!c)
 		return NULL;
-	if (s->withdraw) {
+	if (s->withdraw || !s->cond) {
 		/* a strategic merge patch's directive: the element goes */
 		json_object_object_add(c, "$patch", json_object_new_string("delete"));
 		json_object_object_add(c, "type", json_object_new_string(MOAT_CONDITION_TYPE));
@@ -349,7 +349,8 @@ int moat_node_status_patch(const char *node, size_t len, const struct moat_node_
 		resources(st, "capacity", s->be_cpu_milli, s->be_memory);
 		resources(st, "allocatable", s->be_cpu_milli, s->be_memory);
 	}
-	if (s->withdraw || s->cond) {
+	/* a condition not wanted: moat's goes where the node has it */
+	if (s->withdraw || s->cond || was) {
 		conds = json_object_new_array();
 		c = condition(s, was);
 		if (!conds || !c || json_object_array_add(conds, c)) {

@@ -70,7 +70,8 @@ struct moat_node_condition {
 struct moat_node_status {
 	long long be_cpu_milli, be_memory;	/* -1: not known, left out */
 	bool withdraw;				/* all of moat's goes */
-	const struct moat_node_condition *cond;	/* NULL: left out */
+	const struct moat_node_condition *cond;	/* NULL: none (deleted
+						   where the node has it) */
 	const char *now;			/* RFC 3339, UTC */
 };
 
@@ -85,7 +86,8 @@ struct moat_node_status {
  * The extended resources moat.io/be-cpu and moat.io/be-memory in
  * capacity and allocatable, and moat's element of status.conditions,
  * which the API server merges by its "type" with the kubelet's own;
- * withdrawn: the resources null, the condition a "$patch": "delete".
+ * withdrawn: the resources null, the condition a "$patch": "delete" (as
+ * it is where no condition is wanted and the node shows moat's).
  *
  * Return: 0; -EINVAL, the reason in @why, where @node is not one JSON
  * object or its status.conditions is not a list; -ENOMEM.

@@ -139,16 +139,15 @@ static int answered(const char *what, long status, char *resp)
 /*
  * The node as @s says, from what it is now: read it, patch its taints
  * and annotations, then its status (nodepatch.h); @s NULL: all of moat's
- * withdrawn.
+ * withdrawn.  @adopted: koordinator's annotation was someone else's.
  */
-static int update(struct kube *k, const struct kube_state *s)
+static int update(struct kube *k, const struct kube_state *s, bool *adopted)
 {
 	struct moat_node_want w = { 0 };
 	struct moat_node_status st = { .be_cpu_milli = -1, .be_memory = -1, .withdraw = !s };
 	struct moat_node_condition c = { 0 };
 	char path[400], why[128], now[32], *node, *body, *resp;
 	time_t t = time(NULL);
-	bool adopted;
 	struct tm tm;
 	long status;
 	int err;
@@ -172,14 +171,12 @@ static int update(struct kube *k, const struct kube_state *s)
 	status = kube_api_request(&k->api, "GET", path, NULL, NULL, BODY_MAX, false, &node);
 	if (!kube_api_ok(status))
 		return answered("get node", status, node);
-	err = moat_node_patch(node, strlen(node), &w, &body, &adopted, why, sizeof(why));
+	err = moat_node_patch(node, strlen(node), &w, &body, adopted, why, sizeof(why));
 	if (err)
 		goto out;
-	if (adopted) {
+	if (*adopted)
 		pr_warn("kube: node %s: %s changed while moat held it: taken as the node's own",
 			k->api.node, MOAT_KOORD_KEY);
-		k->koord_adopted++;
-	}
 	status = kube_api_request(&k->api, "PATCH", path, "application/merge-patch+json", body,
 				  BODY_MAX, false, &resp);
 	free(body);
@@ -211,7 +208,9 @@ out:
  */
 static void withdraw(struct kube *k)
 {
-	if (update(k, NULL))
+	bool adopted;
+
+	if (update(k, NULL, &adopted))
 		pr_warn("kube: node %s: the taint, condition and annotations stay",
 			k->api.node);
 	else
@@ -228,7 +227,7 @@ static void *worker(void *arg)
 	while (!kube_thread_stopping(&k->t)) {
 		struct kube_state s;
 		struct timespec until;
-		bool nomem;
+		bool nomem, adopted = false;
 		int err;
 
 		if (!k->pending) {
@@ -242,8 +241,9 @@ static void *worker(void *arg)
 		k->pending = false;
 		pthread_mutex_unlock(&k->lock);
 
-		err = nomem ? -ENOMEM : update(k, &s);
+		err = nomem ? -ENOMEM : update(k, &s, &adopted);
 		pthread_mutex_lock(&k->lock);
+		k->koord_adopted += adopted;
 		if (!err) {
 			struct timespec now;
 
