@@ -273,8 +273,8 @@ Test(moatd, hints_see_a_pods_waits_in_its_containers)
 	kube_tree(&kt);
 
 	start_with_config("kube.conf", "period_ms = 100\nhttp/listen = 127.0.0.1:0\n"
-			  "kube/publish = 1\nkube/interval_ms = 200\nlc/rqlat_p99_target_us = 50\n"
-			  "enforce/min_waits = 5\nmode = enforce\n");
+			  "kube/publish = 1\nkube/interval_ms = 200\nkube/resync_s = 1\n"
+			  "lc/rqlat_p99_target_us = 50\nenforce/min_waits = 5\nmode = enforce\n");
 	moatd_env[0] = NULL;
 
 	tcg_lock_cpu();
@@ -325,6 +325,30 @@ Test(moatd, hints_see_a_pods_waits_in_its_containers)
 	cr_expect_gt(cpu_itf, 1, "interference.cpu %.2f with the LC pod far over target",
 		     cpu_itf);
 	cr_expect(!isnan(wp99), "the LC pod's rqlatP99Seconds is null");
+	/*
+	 * The Node condition names the pod, not a container, and the culprit
+	 * its waits were blamed on, the BE pod (the blame's victims and
+	 * culprits are the containers): no blame yet in the period it was
+	 * sent leaves the culprit out, never names another.
+	 */
+	{
+		char msg[768] = "";
+		const char *behind = NULL;
+
+		/* updated every second (kube/resync_s): one sent with this period's blame */
+		for (i = 0; i < 100 && !behind; i++) {
+			if (stub_node_condition(MOAT_CONDITION_TYPE, "message", msg, sizeof(msg)))
+				behind = strstr(msg, "behind BE ");
+			if (!behind)
+				sleep_ms(100);
+		}
+		cr_expect(strstr(msg, "LC group " KUBE_LC_UID " waits"), "condition: %s", msg);
+		cr_expect(behind && !strcmp(behind, "behind BE group " KUBE_BE_UID),
+			  "the condition names no culprit, or not the BE pod: %s", msg);
+		cr_log_info("condition: %s", msg);
+		cr_expect(stub_node_condition(MOAT_CONDITION_TYPE, "status", msg, sizeof(msg)) &&
+			  !strcmp(msg, "True"), "status %s", msg);
+	}
 	cr_expect(o && json_object_object_get_ex(o, "node", &v) &&
 		  !strcmp(json_object_get_string(v), "test-node"),
 		  "/hints's node is not $NODE_NAME, as kube/node's is");

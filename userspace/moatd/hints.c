@@ -410,9 +410,10 @@ static const struct unit *blamed(const struct moatd *d, const struct unit *lc,
 		const struct blame_entry *b = &p->blame[i];
 		const struct moatd_group *v = moatd_group_by_cgid(d, b->victim);
 		const struct moatd_group *c = moatd_group_by_cgid(d, b->culprit);
-		const struct unit *cu = c ? unit_of(p, c) : NULL;
+		/* a container's waits are its pod's (units.c), as enforce.c takes them */
+		const struct unit *cu = c ? unit_of(p, c->unit) : NULL;
 
-		if (!v || unit_of(p, v) != lc)
+		if (!v || unit_of(p, v->unit) != lc)
 			continue;
 		all += b->delta_ns;
 		if (cu && cu->class == MOAT_CLASS_BE)
