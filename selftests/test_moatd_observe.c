@@ -90,9 +90,16 @@ Test(moatd, observes_throttling_and_its_latency)
 			 * window a fifth short.  The window is the time between
 			 * the reads themselves: timed from the period's start,
 			 * a VM's stall before the reads made it 0.295.  An
-			 * unlimited hog uses 1.
+			 * unlimited hog uses 1.  Used: more than the 0.000 the
+			 * knob shows below 0.5 ms a window (a usage read in
+			 * the wrong unit would be), and no lower bound
+			 * beyond: where the period timer fires late the hog
+			 * stays throttled longer than a period (waits of
+			 * 133 ms in the emulated guests), and a window may
+			 * hold only the tail of one run (0.020 seen in the
+			 * 6.12 guest) or none.
 			 */
-			cr_expect(cpu > 0.02 && cpu < 0.25, "%s: %.3f CPUs used under a 0.1 CPU quota",
+			cr_expect(cpu > 0 && cpu < 0.25, "%s: %.3f CPUs used under a 0.1 CPU quota",
 				  sources[s], cpu);
 		} else {
 			/*
