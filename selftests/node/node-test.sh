@@ -176,15 +176,20 @@ moatctl status | sed -n '/^GROUP/,$p'
 settled "moatd holding"
 
 # --- the owners' rewrites, each as moatd holds a value of the pod's ---
-# poll fast: a step is held for a period (0.5 s) at least
+# poll fast: a step is held for a period (0.5 s) at least, and often no
+# more (a step judged useless is undone the next), so what is checked is
+# the read that saw the hold: a second read a moment later raced with
+# the undo (in CI: "comes as moatd holds 3 values" failed, the count
+# read first, the check's own read after the undo)
 when_held() {
-	local what=$1 i
+	local what=$1 i n=
 
 	for ((i = 0; i < 600; i++)); do
-		holds && break
+		n=$(knob enforce/journal_entries)
+		[ "$n" -gt 0 ] 2>/dev/null && break
 		sleep 0.1
 	done
-	check "$what: comes as moatd holds $(knob enforce/journal_entries) values" holds
+	check "$what: comes as moatd holds ${n:-no} values" [ "${n:-0}" -gt 0 ]
 }
 when_held "systemctl daemon-reload"
 systemctl daemon-reload
