@@ -232,8 +232,8 @@ static void server_stop(struct server *s)
  * how they were blamed (on @a, on <idle>).  rqlat counts the waits the
  * kernel counted for it, within 1%: on this host's 6.18, with the test
  * CPU idle between the server's runs, rqlat has counted up to 4 in 600
- * fewer (in about half of such phases; never with a hog on the CPU, and
- * never in the 6.1 and 6.12 guests): Documentation/rqlat.rst.
+ * fewer (in about half of such phases; behind a hog once, 1 in 686 in a
+ * sanitized run; never in the 6.1 and 6.12 guests): Documentation/rqlat.rst.
  */
 static void server_phase(const struct tcg *b, const struct tcg *a,
 			 struct moat_rqlat_hist *win, struct blame_sums *blame)
@@ -398,10 +398,16 @@ static void storage(bool before)
 	cr_log_info("a server %s the load: %llu starts in the pid hash since "
 		    "the load (any task's)", before ? "from before" : "forked after",
 		    (unsigned long long)moat_rqlat_hash_marks(rq));
-	/* every one: a wait the task's storage missed would be in the hash */
-	cr_expect_eq(win.count, waits, "rqlat counted %llu of the server's waits, "
-		     "the kernel %llu", (unsigned long long)win.count,
-		     (unsigned long long)waits);
+	/*
+	 * Its starts were all in its storage (the hash has none of its):
+	 * the point here.  The count is the kernel's, within the 1% that
+	 * server_phase() allows: on this host's 6.18 a wait now and then is
+	 * missing from rqlat's count, mostly on an idle CPU, once in a
+	 * sanitized run behind the hog (685 of 686): Documentation/rqlat.rst.
+	 */
+	cr_expect(win.count + waits / 100 + 1 >= waits && win.count <= waits + waits / 100 + 1,
+		  "rqlat counted %llu of the server's waits, the kernel %llu",
+		  (unsigned long long)win.count, (unsigned long long)waits);
 	/* the hog holds the CPU: ms, not the us of an idle CPU's wake-up */
 	cr_expect_gt(p99_us(&win), 1000);
 }
