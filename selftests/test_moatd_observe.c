@@ -287,6 +287,13 @@ Test(moatd, the_nodes_signals_are_those_of_proc_each_period)
 	hog = tcg_spawn(&cg, tcg_pick_cpu(), work_hog, NULL);
 	cr_assert_gt(hog, 0);
 	sleep_ms(300);
+	/* the window's memory stall, from "some total=": a value after two reads */
+	if (!access("/proc/pressure/memory", R_OK)) {
+		cr_assert_eq(ctl(out, err, "get", "node/memory_pressure_pct", NULL), 0,
+			     "%s", err);
+		v = strtod(out, NULL);
+		cr_expect(v >= 0 && v <= 100, "node/memory_pressure_pct %s", out);
+	}
 	for (i = 0; i < 5; i++) {
 		v = node_cpu_usage();
 		cr_expect_geq(v, 0, "node/cpu_usage without a value, period %d: %s", i, err);

@@ -17,10 +17,14 @@
  * floor of wake-up latency, and the slices of the BE pods that run on
  * its CPUs, each in proportion to the CPU it takes and to how much its
  * weight lets it hold the CPU against the LC pod's; an LC pod throttled
- * by its own limit waits for its next period besides.  What it does not
- * model: tasks and slices per task (the per-task lever is off), caches
- * and memory bandwidth, memory (no memory.high here), wake-up placement
- * across CPUs, the kernel's timing noise.
+ * by its own limit waits for its next period besides.  Memory, on a node
+ * without swap: a pod's memory.high under what it holds frees nothing,
+ * and it stalls in reclaim the more the further under; a node short of
+ * memory stalls every pod; the node's pressure is the union of the
+ * pods' stalls.  What it does not model: tasks and slices per task (the
+ * per-task lever is off), caches and memory bandwidth, page cache and
+ * reclaim that frees it, wake-up placement across CPUs, the kernel's
+ * timing noise.
  *
  * The invariants (each checked in every run, its failure a message):
  *  - moat writes no QoS tier, no container's weight or quota, no
@@ -41,7 +45,9 @@
  *  - no write of moat's is refused by the kernel more than 3 times (a
  *    write that cannot be made is not retried every period);
  *  - a resize the kernel refused (kubelet tries again every
- *    KUBELET_RETRY_S) is through within RESIZE_MAX_S.
+ *    KUBELET_RETRY_S) is through within RESIZE_MAX_S;
+ *  - (memory_release) once the LC pod stalls on memory no more, every
+ *    memory.high moat lowered is its owner's again within RELEASE_S.
  *
  * MOAT_SIM_SEEDS=N and MOAT_SIM_PERIODS=N run more (make sim);
  * MOAT_SIM_SEED=N runs seed N alone, MOAT_SIM_VERBOSE=1 with moatd's log.
@@ -91,6 +97,8 @@ struct pod {
 	double usage, ctr_usage[2];
 	bool throttled;
 	double tail_us;			/* an LC pod's tail wait */
+	double mem;			/* bytes its work would hold (anonymous) */
+	double mem_stall_pct;		/* this period's memory stall, % of it */
 	/* an LC pod far over its target: since when, and BE steps since */
 	unsigned long over_since, steps_then;
 };
@@ -112,6 +120,7 @@ struct plant {
 	bool slice_next;		/* the next pod's containers have no limit */
 	bool lift;			/* burst/lift on */
 	double steady_from;		/* from when the plant is steady, s */
+	double shortage_pct;		/* the node short of memory: every pod's stall, % */
 	/* what the invariants follow */
 	unsigned long be_steps;		/* moat's writes to BE pods' files */
 	unsigned long longest_backoff;	/* periods a useless step leaves a BE pod alone */
@@ -529,6 +538,47 @@ static void blame_add(struct period *p, __u64 victim, __u64 culprit, double ns)
 							 .wait_ns = ns, .delta_ns = ns };
 }
 
+/* ---- memory ---- */
+
+/* A pod's memory.high in bytes (INFINITY: max). */
+static double high_now(int cg)
+{
+	const char *v = sim_get(cg, "memory.high");
+
+	return !v || !strcmp(v, "max") ? INFINITY : atof(v);
+}
+
+/*
+ * Each pod's memory this period, and the node's pressure (its return).
+ * A node without swap: what a pod holds is anonymous, and a memory.high
+ * under it frees nothing; the pod stalls in reclaim instead, the more
+ * the further under (its memory.current stays at what it holds).  A
+ * node short of memory (shortage_pct) stalls every pod that much.  The
+ * node's "some" is the union of the pods' stalls, as if independent.
+ */
+static double memory(void)
+{
+	double none = 1;
+	int i;
+
+	for (i = 0; i < P->n; i++) {
+		struct pod *p = &P->pods[i];
+		double high = high_now(p->cg), own = 0;
+
+		if (!p->alive)
+			continue;
+		if (p->mem > high)
+			own = fmin(100, 200 * (p->mem - high) / p->mem);
+		p->mem_stall_pct = 100 - (100 - own) * (100 - P->shortage_pct) / 100;
+		none *= 1 - p->mem_stall_pct / 100;
+		if (p->g) {
+			p->g->win.memory_bytes = p->mem;
+			p->g->win.memory_pressure_pct = p->mem_stall_pct;
+		}
+	}
+	return 100 * (1 - none);
+}
+
 /* The period's snapshot, as the sources would have made it of the plant. */
 static void sample(void)
 {
@@ -584,7 +634,7 @@ static void sample(void)
 	}
 	p->node = (struct node_sample){
 		.ncpus = NCPUS, .cpu_usage = busy,
-		.psi_some_avg10 = { 0, 0, 0 },
+		.psi_some_avg10 = { 0, 0, 0 }, .memory_pressure_pct = memory(),
 		.mem_total = 16e9, .mem_available = 12e9, .swap_total = 0,
 		.pods_mem_limit = NAN, .pods_mem_available = NAN,
 	};
@@ -1036,6 +1086,67 @@ static void small_be(bool v2)
 				     P->failed);
 		plant_stop();
 	}
+}
+
+/*
+ * The node short of memory for a while, then not: the LC pod stalls,
+ * moat lowers the batch pods' memory.high; on this node without swap
+ * that frees nothing and the batch pods stall in their own reclaim.
+ * Once the shortage is over the LC pod stalls no more, and every
+ * memory.high moat lowered is its owner's again within RELEASE_S:
+ * the batch pods' own stalls, the step's doing, are not a reason to
+ * hold them (issue 43: the node's pressure fed on them and held the
+ * pods at their floor for good).  cgroup v2: v1 has no memory.high.
+ */
+/*
+ * A release every enforce/release_periods (6: 3 s) of slack, each a
+ * tenth of the original up from no lower than half of it (memory's
+ * floor): about 20 s (under 20 s in 50 seeds); three times that.
+ */
+#define RELEASE_S	60
+static void memory_release(void)
+{
+	unsigned long s, i, n = periods(1200), short_until = n / 4, stepped;
+	struct pod *be[2];
+	int b;
+
+	moat_log_init("moat", getenv("MOAT_SIM_VERBOSE") ? MOAT_LOG_INFO : MOAT_LOG_ERR);
+	for (s = 1; s <= seeds(8); s++) {
+		if (getenv("MOAT_SIM_SEED") && s != strtoul(getenv("MOAT_SIM_SEED"), NULL, 10))
+			continue;
+		plant_start(true, s);
+		pod_new(BURSTABLE, MOAT_CLASS_LC, 1, 0, 0.5, 1)->mem = 1e9;
+		be[0] = pod_new(BESTEFFORT, MOAT_CLASS_BE, 0, 0, 0.1, 1);
+		be[1] = pod_new(BURSTABLE, MOAT_CLASS_BE, 0.5, 0, 0.1, 2);
+		be[0]->mem = (2 + rnd()) * 1e9;
+		be[1]->mem = (1 + rnd()) * 1e9;
+		stepped = 0;
+		for (i = 0; i < n && !P->failed[0]; i++) {
+			P->shortage_pct = i < short_until ? 20 + 20 * rnd() : 0;
+			period();
+			invariants();
+			for (b = 0; b < 2; b++) {
+				bool held = strcmp(sim_get(be[b]->cg, "memory.high"), "max");
+
+				stepped += held;
+				if (held && i > short_until + RELEASE_S / PERIOD_S)
+					fail("batch pod %s: memory.high %s, %.0f s after the LC pod's last stall (its own stall %.0f%%)",
+					     be[b]->uid, sim_get(be[b]->cg, "memory.high"),
+					     (i - short_until) * PERIOD_S, be[b]->mem_stall_pct);
+			}
+		}
+		if (!P->failed[0] && !stepped)
+			fail("no memory.high lowered while the LC pod stalled on memory");
+		if (P->failed[0])
+			cr_log_error("seed %lu, period %lu (%.1f s): %s", s, P->period, P->t,
+				     P->failed);
+		plant_stop();
+	}
+}
+
+Test(sim, memory_steps_are_released_when_the_lc_pod_stalls_no_more)
+{
+	memory_release();
 }
 
 Test(sim, a_small_be_pod_beside_the_culprit_cgroup_v2)

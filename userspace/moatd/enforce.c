@@ -683,7 +683,7 @@ void enforce_decide(struct moatd *d, const struct period *p, struct plan *plan)
 	struct moat_ctl_params prm;
 	struct moat_ctl_lc *lc;
 	struct moat_ctl_be *be;
-	double *blame = NULL, *suspect = NULL;
+	double *blame = NULL, *suspect = NULL, held;
 	int *idx = NULL;
 	unsigned int r;
 
@@ -722,10 +722,25 @@ void enforce_decide(struct moatd *d, const struct period *p, struct plan *plan)
 			beu[nbe++] = u;
 		}
 	}
-	/* The node's memory pressure, as one more LC row without blame. */
+	/*
+	 * The node's memory pressure, as one more LC row without blame: the
+	 * share of the window some task stalled on memory, less the stalls
+	 * of the BE units moat holds under a memory.high of its own.  Their
+	 * stalls are the step's doing: counted, the row fed on its own steps
+	 * and held BE at its floor for good (issue 43).  The node's "some"
+	 * is the union of every group's stalls, no more than their sum: what
+	 * is left is the least share of the window that some task outside
+	 * those units stalled.
+	 */
 	for (r = 0; r < MOAT_SIG_NR; r++)
 		lc[nlc].value[r] = NAN;
-	lc[nlc].value[MOAT_SIG_MEMORY_PRESSURE] = p->node.psi_some_avg10[1];
+	held = 0;
+	for (i = 0; i < nbe; i++)
+		if (!isinf(be[i].lim[MOAT_RES_MEMORY].limit) &&
+		    beu[i]->g->win.memory_pressure_pct > 0)
+			held += beu[i]->g->win.memory_pressure_pct;
+	lc[nlc].value[MOAT_SIG_MEMORY_PRESSURE] = isnan(p->node.memory_pressure_pct) ? NAN :
+		fmax(0, p->node.memory_pressure_pct - held);
 	lc[nlc].target[MOAT_SIG_MEMORY_PRESSURE] = signals_memory_target(d);
 	/* LC rows, and the node's memory row, by BE columns */
 	blame = calloc((nlc + 1) * (nbe ? nbe : 1), sizeof(*blame));

@@ -179,6 +179,7 @@ struct node_sample {
 	double ncpus;			/* online */
 	double cpu_usage;		/* busy CPUs, NAN before two reads */
 	double psi_some_avg10[3];	/* cpu, memory, io; NAN: no PSI */
+	double memory_pressure_pct;	/* memory "some" over the window, %; NAN: none */
 	double mem_total, mem_available;	/* bytes; NAN: not read */
 	double swap_total;			/* bytes; NAN: not read */
 	/* kubepods' memory limit and what its working set leaves; NAN: none */

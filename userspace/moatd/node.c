@@ -50,6 +50,9 @@ static const char *const pods_v1[PF_NR] = {
 
 struct node {
 	__u64 cpu_busy, cpu_total;	/* /proc/stat jiffies at the last read */
+	/* memory's "some total=" (us) at the last read, and when; at 0: none */
+	__u64 mem_some_us;
+	double mem_some_at;
 	int fd[NF_NR];			/* -1: not open */
 	int online;			/* /sys/devices/system/cpu/online */
 	char pods[PATH_MAX];		/* kubepods' hierarchy path; "": none */
@@ -85,6 +88,34 @@ static double read_psi_some_avg10(const struct node *n, size_t res)
 	if (reread(n, NF_PSI_CPU + res, buf, sizeof(buf)))
 		return NAN;
 	return sscanf(buf, "some avg10=%lf", &v) == 1 ? v : NAN;
+}
+
+/*
+ * The share of the time since the last read during which some task
+ * stalled on memory, percent: the growth of "some ... total=<us>" over
+ * the seconds between the reads (psi.rst), the groups' memory_pressure_pct
+ * (observe.c) for the whole node.  NAN before two reads.  Where
+ * avg10, a ten-second average, still shows a stall for seconds after
+ * it ended, this is the window's, as the groups' are, so the two can be
+ * set against each other (enforce.c: the node's row).
+ */
+static double read_psi_memory_pct(struct node *n)
+{
+	char buf[256];
+	const char *t;
+	unsigned long long us;
+	double at = moatd_mono_s(), pct = NAN;
+
+	if (reread(n, NF_PSI_MEMORY, buf, sizeof(buf)) || strncmp(buf, "some ", 5) ||
+	    !(t = strstr(buf, " total=")) || sscanf(t, " total=%llu", &us) != 1) {
+		n->mem_some_at = 0;
+		return NAN;
+	}
+	if (n->mem_some_at > 0 && at > n->mem_some_at && us >= n->mem_some_us)
+		pct = fmin(100, (us - n->mem_some_us) / 1e4 / (at - n->mem_some_at));
+	n->mem_some_us = us;
+	n->mem_some_at = at;
+	return pct;
 }
 
 /* Busy and total jiffies of all CPUs, from /proc/stat's "cpu" line. */
@@ -257,6 +288,7 @@ void node_sample(struct moatd *d, struct node_sample *w)
 	w->ncpus = online_cpus(n);
 	for (i = 0; i < 3; i++)
 		w->psi_some_avg10[i] = read_psi_some_avg10(n, i);
+	w->memory_pressure_pct = read_psi_memory_pct(n);
 	read_meminfo(n, &w->mem_total, &w->mem_available, &w->swap_total);
 	read_pods_memory(d, n, w->mem_total, &w->pods_mem_limit, &w->pods_mem_available);
 	w->cpu_usage = NAN;
@@ -298,6 +330,13 @@ static int show_pods_memory(const struct moat_knob *k, char *buf, size_t len)
 				    d->period.node.pods_mem_available, 0);
 }
 
+static int show_memory_pressure(const struct moat_knob *k, char *buf, size_t len)
+{
+	const struct moatd *d = k->owner;
+
+	return show_value(buf, len, d->period.node.memory_pressure_pct, 2);
+}
+
 static int show_psi(const struct moat_knob *k, char *buf, size_t len)
 {
 	const struct moatd *d = k->owner;
@@ -333,6 +372,7 @@ static int node_init(struct moatd *d)
 
 	d->period.node = (struct node_sample){
 		.ncpus = NAN, .cpu_usage = NAN, .psi_some_avg10 = { NAN, NAN, NAN },
+		.memory_pressure_pct = NAN,
 		.mem_total = NAN, .mem_available = NAN, .swap_total = NAN,
 		.pods_mem_limit = NAN, .pods_mem_available = NAN,
 	};
@@ -351,6 +391,10 @@ static int node_init(struct moatd *d)
 			 psi_res[i]);
 		err = moat_knob_add(d->tree, &k);
 	}
+	k.show = show_memory_pressure;
+	strcpy(k.path, "node/memory_pressure_pct");
+	if (!err)
+		err = moat_knob_add(d->tree, &k);
 	k.show = show_pods_memory;
 	strcpy(k.path, "node/pods_memory_limit");
 	if (!err)
