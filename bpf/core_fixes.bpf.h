@@ -46,6 +46,28 @@ static __always_inline bool moat_task_on_cpu(struct task_struct *t, bool btf)
 }
 
 /*
+ * Whether CFS bandwidth has throttled @t's hierarchy on its CPU: its
+ * cfs_rq, or one above it, out of quota.  tg_throttle_down() counts a
+ * throttle into cfs_rq::throttle_count of every cfs_rq below the one
+ * throttled, and tg_unthrottle_up() counts it out (v2.6.39's bandwidth
+ * control; v6.18's task-based throttling keeps both).  sched_entity::
+ * cfs_rq needs CONFIG_FAIR_GROUP_SCHED, throttle_count
+ * CONFIG_CFS_BANDWIDTH: a kernel without them throttles nothing.
+ */
+static __always_inline bool moat_task_throttled(struct task_struct *t, bool btf)
+{
+	struct cfs_rq *cfs_rq = NULL;
+
+	if (!bpf_core_field_exists(t->se.cfs_rq) ||
+	    !bpf_core_field_exists(cfs_rq->throttle_count))
+		return false;
+	cfs_rq = btf ? t->se.cfs_rq : BPF_CORE_READ(t, se.cfs_rq);
+	if (!cfs_rq)
+		return false;
+	return (btf ? cfs_rq->throttle_count : BPF_CORE_READ(cfs_rq, throttle_count)) > 0;
+}
+
+/*
  * The cpu controller's index into css_set::subsys[] is an enum value that
  * depends on which controllers the kernel was built with, so it is
  * relocated rather than hard-coded.  Kernels without CONFIG_CGROUP_SCHED

@@ -47,7 +47,12 @@
  * antagonist's slice.  When several cgroups ran during the wait, all of it
  * goes to the last one; when the waiter migrated, to the last holder of
  * the CPU it ran on.  When prev is the idle task the wait is charged to
- * MOAT_CULPRIT_IDLE: that is wake-up latency, not contention.
+ * MOAT_CULPRIT_IDLE: that is wake-up latency, not contention.  A wait
+ * that began with the waiter's own hierarchy throttled (CFS bandwidth:
+ * its cgroup or one above it out of quota, at the switch-out or the
+ * wake-up that started it) is charged to MOAT_CULPRIT_LIMIT, whoever
+ * ran meanwhile: the CPU was not denied it by them but by its limit.
+ * One that began before the throttle is charged as any other.
  *
  * Maps are per-CPU where they are written on every event, so the hot path
  * takes no lock and no atomic.  Every map is bounded; an event that does
@@ -168,7 +173,8 @@ static __always_inline bool is_watched(struct moat_rqlat_cg *cg, __u64 cgid)
 
 static __always_inline void record_wait(struct task_struct *next,
 					struct task_struct *prev,
-					__u32 prev_pid, __u64 wait, bool btf)
+					__u32 prev_pid, __u64 wait, bool limit,
+					bool btf)
 {
 	__u64 cgid = moat_task_cpu_cgroup_id(next, btf);
 	__u32 slot = hist_slot(wait);
@@ -196,8 +202,8 @@ static __always_inline void record_wait(struct task_struct *next,
 	if (CUT(MOAT_PART_HIST) || !is_watched(cg, cgid))
 		return;
 	bk.victim = cgid;
-	bk.culprit = prev_pid ? moat_task_cpu_cgroup_id(prev, btf) :
-				MOAT_CULPRIT_IDLE;
+	bk.culprit = limit ? MOAT_CULPRIT_LIMIT :
+		     prev_pid ? moat_task_cpu_cgroup_id(prev, btf) : MOAT_CULPRIT_IDLE;
 	bv = lookup_or_init(&blame, &bk, &zero_blame, MOAT_DROP_BLAME);
 	if (bv) {
 		bv->wait_ns += wait;
@@ -211,7 +217,12 @@ static __always_inline __u64 *task_start(struct task_struct *t, bool btf)
 	return btf ? bpf_task_storage_get(&starts, t, 0, 0) : NULL;
 }
 
-/* @t (@pid) became runnable at @now; @earliest keeps an earlier start. */
+/*
+ * @t (@pid) became runnable at @now; @earliest keeps an earlier start.
+ * A start's lowest bit says whether the wait began with @t's hierarchy
+ * throttled (START_LIMIT): a wait at its own limit.
+ */
+#define START_LIMIT	1ULL
 static __always_inline void mark_runnable(struct task_struct *t, __u32 pid,
 					  __u64 now, bool earliest, bool btf)
 {
@@ -219,6 +230,7 @@ static __always_inline void mark_runnable(struct task_struct *t, __u32 pid,
 
 	if (!pid)	/* the idle tasks all have pid 0 and never wait */
 		return;
+	now = (now & ~START_LIMIT) | (moat_task_throttled(t, btf) ? START_LIMIT : 0);
 	since = task_start(t, btf);
 	if (!since) {
 		if (btf)
@@ -240,7 +252,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	__u64 now = bpf_ktime_get_ns();
 	__u32 prev_pid = moat_task_pid(prev, btf);
 	__u32 next_pid = moat_task_pid(next, btf);
-	__u64 *since, wait;
+	__u64 *since, wait, start;
 
 	barrier_var(prev_pid);	/* read here, as the part says */
 	barrier_var(next_pid);
@@ -260,11 +272,12 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 		since = bpf_map_lookup_elem(&runnable, &next_pid);
 	if (!since || !*since)
 		return 0;
-	wait = now > *since ? now - *since : 0;
+	start = *since;
 	*since = 0;
+	wait = now > (start & ~START_LIMIT) ? now - (start & ~START_LIMIT) : 0;
 	if (CUT(MOAT_PART_WAIT))
 		return 0;
-	record_wait(next, prev, prev_pid, wait, btf);
+	record_wait(next, prev, prev_pid, wait, start & START_LIMIT, btf);
 	return 0;
 }
 

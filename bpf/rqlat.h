@@ -52,6 +52,14 @@ struct moat_blame_val {
  */
 #define MOAT_CULPRIT_IDLE 0
 
+/*
+ * Culprit id for waits that began while CFS bandwidth throttled the
+ * waiter's own hierarchy (its cgroup or one above it out of quota): its
+ * own limit's, nobody else's.  No cgroup has this id: kernfs ids are a
+ * 32-bit generation over a 32-bit inode number, neither all ones.
+ */
+#define MOAT_CULPRIT_LIMIT (~0ULL)
+
 /* Why an event was not recorded; indexes rqlat_drops[] in .bss. */
 enum moat_rqlat_drop {
 	MOAT_DROP_START,	/* runnable map full: a task's waits not measured */

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include "cgroup.h"
 #include "helpers.h"
+#include "journal.h"
 #include "tasksched.h"
 
 #define MAX_TCG 32
@@ -114,6 +115,28 @@ int tcg_setup(void)
 int tcg_write(const struct tcg *cg, const char *file, const char *val)
 {
 	return write_file(cg->dir, file, val);
+}
+
+long long tcg_number(const struct tcg *cg, const char *file, const char *key)
+{
+	char path[PATH_MAX + 32], buf[4096], *at = buf;
+	long long v = -1;
+
+	snprintf(path, sizeof(path), "%s/%s", cg->dir, file);
+	if (moat_kfile_read(path, buf, sizeof(buf)))
+		return -1;
+	if (key) {
+		size_t n = strlen(key);
+
+		for (at = buf; at && (strncmp(at, key, n) || at[n] != ' ');
+		     at = strchr(at, '\n'), at = at ? at + 1 : NULL)
+			;
+		if (!at)
+			return -1;
+		at += n + 1;
+	}
+	sscanf(at, "%lld", &v);
+	return v;
 }
 
 const char *tcg_prefix_dir(void)

@@ -56,6 +56,8 @@ void tcg_lock_cpu(void);
 
 /* Write @val to @cg's @file (a test's own cgroup only). */
 int tcg_write(const struct tcg *cg, const char *file, const char *val);
+/* A number from @cg's @file: the value after "@key " where @key is set; -1: none. */
+long long tcg_number(const struct tcg *cg, const char *file, const char *key);
 
 /* Run @fn(@arg) in a child process in @cg, pinned to @cpu; returns its pid. */
 pid_t tcg_spawn(const struct tcg *cg, int cpu, void (*fn)(void *), void *arg);

@@ -190,29 +190,6 @@ Test(moatd, without_cpu_priority_the_quota_comes_first)
 	expect_restored("after SIGTERM");
 }
 
-/* A number from @cg's @file: the value after "@key " where @key is set. */
-static long long cg_number(const struct tcg *cg, const char *file,
-			   const char *key)
-{
-	char path[PATH_MAX + 32], buf[4096], *at = buf;
-	long long v = -1;
-
-	snprintf(path, sizeof(path), "%s/%s", cg->dir, file);
-	if (moat_kfile_read(path, buf, sizeof(buf)))
-		return -1;
-	if (key) {
-		size_t n = strlen(key);
-
-		for (at = buf; at && (strncmp(at, key, n) || at[n] != ' ');
-		     at = strchr(at, '\n'), at = at ? at + 1 : NULL)
-			;
-		if (!at)
-			return -1;
-		at += n + 1;
-	}
-	sscanf(at, "%lld", &v);
-	return v;
-}
 
 static bool have_swap(void)
 {
@@ -257,10 +234,10 @@ Test(moatd, memory_pressure_lowers_be_memory_high_and_the_kernel_reclaims)
 	bp = tcg_spawn(&be, 0, work_memory, &be_mem);
 	lp = tcg_spawn(&lc, 1, work_memory, &lc_mem);
 	cr_assert(bp > 0 && lp > 0);
-	for (i = 0; i < 100 && cg_number(&be, "memory.current", NULL) < (90 << 20); i++)
+	for (i = 0; i < 100 && tcg_number(&be, "memory.current", NULL) < (90 << 20); i++)
 		sleep_ms(100);
-	cur0 = cg_number(&be, "memory.current", NULL);
-	high0 = cg_number(&be, "memory.events", "high");
+	cur0 = tcg_number(&be, "memory.current", NULL);
+	high0 = tcg_number(&be, "memory.events", "high");
 	cr_assert_geq(cur0, 90 << 20, "the BE hog holds %lld bytes", cur0);
 	wait_get("groups/batch.batch-mem/path", 0, 30);
 	wait_get("groups/web.web-mem/path", 0, 30);
@@ -290,8 +267,8 @@ Test(moatd, memory_pressure_lowers_be_memory_high_and_the_kernel_reclaims)
 	cr_expect(!(lcp > 1) || np > 0, "the node's memory pressure %.1f%% beside the LC group's %.1f%%",
 		  np, lcp);
 	for (i = 0; i < 100; i++) {
-		cur = cg_number(&be, "memory.current", NULL);
-		high = cg_number(&be, "memory.events", "high");
+		cur = tcg_number(&be, "memory.current", NULL);
+		high = tcg_number(&be, "memory.events", "high");
 		if (cur < cur0 * 3 / 4 && high > high0)
 			break;
 		sleep_ms(100);

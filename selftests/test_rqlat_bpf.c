@@ -67,6 +67,7 @@ TestSuite(rqlat_bpf, .init = setup, .fini = teardown, .timeout = 120);
 struct blame_sums {
 	__u64 victim, culprit;
 	__u64 to_culprit_ns, idle_ns, total_ns;
+	__u64 to_culprit;	/* waits */
 };
 
 static int sum_blame(const struct moat_blame_key *k,
@@ -77,8 +78,10 @@ static int sum_blame(const struct moat_blame_key *k,
 	if (k->victim != b->victim)
 		return 0;
 	b->total_ns += v->wait_ns;
-	if (k->culprit == b->culprit)
+	if (k->culprit == b->culprit) {
 		b->to_culprit_ns += v->wait_ns;
+		b->to_culprit += v->count;
+	}
 	if (k->culprit == MOAT_CULPRIT_IDLE)
 		b->idle_ns += v->wait_ns;
 	return 0;
@@ -96,6 +99,7 @@ static void blame_delta(struct blame_sums *d, const struct blame_sums *after,
 {
 	*d = *after;
 	d->to_culprit_ns -= before->to_culprit_ns;
+	d->to_culprit -= before->to_culprit;
 	d->idle_ns -= before->idle_ns;
 	d->total_ns -= before->total_ns;
 }
@@ -420,6 +424,91 @@ Test(rqlat_bpf, a_task_from_before_the_load_keeps_its_start_in_its_storage)
 Test(rqlat_bpf, a_task_forked_after_the_load_keeps_its_start_in_its_storage)
 {
 	storage(false);
+}
+
+/*
+ * A cgroup at its own CPU limit: a hog held to a tenth of a CPU (10 ms a
+ * 100 ms CFS period) beside another cgroup's hog on the same CPU.  Each
+ * throttle leaves it waiting for the next period, a wait that began with
+ * its cgroup throttled: its own limit's (MOAT_CULPRIT_LIMIT), one a
+ * throttled period, not the other hog's, which ran meanwhile; its waits
+ * behind that hog while it had quota are that hog's.
+ */
+static void at_its_limit(bool raw_tp)
+{
+	struct moat_rqlat_opts opts = { .force_raw_tp = raw_tp };
+	struct blame_sums l0, l1, o0, o1;
+	long long thr0, thr1, ns0, ns1;
+	const char *ns_key;
+	struct tcg lim, other;
+	pid_t hog, lhog;
+	bool v2 = tcg_hierarchy()->v2;
+
+	cr_assert_eq(tcg_create("lim", &lim), 0);
+	cr_assert_eq(tcg_create("other", &other), 0);
+	cr_assert_eq(tcg_write(&lim, v2 ? "cpu.max" : "cpu.cfs_quota_us",
+			       v2 ? "10000 100000" : "10000"), 0);
+	ns_key = v2 ? "throttled_usec" : "throttled_time";
+	cr_assert_eq(moat_rqlat_open(&opts, &rq), 0);
+	cr_assert_str_eq(moat_rqlat_attach_kind(rq), raw_tp ? "raw_tp" : "tp_btf");
+	cr_assert_eq(moat_rqlat_watch(rq, lim.id, true), 0);
+	hog = tcg_spawn(&other, test_cpu, work_hog, NULL);
+	cr_assert_gt(hog, 0);
+	lhog = tcg_spawn(&lim, test_cpu, work_hog, NULL);
+	cr_assert_gt(lhog, 0);
+	usleep(300000);
+	read_blame(lim.id, MOAT_CULPRIT_LIMIT, &l0);
+	read_blame(lim.id, other.id, &o0);
+	thr0 = tcg_number(&lim, "cpu.stat", "nr_throttled");
+	ns0 = tcg_number(&lim, "cpu.stat", ns_key);
+	usleep(1000000);
+	read_blame(lim.id, MOAT_CULPRIT_LIMIT, &l1);
+	read_blame(lim.id, other.id, &o1);
+	thr1 = tcg_number(&lim, "cpu.stat", "nr_throttled");
+	ns1 = tcg_number(&lim, "cpu.stat", ns_key);
+	tcg_kill(lhog);
+	tcg_kill(hog);
+	blame_delta(&l1, &l1, &l0);
+	blame_delta(&o1, &o1, &o0);
+	cr_assert(thr0 >= 0 && ns0 >= 0, "no cpu.stat of %s", lim.path);
+	/* v2's throttled_usec in us, v1's throttled_time in ns */
+	if (v2) {
+		ns0 *= 1000;
+		ns1 *= 1000;
+	}
+	cr_log_info("%s: in 1 s, %lld periods throttled, %.1f ms throttled (cpu.stat); "
+		    "waits at its own limit %llu, %.1f ms; behind the other hog %llu, %.1f ms",
+		    moat_rqlat_attach_kind(rq), thr1 - thr0, (ns1 - ns0) / 1e6,
+		    (unsigned long long)l1.to_culprit, l1.to_culprit_ns / 1e6,
+		    (unsigned long long)o1.to_culprit, o1.to_culprit_ns / 1e6);
+	cr_expect_geq(thr1 - thr0, 5, "the hog at 0.1 CPU throttled in %lld periods of 10",
+		      thr1 - thr0);
+	/*
+	 * One a throttled period, give or take the window's two ends; two
+	 * on 6.18, whose task-based throttling lets the throttled task run
+	 * again to throttle itself on its way back to user space: the
+	 * preemption at the throttle starts one, its own dequeue the other.
+	 */
+	cr_expect(l1.to_culprit + 2 >= (unsigned long long)(thr1 - thr0) &&
+		  l1.to_culprit <= 2 * (unsigned long long)(thr1 - thr0) + 2,
+		  "%llu waits at its own limit in %lld throttled periods",
+		  (unsigned long long)l1.to_culprit, thr1 - thr0);
+	/* they hold the time it was throttled (and a queue after it) */
+	cr_expect_geq(l1.to_culprit_ns, (ns1 - ns0) / 2,
+		      "%.1f ms of waits at its limit, throttled %.1f ms",
+		      l1.to_culprit_ns / 1e6, (ns1 - ns0) / 1e6);
+	/* and what it lost to the other hog while it had quota is the hog's */
+	cr_expect_gt(o1.to_culprit, 0, "no wait of it behind the other hog");
+}
+
+Test(rqlat_bpf, a_wait_at_its_own_cpu_limit_is_charged_to_the_limit_tp_btf)
+{
+	at_its_limit(false);
+}
+
+Test(rqlat_bpf, a_wait_at_its_own_cpu_limit_is_charged_to_the_limit_raw_tp)
+{
+	at_its_limit(true);
 }
 
 /* Waits of an unwatched cgroup are measured but charged to nobody. */

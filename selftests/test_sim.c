@@ -17,7 +17,8 @@
  * floor of wake-up latency, and the slices of the BE pods that run on
  * its CPUs, each in proportion to the CPU it takes and to how much its
  * weight lets it hold the CPU against the LC pod's; an LC pod throttled
- * by its own limit waits for its next period besides.  Memory, on a node
+ * by its own limit waits for its next period besides, once a period in
+ * each container, waits charged to its limit (MOAT_CULPRIT_LIMIT).  Memory, on a node
  * without swap: a pod's memory.high under what it holds frees nothing,
  * and it stalls in reclaim the more the further under; a node short of
  * memory stalls every pod; the node's pressure is the union of the
@@ -38,10 +39,11 @@
  *    release's ramp goes one way);
  *  - an owner's rewrite of a file to the same value leaves moat's value
  *    the same (no factor of a factor);
- *  - an LC pod that waits behind BE past twice its target has a BE pod
- *    stepped down within 20 periods, or within the longest a step that
- *    did not help leaves a BE pod alone (control.h's backoff, doubled
- *    BACKOFF_DOUBLINGS times), or every BE pod that runs is at its floor;
+ *  - an LC pod that waits behind BE past twice its target, at its own
+ *    limit or not, has a BE pod stepped down within 20 periods, or
+ *    within the longest a step that did not help leaves a BE pod alone
+ *    (control.h's backoff, doubled BACKOFF_DOUBLINGS times), or every
+ *    BE pod that runs is at its floor;
  *  - no write of moat's is refused by the kernel more than 3 times (a
  *    write that cannot be made is not retried every period);
  *  - a resize the kernel refused (kubelet tries again every
@@ -510,9 +512,17 @@ static double tail_wait_us(const struct pod *l)
 		hold = fmin(1, 4 * wb / (wb + wl));
 		tail += BE_SLICE_US * (b->usage / NCPUS) * hold;
 	}
-	if (l->throttled)
-		tail += 100000 * (1 - claim(l) / l->demand);
 	return tail;
+}
+
+/*
+ * An LC pod throttled by its own limit: each of its containers' tasks
+ * waits out the rest of the CFS period once a period, for the share of
+ * its demand the limit denies; BPF charges those waits to its limit.
+ */
+static double limit_wait_us(const struct pod *l)
+{
+	return l->throttled ? 100000 * (1 - claim(l) / l->demand) : 0;
 }
 
 static void hist_put(struct moat_rqlat_hist *h, double us, __u64 n)
@@ -527,7 +537,7 @@ static void hist_put(struct moat_rqlat_hist *h, double us, __u64 n)
 	h->sum_ns += ns * n;
 }
 
-static void blame_add(struct period *p, __u64 victim, __u64 culprit, double ns)
+static void blame_add(struct period *p, __u64 victim, __u64 culprit, double ns, double n)
 {
 	if (p->nr_blame == p->cap_blame) {
 		p->cap_blame = p->cap_blame ? 2 * p->cap_blame : 64;
@@ -535,7 +545,8 @@ static void blame_add(struct period *p, __u64 victim, __u64 culprit, double ns)
 		cr_assert_not_null(p->blame);
 	}
 	p->blame[p->nr_blame++] = (struct blame_entry){ .victim = victim, .culprit = culprit,
-							 .wait_ns = ns, .delta_ns = ns };
+							 .wait_ns = ns, .delta_ns = ns,
+							 .count = n, .delta_count = n };
 }
 
 /* ---- memory ---- */
@@ -618,8 +629,10 @@ static void sample(void)
 		l->tail_us = tail_wait_us(l);
 		for (c = 0; c < l->nctr; c++) {
 			struct moat_rqlat_hist *h = &l->gc[c]->win_hist;
+			double lim_us = limit_wait_us(l);
+			__u64 lim_n = lim_us > 0 ? (__u64)(PERIOD_S / 0.1) : 0;
 
-			hist_put(h, BASE_WAIT_US, n - tail_n);
+			hist_put(h, BASE_WAIT_US, n - tail_n - lim_n);
 			hist_put(h, l->tail_us, tail_n);
 			/* the tail is charged to the BE pods that held the CPU */
 			for (j = 0; j < P->n; j++) {
@@ -628,7 +641,13 @@ static void sample(void)
 				if (b->alive && b->class == MOAT_CLASS_BE && b->usage > 0)
 					blame_add(p, l->gc[c]->cgid, b->gc[0]->cgid,
 						  tail_n * (l->tail_us - BASE_WAIT_US) * 1000 *
-						  b->usage / fmax(busy, 1e-9));
+						  b->usage / fmax(busy, 1e-9), tail_n);
+			}
+			/* a wait at its limit a CFS period, its limit's */
+			if (lim_n) {
+				hist_put(h, lim_us, lim_n);
+				blame_add(p, l->gc[c]->cgid, MOAT_CULPRIT_LIMIT,
+					  lim_n * lim_us * 1000, lim_n);
 			}
 		}
 	}
@@ -769,8 +788,7 @@ static void invariants(void)
 		struct pod *l = &P->pods[i];
 		bool floors = true;
 
-		if (!l->alive || l->class != MOAT_CLASS_LC || l->throttled ||
-		    l->tail_us <= 2 * TARGET_US) {
+		if (!l->alive || l->class != MOAT_CLASS_LC || l->tail_us <= 2 * TARGET_US) {
 			l->over_since = 0;
 			continue;
 		}
@@ -1086,6 +1104,53 @@ static void small_be(bool v2)
 				     P->failed);
 		plant_stop();
 	}
+}
+
+/*
+ * An LC service held at its CPU limit (guaranteed, demand over its
+ * limit: throttled every period) next to batch pods that hold its CPUs:
+ * its waits at its own limit are its limit's, and the ones behind the
+ * batch pods are theirs.  The invariant above holds for it as for any
+ * LC pod: BE stepped within bounded periods (issue 43: a throttled LC
+ * pod's whole signal was dropped, and with it its protection).
+ */
+static void throttled_lc(bool v2)
+{
+	unsigned long s, i, n = periods(600);
+	struct pod *lc;
+
+	moat_log_init("moat", getenv("MOAT_SIM_VERBOSE") ? MOAT_LOG_INFO : MOAT_LOG_ERR);
+	for (s = 1; s <= seeds(8); s++) {
+		if (getenv("MOAT_SIM_SEED") && s != strtoul(getenv("MOAT_SIM_SEED"), NULL, 10))
+			continue;
+		plant_start(v2, s);
+		lc = pod_new(GUARANTEED, MOAT_CLASS_LC, 1, 1, 1.2 + 0.3 * rnd(), 2);
+		pod_new(BESTEFFORT, MOAT_CLASS_BE, 0, 0, 4, 2);
+		pod_new(BURSTABLE, MOAT_CLASS_BE, 1, 0, 3, 1);
+		for (i = 0; i < n && !P->failed[0]; i++) {
+			period();
+			invariants();
+		}
+		if (!P->failed[0] && !lc->throttled)
+			fail("the LC pod (demand %.2f, limit %.2f) not throttled", lc->demand,
+			     lc->limit);
+		if (!P->failed[0] && !P->be_steps)
+			fail("no BE step for an LC pod throttled by its own limit");
+		if (P->failed[0])
+			cr_log_error("seed %lu, period %lu (%.1f s): %s", s, P->period, P->t,
+				     P->failed);
+		plant_stop();
+	}
+}
+
+Test(sim, a_throttled_lc_pod_behind_batch_pods_cgroup_v2)
+{
+	throttled_lc(true);
+}
+
+Test(sim, a_throttled_lc_pod_behind_batch_pods_cgroup_v1)
+{
+	throttled_lc(false);
 }
 
 /*

@@ -376,6 +376,8 @@ static const char *name_of(struct state *s, __u64 id)
 
 	if (id == MOAT_CULPRIT_IDLE)
 		return "<idle>";
+	if (id == MOAT_CULPRIT_LIMIT)
+		return "<own limit>";
 	p = moat_cgroup_names_lookup(s->names, id);
 	return p ? p : "<removed>";
 }

@@ -167,8 +167,9 @@ static int blame_add(const struct moat_blame_key *k,
 	struct moatd *d = ctx;
 	struct period *p = &d->period;
 
-	/* not groups: unbounded, and not moat's business */
-	if (!moatd_group_by_cgid(d, k->victim) || !moatd_group_by_cgid(d, k->culprit))
+	/* not groups: unbounded, and not moat's business; a group's own limit is */
+	if (!moatd_group_by_cgid(d, k->victim) ||
+	    (k->culprit != MOAT_CULPRIT_LIMIT && !moatd_group_by_cgid(d, k->culprit)))
 		return 0;
 	if (p->nr_blame == p->cap_blame) {
 		size_t cap = p->cap_blame ? p->cap_blame * 2 : 256;
@@ -181,7 +182,7 @@ static int blame_add(const struct moat_blame_key *k,
 	}
 	p->blame[p->nr_blame++] = (struct blame_entry){
 		.victim = k->victim, .culprit = k->culprit,
-		.wait_ns = v->wait_ns,
+		.wait_ns = v->wait_ns, .count = v->count,
 	};
 	return 0;
 }
@@ -217,6 +218,8 @@ static void read_blame(struct moatd *d, struct delay *dl, struct period *p)
 		b->delta_ns = !was ? b->wait_ns :
 			      b->wait_ns >= was->wait_ns ? b->wait_ns - was->wait_ns :
 							   b->wait_ns;
+		b->delta_count = !was ? b->count :
+				 b->count >= was->count ? b->count - was->count : b->count;
 	}
 	p->blame_valid = dl->last_valid;
 	free(dl->last);

@@ -709,8 +709,13 @@ void enforce_decide(struct moatd *d, const struct period *p, struct plan *plan)
 		if (u->class == MOAT_CLASS_LC) {
 			idx[i] = nlc;
 			lc[nlc] = u->lc;
-			/* its own limit's waits are not BE's doing (units.c) */
-			if (u->self_throttled)
+			/*
+			 * Its own limit's waits are not BE's doing: BPF charges
+			 * them to its limit and units.c leaves them out of its
+			 * signal; without blame (schedstat) they are not known
+			 * apart, and the signal is not taken while it is throttled.
+			 */
+			if (u->self_throttled && !p->blame_known)
 				lc[nlc].value[MOAT_SIG_RQLAT_P99] = NAN;
 			/* CPI is a signal of the controller's only when it acts on it */
 			if (!e->ek.cpi2_act)

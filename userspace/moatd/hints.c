@@ -413,7 +413,8 @@ static const struct unit *blamed(const struct moatd *d, const struct unit *lc,
 		/* a container's waits are its pod's (units.c), as enforce.c takes them */
 		const struct unit *cu = c ? unit_of(p, c->unit) : NULL;
 
-		if (!v || unit_of(p, v->unit) != lc)
+		/* its own limit's waits are no one's: not in the share */
+		if (!v || unit_of(p, v->unit) != lc || b->culprit == MOAT_CULPRIT_LIMIT)
 			continue;
 		all += b->delta_ns;
 		if (cu && cu->class == MOAT_CLASS_BE)

@@ -201,16 +201,22 @@ struct unit {
 	 * are hierarchical: the unit's own files count its members.
 	 */
 	struct moat_rqlat_hist waits;
-	double rqlat_wp99_us, rqlat_ap99_us;	/* of @waits; NAN: too few */
+	/* of @waits less its own limit's (below); NAN: too few */
+	double rqlat_wp99_us, rqlat_ap99_us;
 	/* An LC unit's signals and targets, as the controller takes them;
 	   value NAN: not measured this period, target 0: none. */
 	struct moat_ctl_lc lc;
 	/*
 	 * It or a member was throttled by its own CFS quota in this window:
-	 * its waits hold that throttling, which no step on BE shortens, so
-	 * the controller does not take its run-queue signal this period.
+	 * its waits hold that throttling, which no step on BE shortens.
+	 * Where BPF blames waits, those that began with the member's
+	 * hierarchy throttled are its own limit's (MOAT_CULPRIT_LIMIT):
+	 * @limit_waits of them this window, @limit_ns in all, left out of
+	 * @rqlat_wp99_us and @rqlat_ap99_us.  Without blame (schedstat) the
+	 * controller does not take its run-queue signal this period.
 	 */
 	bool self_throttled;
+	double limit_waits, limit_ns;
 	double cpu_usage;		/* CPUs */
 	/*
 	 * CPI², this period (cpi.c): its CPI over its members' counters;
@@ -226,9 +232,9 @@ struct unit {
 
 /* Run-queue wait of a victim group behind a culprit group, since load. */
 struct blame_entry {
-	__u64 victim, culprit;		/* cgroup ids */
-	double wait_ns;
-	double delta_ns;		/* its growth this period */
+	__u64 victim, culprit;		/* cgroup ids; MOAT_CULPRIT_LIMIT: its own limit */
+	double wait_ns, count;
+	double delta_ns, delta_count;	/* their growth this period */
 };
 
 /*

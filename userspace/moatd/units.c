@@ -84,9 +84,29 @@ static void find_units(struct moatd_group **by_dir, size_t n)
 	}
 }
 
+/*
+ * @h less @n waits of @ns in all, taken from its longest: the waits at a
+ * unit's own limit last until its next CFS period, longer than the
+ * waits behind other tasks it has beside them, which keep their slots.
+ */
+static void without_longest(struct moat_rqlat_hist *h, double n, double ns)
+{
+	__u64 left = n < h->count ? (__u64)n : h->count, k;
+	int i;
+
+	for (i = MOAT_HIST_SLOTS - 1; i >= 0 && left; i--) {
+		k = h->slots[i] < left ? h->slots[i] : left;
+		h->slots[i] -= k;
+		h->count -= k;
+		left -= k;
+	}
+	h->sum_ns = ns < h->sum_ns ? h->sum_ns - (__u64)ns : 0;
+}
+
 static void lc_signals(const struct signals *s, struct unit *u, double secs)
 {
 	const struct signals_group *sg = group_mod(u->g, MOD_SIGNALS);
+	struct moat_rqlat_hist h = u->waits;
 	double ns;
 	int i;
 
@@ -96,10 +116,12 @@ static void lc_signals(const struct signals *s, struct unit *u, double secs)
 	}
 	u->lc.id = u->g->cgid;
 	u->rqlat_wp99_us = u->rqlat_ap99_us = NAN;
-	if (u->waits.count >= s->min_waits) {
-		if (!moat_hist_time_percentile(&u->waits, 0.99, &ns))
+	if (u->limit_waits > 0)
+		without_longest(&h, u->limit_waits, u->limit_ns);
+	if (h.count >= s->min_waits) {
+		if (!moat_hist_time_percentile(&h, 0.99, &ns))
 			u->rqlat_wp99_us = ns / 1000;
-		if (!moat_hist_arrival_percentile(&u->waits, 0.99, secs * 1e9, &ns))
+		if (!moat_hist_arrival_percentile(&h, 0.99, secs * 1e9, &ns))
 			u->rqlat_ap99_us = ns / 1000;
 	}
 	if (u->class != MOAT_CLASS_LC)
@@ -168,6 +190,18 @@ int units_build(struct moatd *d, struct period *p)
 		moat_hist_add(&p->units[usg->unit].waits, &g->win_hist);
 		if (g->win.throttled_periods > 0)
 			p->units[usg->unit].self_throttled = true;
+	}
+	/* the window's waits at the members' own limits (delay.c) */
+	for (i = 0; p->blame_valid && i < p->nr_blame; i++) {
+		const struct blame_entry *b = &p->blame[i];
+		const struct moatd_group *v = b->culprit == MOAT_CULPRIT_LIMIT ?
+					      moatd_group_by_cgid(d, b->victim) : NULL;
+		struct unit *u = v ? (struct unit *)unit_of(p, v->unit) : NULL;
+
+		if (u) {
+			u->limit_waits += b->delta_count;
+			u->limit_ns += b->delta_ns;
+		}
 	}
 	for (i = 0; i < p->nr_units; i++)
 		lc_signals(s, &p->units[i], p->secs);
