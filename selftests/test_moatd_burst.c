@@ -218,8 +218,14 @@ static void burst_rounds(bool systemd)
 	cr_assert_eq(ctl(out, err, "get", "groups/" LC_UID "/burst", NULL), 0, "%s", err);
 	cr_expect_str_eq(out, "20000 us\n");
 	cr_assert_eq(http_get(http_port(), "/metrics", page, sizeof(page), &body), 200);
-	cr_expect_gt(sample_with(body, "moat_lc_throttled_seconds_total", LC_UID "\""), 0,
-		     "the LC pod's throttling is not in /metrics");
+	/*
+	 * The pod and its container have the same quota and one hog: which
+	 * of the two the kernel throttles first, and so whose cpu.stat
+	 * counts it, varies (the pod's stayed at 0 in one run).
+	 */
+	cr_expect(sample_with(body, "moat_lc_throttled_seconds_total", LC_UID "\"") > 0 ||
+		  sample_with(body, "moat_lc_throttled_seconds_total", LC_CTR "\"") > 0,
+		  "the LC pod's throttling is not in /metrics");
 	cr_expect_eq(sample_with(body, "moat_lc_throttled_seconds_total", BATCH_UID "\""), -1,
 		     "a BE pod's throttling counted as an LC one's");
 	cr_expect_eq(sample_with(body, "moat_group_cpu_burst_seconds", LC_UID "\""), 0.02,
