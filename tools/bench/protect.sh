@@ -47,6 +47,11 @@
 #   limit-moatd-lift  limit-moatd with burst/lift = 1: the pod's quota
 #                lifted where the burst is not enough (the container's,
 #                the runtime's, stays)
+#   limited-be   limit, and burst's batch pod beside it (1 CPU request,
+#                the LC pod 0.5): an LC service at its limit behind BE
+#   limited-be-moatd  limited-be, plus moatd in enforce mode, the batch
+#                pod classed be: judged against limit, the same LC with
+#                the same limit and no BE (p99/limit)
 # these report the LC pod's throttled periods (pod and container) and
 # its CPU over the run against its limit.
 # moatd runs in every scenario, observing where it does not enforce, with
@@ -272,7 +277,7 @@ cg_throttled() {
 	done <"$prefix/$1/cpu.stat"
 }
 # Whether scenario $1 has BE work.
-has_be() { case $1 in alone | unlimited | limit*) return 1 ;; esac; }
+has_be() { case $1 in limited-be*) return 0 ;; alone | unlimited | limit*) return 1 ;; esac; }
 
 set_quota() {	# CPUs
 	local q
@@ -423,7 +428,7 @@ run_one() {
 			set_shares "$BE" 1024
 			set_shares "$(dirname "$BE2")" 512
 			set_shares "$BE2" 512 ;;
-		burst*)
+		burst* | limited-be*)
 			BE=kubepods/burstable/pod$BATCH_UID/$(ctr 3)
 			mk_group "$BE"
 			set_shares kubepods/burstable $((512 + 1024))
@@ -434,10 +439,11 @@ run_one() {
 		limit*) lc_limit "$LIMIT" ;;
 		esac
 		mode=observe
-		case $sc in moatd-pod | burst-moatd | burst2-moatd | limit-moatd*) mode=enforce ;; esac
+		case $sc in moatd-pod | burst-moatd | burst2-moatd | limit-moatd* | limited-be-moatd)
+			mode=enforce ;; esac
 		start_moatd "$mode"
 		[ "$sc" = limit-moatd-lift ] && ctl set --runtime burst/lift 1 >/dev/null
-		case $sc in burst-moatd | burst2-moatd)
+		case $sc in burst-moatd | burst2-moatd | limited-be-moatd)
 			ctl set --runtime "groups/$BATCH_UID/class" be >/dev/null ;; esac
 		[ "$sc" = burst2-moatd ] && ctl set --runtime "groups/$BATCH2_UID/class" be >/dev/null
 	else
@@ -607,7 +613,8 @@ printf '\n%-12s %10s %10s %10s %12s %12s %8s %8s %9s %9s %8s %6s %10s %10s\n' sc
 	p99_us p999_us cpu_ops/s cache_ops/s p99/alone BE/ref first_s recover_s BE_split calm \
 	calm_p99 calm_p999
 for sc in $SCENARIOS; do
-	case $sc in burst2*) ref=burst2 ;; burst*) ref=burst ;; *) ref=none ;; esac
+	case $sc in burst2*) ref=burst2 ;; burst*) ref=burst ;; limited-be*) ref=limited-be ;;
+	*) ref=none ;; esac
 	awk -v sc="$sc" -v p50="${res[$sc,1]}" -v p99="${res[$sc,2]}" -v p999="${res[$sc,3]}" \
 		-v cpu="${res[$sc,4]}" -v cache="${res[$sc,5]}" -v first="${res[$sc,6]}" \
 		-v rec="${res[$sc,7]}" -v bsplit="${res[$sc,8]}" -v a99="${res[alone,2]:-}" \
@@ -627,17 +634,18 @@ echo "# 50 ms, nginx's ap99 under 5 ms); calm_p99, calm_p999: their medians. Eve
 if [[ " $SCENARIOS " == *" limit"* || " $SCENARIOS " == *" unlimited "* ]]; then
 	echo
 	echo "# limits.cpu $LIMIT, load $LIMIT_RATE req/s for $ON_MS ms every $((ON_MS + OFF_MS)) ms"
-	printf '%-12s %10s %10s %10s %10s %10s %10s %10s %9s\n' scenario p50_us p99_us p999_us \
-		p99/unlim throttled thr/limit lc_cpus first_s
+	printf '%-16s %10s %10s %10s %10s %10s %10s %10s %10s %9s\n' scenario p50_us p99_us \
+		p999_us p99/unlim p99/limit throttled thr/limit lc_cpus first_s
 	for sc in $SCENARIOS; do
 		case $sc in unlimited | limit*) ;; *) continue ;; esac
 		awk -v sc="$sc" -v p50="${res[$sc,1]}" -v p99="${res[$sc,2]}" -v p999="${res[$sc,3]}" \
-			-v u99="${res[unlimited,2]:-}" -v thr="${res[$sc,10]}" \
+			-v u99="${res[unlimited,2]:-}" -v l99="${res[limit,2]:-}" -v thr="${res[$sc,10]}" \
 			-v lthr="${res[limit,10]:-}" -v cpu="${res[$sc,11]}" -v first="${res[$sc,6]}" 'BEGIN {
 			r = (u99 > 0) ? sprintf("%.2f", p99 / u99) : "-"
+			rl = (l99 > 0) ? sprintf("%.2f", p99 / l99) : "-"
 			t = (lthr > 0 && thr != "-") ? sprintf("%.3f", thr / lthr) : "-"
-			printf "%-12s %10s %10s %10s %10s %10s %10s %10s %9s\n", sc, p50, p99, p999,
-				r, thr, t, cpu, first }'
+			printf "%-16s %10s %10s %10s %10s %10s %10s %10s %10s %9s\n", sc, p50, p99, p999,
+				r, rl, thr, t, cpu, first }'
 	done
 fi
 
