@@ -494,7 +494,7 @@ static void at_its_limit(bool raw_tp)
 		  "%llu waits at its own limit in %lld throttled periods",
 		  (unsigned long long)l1.to_culprit, thr1 - thr0);
 	/* they hold the time it was throttled (and a queue after it) */
-	cr_expect_geq(l1.to_culprit_ns, (ns1 - ns0) / 2,
+	cr_expect_geq(l1.to_culprit_ns, (unsigned long long)(ns1 - ns0) / 2,
 		      "%.1f ms of waits at its limit, throttled %.1f ms",
 		      l1.to_culprit_ns / 1e6, (ns1 - ns0) / 1e6);
 	/* and what it lost to the other hog while it had quota is the hog's */
