@@ -497,8 +497,16 @@ static void at_its_limit(bool raw_tp)
 	cr_expect_geq(l1.to_culprit_ns, (unsigned long long)(ns1 - ns0) / 2,
 		      "%.1f ms of waits at its limit, throttled %.1f ms",
 		      l1.to_culprit_ns / 1e6, (ns1 - ns0) / 1e6);
-	/* and what it lost to the other hog while it had quota is the hog's */
-	cr_expect_gt(o1.to_culprit, 0, "no wait of it behind the other hog");
+	/*
+	 * Not the other hog's, which ran through them: charged to whoever
+	 * ran last, they were (the throttled time, ~800 ms).  What the other
+	 * hog gets is its waits behind it while it had quota: 24-66 ms in
+	 * the runs so far, and none at all in one 6.1 run, where it ran its
+	 * 10 ms unpreempted each period.
+	 */
+	cr_expect_lt(o1.to_culprit_ns, (unsigned long long)(ns1 - ns0) / 4,
+		     "%.1f ms of its waits charged to the other hog, throttled %.1f ms",
+		     o1.to_culprit_ns / 1e6, (ns1 - ns0) / 1e6);
 }
 
 Test(rqlat_bpf, a_wait_at_its_own_cpu_limit_is_charged_to_the_limit_tp_btf)
