@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include "cgroup.h"
 #include "helpers.h"
+#include "hist.h"
 #include "journal.h"
 #include "tasksched.h"
 
@@ -115,6 +116,18 @@ int tcg_setup(void)
 int tcg_write(const struct tcg *cg, const char *file, const char *val)
 {
 	return write_file(cg->dir, file, val);
+}
+
+void hist_put(struct moat_rqlat_hist *h, double us, __u64 n)
+{
+	__u64 ns = (__u64)(us * 1000);
+	unsigned int slot = 0;
+
+	while (slot + 1 < MOAT_HIST_SLOTS && (ns >> (slot + 1)))
+		slot++;
+	h->slots[slot] += n;
+	h->count += n;
+	h->sum_ns += ns * n;
 }
 
 long long tcg_number(const struct tcg *cg, const char *file, const char *key)

@@ -56,6 +56,9 @@ void tcg_lock_cpu(void);
 
 /* Write @val to @cg's @file (a test's own cgroup only). */
 int tcg_write(const struct tcg *cg, const char *file, const char *val);
+/* @n waits of @us each into @h, in the slot the BPF programs would use. */
+struct moat_rqlat_hist;
+void hist_put(struct moat_rqlat_hist *h, double us, __u64 n);
 /* A number from @cg's @file: the value after "@key " where @key is set; -1: none. */
 long long tcg_number(const struct tcg *cg, const char *file, const char *key);
 

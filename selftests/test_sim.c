@@ -65,6 +65,7 @@
 #include "control.h"
 #include "daemon.h"
 #include "enforce.h"
+#include "helpers.h"
 #include "journal.h"
 #include "log.h"
 #include "sim.h"
@@ -523,18 +524,6 @@ static double tail_wait_us(const struct pod *l)
 static double limit_wait_us(const struct pod *l)
 {
 	return l->throttled ? 100000 * (1 - claim(l) / l->demand) : 0;
-}
-
-static void hist_put(struct moat_rqlat_hist *h, double us, __u64 n)
-{
-	__u64 ns = (__u64)(us * 1000);
-	unsigned int slot = 0;
-
-	while (slot + 1 < MOAT_HIST_SLOTS && (ns >> (slot + 1)))
-		slot++;
-	h->slots[slot] += n;
-	h->count += n;
-	h->sum_ns += ns * n;
 }
 
 static void blame_add(struct period *p, __u64 victim, __u64 culprit, double ns, double n)

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <criterion/criterion.h>
 #include "daemon.h"
+#include "helpers.h"
 #include "units.h"
 
 static const struct moat_cg_hierarchy nowhere = { .mnt = "/nonexistent" };
@@ -71,19 +72,6 @@ Test(units, a_pod_throttled_by_its_own_limit_is_marked)
 	daemon_free(d);
 }
 
-/* @n waits of @us each into @h. */
-static void waits(struct moat_rqlat_hist *h, double us, __u64 n)
-{
-	__u64 ns = us * 1000;
-	unsigned int slot = 0;
-
-	while (slot + 1 < MOAT_HIST_SLOTS && (ns >> (slot + 1)))
-		slot++;
-	h->slots[slot] += n;
-	h->count += n;
-	h->sum_ns += ns * n;
-}
-
 /*
  * An LC pod at its own CPU limit: its container's waits at the limit,
  * which BPF charges to MOAT_CULPRIT_LIMIT, are left out of its unit's
@@ -100,9 +88,9 @@ Test(units, a_pods_waits_at_its_own_limit_are_left_out_of_its_p99)
 	pod = daemon_add(d, "pod-a", MOAT_GROUP_POD, MOAT_CLASS_LC, "/k/pod-a", 1);
 	ctr = daemon_add(d, "ctr-a", MOAT_GROUP_CONTAINER, MOAT_CLASS_LC, "/k/pod-a/c", 2);
 	be = daemon_add(d, "pod-b", MOAT_GROUP_POD, MOAT_CLASS_BE, "/k/pod-b", 3);
-	waits(&ctr->win_hist, 40, 1000);
-	waits(&ctr->win_hist, 3000, 20);	/* behind the BE pod */
-	waits(&ctr->win_hist, 60000, 15);	/* at its limit */
+	hist_put(&ctr->win_hist, 40, 1000);
+	hist_put(&ctr->win_hist, 3000, 20);	/* behind the BE pod */
+	hist_put(&ctr->win_hist, 60000, 15);	/* at its limit */
 	ctr->win.throttled_periods = 5;
 	p->secs = 1;
 	p->blame_known = p->blame_valid = true;
