@@ -218,21 +218,43 @@ void die_with_parent(pid_t parent, int sig)
 		_exit(99);
 }
 
+/*
+ * The child is in @cg, on @cpu, when this returns: a test that reads the
+ * tree next (or starts moatd, which finds the groups by their tasks)
+ * reads it with the child in it, however late the scheduler ran it.
+ */
 pid_t tcg_spawn(const struct tcg *cg, int cpu, void (*fn)(void *), void *arg)
 {
 	pid_t child, parent = getpid();
-	char pid[32];
+	char pid[32], ok = 0;
 	cpu_set_t set;
+	int in[2];
+	ssize_t n;
 
 	if (nr_children == MAX_CHILDREN)
 		return -E2BIG;
-	child = fork();
-	if (child < 0)
+	if (pipe2(in, O_CLOEXEC))
 		return -errno;
+	child = fork();
+	if (child < 0) {
+		close(in[0]);
+		close(in[1]);
+		return -errno;
+	}
 	if (child) {
 		children[nr_children++] = child;
-		return child;
+		close(in[1]);
+		do
+			n = read(in[0], &ok, 1);
+		while (n < 0 && errno == EINTR);
+		close(in[0]);
+		if (n == 1)
+			return child;
+		/* it exited before it was in (100: the cgroup, 101: the CPU) */
+		tcg_kill(child);
+		return -ECHILD;
 	}
+	close(in[0]);
 	die_with_parent(parent, SIGKILL);
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
 	if (write_file(cg->dir, "cgroup.procs", pid))
@@ -241,6 +263,9 @@ pid_t tcg_spawn(const struct tcg *cg, int cpu, void (*fn)(void *), void *arg)
 	CPU_SET(cpu, &set);
 	if (sched_setaffinity(0, sizeof(set), &set))
 		_exit(101);
+	if (write(in[1], &ok, 1) != 1)
+		_exit(102);
+	close(in[1]);
 	fn(arg);
 	_exit(0);
 }

@@ -62,7 +62,10 @@ void hist_put(struct moat_rqlat_hist *h, double us, __u64 n);
 /* A number from @cg's @file: the value after "@key " where @key is set; -1: none. */
 long long tcg_number(const struct tcg *cg, const char *file, const char *key);
 
-/* Run @fn(@arg) in a child process in @cg, pinned to @cpu; returns its pid. */
+/*
+ * Run @fn(@arg) in a child process in @cg, pinned to @cpu: its pid, once
+ * it is in @cg on @cpu; -errno, or -ECHILD when it could not get there.
+ */
 pid_t tcg_spawn(const struct tcg *cg, int cpu, void (*fn)(void *), void *arg);
 
 /* Wait for a child tcg_spawn() started; 0 when it exited with status 0. */
