@@ -40,6 +40,13 @@
  * kernel's, selftests/fake_resctrl.c) started with @args, at *@mnt.
  * NULL, or why it cannot run here (then the test has cleaned up).
  */
+/* The fake's vendor, as its layout has it: this machine's CPU may be the other. */
+static const char *vendor_env(const char *args)
+{
+	return strstr(args, "--layout amd") ? "MOAT_RESCTRL_VENDOR=amd" :
+					       "MOAT_RESCTRL_VENDOR=intel";
+}
+
 static const char *on_fake_resctrl(const char *args, char *mnt, size_t len)
 {
 	static char env[PATH_MAX + 32];
@@ -51,9 +58,10 @@ static const char *on_fake_resctrl(const char *args, char *mnt, size_t len)
 	}
 	snprintf(env, sizeof(env), "MOAT_RESCTRL_ROOT=%s", mnt);
 	moatd_env[0] = env;
+	moatd_env[1] = vendor_env(args);
 	unlink(sock);
 	restart();
-	moatd_env[0] = NULL;
+	moatd_env[0] = moatd_env[1] = NULL;
 	return NULL;
 }
 
@@ -254,8 +262,9 @@ Test(moatd, resctrl_after_sigkill_the_next_start_removes_what_moatd_made)
 
 		snprintf(env, sizeof(env), "MOAT_RESCTRL_ROOT=%s", mnt);
 		moatd_env[0] = env;
+		moatd_env[1] = vendor_env("--layout amd");
 		restart();
-		moatd_env[0] = NULL;
+		moatd_env[0] = moatd_env[1] = NULL;
 	}
 	cr_expect(wait_file(mnt, "moat_be", NULL, 100),
 		  "not removed before the first period");
@@ -482,9 +491,10 @@ Test(moatd, a_resctrl_tree_is_read_at_start_and_shown)
 	snprintf(log, sizeof(log), "%s/moatd.log", dir);
 	snprintf(env, sizeof(env), "MOAT_RESCTRL_ROOT=%s", fake);
 	moatd_env[0] = env;
+	moatd_env[1] = vendor_env("--layout intel");
 	unlink(sock);
 	daemon_pid = start_moatd(sock, conf, log);
-	moatd_env[0] = NULL;
+	moatd_env[0] = moatd_env[1] = NULL;
 	cr_assert_eq(ctl(out, err, "get", "resctrl/root", NULL), 0, "%s", err);
 	snprintf(path, sizeof(path), "%s\n", fake);
 	cr_expect_str_eq(out, path);

@@ -83,4 +83,4 @@ measure untracked observe
 fpid=$!
 sleep 0.5
 echo $$ >"$cpu/moatfb-1/cgroup.procs"
-measure tracked enforce MOAT_RESCTRL_ROOT="$M"
+measure tracked enforce MOAT_RESCTRL_ROOT="$M" MOAT_RESCTRL_VENDOR=intel

@@ -31,7 +31,9 @@
  * (rdt_priv.h).
  *
  * $MOAT_RESCTRL_ROOT names another tree instead of the mount: the tests'
- * FAKE resctrl (selftests/fake_resctrl.c, a FUSE file system).
+ * FAKE resctrl (selftests/fake_resctrl.c, a FUSE file system); with it,
+ * $MOAT_RESCTRL_VENDOR (amd, intel) is the fake's CPU vendor in place of
+ * /proc/cpuinfo's, which decides the unit of its MB values.
  */
 #include <errno.h>
 #include <math.h>
@@ -587,10 +589,15 @@ static int rdt_open(struct moatd *d)
 		}
 	}
 	recover(d);
-	f = moat_host_fopen("/proc/cpuinfo");
-	if (f) {
-		amd = moat_rdt_cpu_is_amd(f);
-		fclose(f);
+	if (fake && *fake && getenv("MOAT_RESCTRL_VENDOR")) {
+		/* a fake's layout is its vendor's, whatever CPU runs it */
+		amd = !strcmp(getenv("MOAT_RESCTRL_VENDOR"), "amd");
+	} else {
+		f = moat_host_fopen("/proc/cpuinfo");
+		if (f) {
+			amd = moat_rdt_cpu_is_amd(f);
+			fclose(f);
+		}
 	}
 	err = moat_rdt_info_read(r->root, amd, mbps, &r->info, why, sizeof(why));
 	if (err) {
