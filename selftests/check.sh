@@ -180,7 +180,9 @@ if command -v qemu-system-x86_64 >/dev/null; then
 		/^== vmtest: .* ==$/ { name = $3; next }
 		name { print > (dir "/vm-" name) }'
 	grep -a '^vmtest: accelerator' "$logs/vm" >>"$logs/accel"
+	guests=0
 	for k in $(strip "$logs/vm" | sed -n 's/^== vmtest: \(.*\) ==$/\1/p'); do
+		guests=$((guests + 1))
 		result=$(sed -n "s/^vmtest: $k: result //p" "$logs/vm-$k")
 		st=0
 		[ "$result" = 0 ] || st=1
@@ -190,7 +192,12 @@ if command -v qemu-system-x86_64 >/dev/null; then
 	done
 	[ "$vm_rc" -ne 0 ] && rc=1
 	summary+=("cgroup v2 VMs, side by side: $(took "$t")")
-	[ "$vm_rc" -eq 2 ] && summary+=("cgroup v2 VM: vmtest.sh could not run (above)")
+	if [ "$vm_rc" -eq 2 ]; then
+		summary+=("cgroup v2 VM: vmtest.sh could not run (above)")
+	elif [ "$vm_rc" -ne 0 ] && [ "$guests" -eq 0 ]; then
+		summary+=("cgroup v2 VM: vmtest.sh exited $vm_rc before any guest ran (above)")
+		total_fail=$((total_fail + 1))
+	fi
 else
 	summary+=("cgroup v2 VM: skipped: qemu-system-x86_64 not found (tools/deps.sh installs it)")
 	total_skip=$((total_skip + 1))

@@ -100,11 +100,13 @@ boot() {
 
 	[ "${accel%%,*}" = kvm ] && cpu=$KVM_CPU
 	: >"$log"
-	# (in a subshell, so that a QEMU that aborts is said in @log)
+	# (in a subshell, so that a QEMU that aborts is said in @log).  Both
+	# QEMU and this loop write @log, so both append: QEMU's own offset
+	# would write its last words over the loop's "hung" line.
 	(qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -m 2048 -smp 2 \
 		-kernel "$kernel" -initrd "$initrd" "${QEMU_EXTRA[@]}" \
 		-append "console=ttyS0 loglevel=5 panic=-1 oops=panic softlockup_panic=1 $append" \
-		-nographic -no-reboot -nodefaults -serial stdio) </dev/null >"$log" 2>&1 &
+		-nographic -no-reboot -nodefaults -serial stdio) </dev/null >>"$log" 2>&1 &
 	qpid=$!
 	if [ -z "$marker" ]; then
 		tail -n +1 -f --pid="$qpid" "$log" >&2 &

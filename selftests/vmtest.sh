@@ -41,7 +41,9 @@
 # Output: for each kernel, "== vmtest: NAME ==", the guest's console,
 # then "vmtest: NAME: result N" (N: the suite's exit status; "none" when
 # the guest gave none).  Exits 0 when every kernel's suite passed.
-set -euo pipefail
+set -Eeuo pipefail
+# set -e exits without a word: say where
+trap 'echo "vmtest.sh: line $LINENO: exit $? of: $BASH_COMMAND" >&2' ERR
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 O=${O:-$top/build}
@@ -214,10 +216,12 @@ choose_accel() {
 		accel_why="a probe guest booted under KVM (-cpu $KVM_CPU) in $(($(date +%s) - start)) s"
 	elif grep -q "hung" "$log"; then
 		accel_why="a probe guest under KVM (-cpu $KVM_CPU) printed no marker in ${PROBE_TIMEOUT}s; its console's last words: '$(console_text "$log" |
-			grep -v 'vmtest.sh:\|terminating on signal' | tail -n 1 | cut -c1-60)'"
+			{ grep -v 'vmtest.sh:\|terminating on signal' || true; } | tail -n 1 |
+			cut -c1-60)'"
 	else
 		accel_why="KVM (-cpu $KVM_CPU) failed: $(console_text "$log" |
-			grep -m1 -i 'error\|fail\|abort' | cut -c1-100)"
+			{ grep -m1 -i 'error\|fail\|abort' || echo 'no error on its console'; } |
+			cut -c1-100)"
 	fi
 }
 
