@@ -433,7 +433,7 @@ int jnl_save(struct moat_journal *j)
 		return 0;
 	err = moat_journal_encode(j, &buf, &len);
 	if (!err)
-		err = moat_file_replace(j->file, buf, len);
+		err = moat_state_save(j->file, buf, len);
 	free(buf);
 	if (!err) {
 		if (j->stale)

@@ -195,14 +195,29 @@ int moat_kfile_access(const char *path, int mode);
  * an in-memory cgroup tree that follows the kernel's rules in their
  * place, to drive the real policies and actuators, journal included,
  * through thousands of periods.  Each returns 0 or -errno, as the
- * kernel's file would.  NULL: the kernel's again.
+ * kernel's file would.  NULL: the kernel's again.  @save and @load,
+ * where set, take the place of the disk for moat_state_save() and
+ * moat_state_load(): the simulator keeps what a crash would leave, and
+ * fails saves on cue.
  */
 struct moat_kfile_ops {
 	int (*read)(const char *path, char *buf, size_t len);
 	int (*put)(const char *path, const char *value);
 	int (*access)(const char *path, int mode);
+	int (*save)(const char *file, const char *buf, size_t len);
+	int (*load)(const char *file, char *buf, size_t len);
 };
 void moat_kfile_set_ops(const struct moat_kfile_ops *ops);
+
+/*
+ * moat's own files in its state directory (the journal, the record of
+ * evictions): moat_state_save() replaces @file with @len bytes of @buf,
+ * crash-safe (moat_file_replace()); moat_state_load() reads it whole
+ * into @buf, NUL-terminated.  Return: 0; -ENOENT where there is none;
+ * -EOVERFLOW for a file of @len bytes or more; -errno.
+ */
+int moat_state_save(const char *file, const char *buf, size_t len);
+int moat_state_load(const char *file, char *buf, size_t len);
 
 /**
  * moat_journal_restore() - put back the original of every entry whose

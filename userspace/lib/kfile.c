@@ -98,6 +98,42 @@ int moat_kfile_read(const char *path, char *buf, size_t len)
 	return 0;
 }
 
+int moat_state_save(const char *file, const char *buf, size_t len)
+{
+	if (ops && ops->save)
+		return ops->save(file, buf, len);
+	return moat_file_replace(file, buf, len);
+}
+
+int moat_state_load(const char *file, char *buf, size_t len)
+{
+	ssize_t n;
+	size_t off = 0;
+	int fd, err = 0;
+
+	if (ops && ops->load)
+		return ops->load(file, buf, len);
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (off < len) {
+		n = read(fd, buf + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			err = -errno;
+		if (n <= 0)
+			break;
+		off += n;
+	}
+	close(fd);
+	if (!err && off == len)
+		err = -EOVERFLOW;
+	if (!err)
+		buf[off] = '\0';
+	return err;
+}
+
 int jnl_put(const char *path, const char *value)
 {
 	size_t len = strlen(value);
