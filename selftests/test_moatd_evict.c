@@ -6,10 +6,12 @@
  * "short" by a threshold over any real figure (100% available).
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <criterion/criterion.h>
 #include "helpers.h"
 #include "kubestub.h"
@@ -53,9 +55,11 @@ static void kill_pod(const char *ns, const char *name)
  * a pod, enforcing; memory "short" from the start at @mem_pct 100 (the
  * threshold and the release: over any real figure), never at 1.
  */
+static char conf[1024];
+static const char *api_env;	/* the stub's address, in moatd's environment */
+
 static struct MHD_Daemon *start(const char *mode, unsigned int mem_pct, const char *extra)
 {
-	char conf[1024];
 	struct MHD_Daemon *api;
 	size_t i;
 
@@ -76,8 +80,20 @@ static struct MHD_Daemon *start(const char *mode, unsigned int mem_pct, const ch
 		 "evict/memory_after_high = %d\nevict/cooldown_s = 1\n%s",
 		 mode, mem_pct, mem_pct, tcg_hierarchy()->v2 ? 0 : 1, extra);
 	start_with_config("evict.conf", conf);
+	api_env = moatd_env[0];
 	moatd_env[0] = NULL;
 	return api;
+}
+
+/* moatd killed (SIGKILL) and started again, as start() started it. */
+static void again(void)
+{
+	kill(daemon_pid, SIGKILL);
+	waitpid(daemon_pid, NULL, 0);
+	daemon_pid = 0;
+	moatd_env[0] = api_env;
+	start_with_config("evict.conf", conf);
+	moatd_env[0] = NULL;
 }
 
 Test(moatd, be_pods_are_evicted_in_order_through_the_api_with_an_event, .timeout = 90)
@@ -123,6 +139,19 @@ Test(moatd, be_pods_are_evicted_in_order_through_the_api_with_an_event, .timeout
 		  "the metric");
 	cr_assert_eq(ctl(out, err, "status", NULL, NULL), 0, "%s", err);
 	cr_expect(strstr(out, "evict: on; candidates, first first: batch/etl"), "%s", out);
+
+	/*
+	 * Killed and started again, the node still short: the rate holds
+	 * across the restart (<state-dir>/evictions), where a moatd that
+	 * knew only its own evictions took the next pod at once.
+	 */
+	again();
+	cr_expect(wait_log("2 evictions in the ten minutes before this start", 1, 10000),
+		  "the evictions before the restart were not read");
+	cr_expect(wait_log("evict/max_per_10min", 1, 10000), "the rate limit was not said");
+	sleep_ms(1000);
+	cr_expect_eq(stub_posts("eviction", ""), 2, "%d evictions with a rate of 2, a restart between",
+		     stub_posts("eviction", ""));
 	stop(&daemon_pid);
 	stub_stop(api);
 }

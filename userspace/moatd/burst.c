@@ -300,7 +300,7 @@ static double spec_quota_s(const struct moatd_group *g, const struct burst_group
 void burst_decide(struct moatd *d, const struct period *p, struct plan *plan)
 {
 	const struct burst_mod *b = B(d);
-	double now = p->at.tv_sec + p->at.tv_nsec / 1e9;
+	double now = moatd_period_s(p);
 	double claimed = 0;	/* idle CPUs this period's lifts took */
 	size_t i;
 

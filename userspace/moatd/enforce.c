@@ -275,16 +275,11 @@ static void enforce_group_reset(struct moatd *d, struct moatd_group *g)
 
 /* ---- the source: files someone else wrote, originals ---- */
 
-static double mono_s(const struct period *p)
-{
-	return p->at.tv_sec + p->at.tv_nsec / 1e9;
-}
-
 /* Whether @g's @r is left alone now: someone else rewrites it. */
 static bool alone(const struct moatd_group *g, enum moat_resource r,
 		  const struct period *p)
 {
-	return EG(g)->alone_until[r] > mono_s(p);
+	return EG(g)->alone_until[r] > moatd_period_s(p);
 }
 
 /* The resource a file moat writes holds. */
@@ -326,7 +321,7 @@ static void outside(void *ctx, const struct moat_journal_entry *je, const char *
 	const char *name = strrchr(je->path, '/') + 1;
 	struct moatd_group *g = group_of_file(d, je->path);
 	enum moat_resource r = file_resource(name);
-	double t = mono_s(&d->period);
+	double t = moatd_period_s(&d->period);
 	struct enforce_group *eg;
 	unsigned int f, n, keep;
 	char who[MOATD_GROUP_NAME_MAX];
@@ -1011,7 +1006,7 @@ static void refused(struct moatd *d, const struct plan_step *s, int err)
 	struct enforce_group *eg = EG(s->unit);
 	const struct moatd_group *u = s->unit;
 	struct enforce *e = E(d);
-	double t = mono_s(&d->period);
+	double t = moatd_period_s(&d->period);
 
 	/*
 	 * The journal cannot be saved: every step is refused until it can.
@@ -1184,7 +1179,7 @@ int enforce_left_alone(const struct moatd *d, FILE *f)
 			if (f)
 				fprintf(f, "left alone: group %s: %s is rewritten by someone else (more than %u times a minute): moat writes it again in %.0f s\n",
 					g->gid.id, eg->alone_file[r], E(d)->ek.outside_writes_max,
-					eg->alone_until[r] - mono_s(p));
+					eg->alone_until[r] - moatd_period_s(p));
 		}
 	}
 	return n;

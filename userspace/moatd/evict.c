@@ -21,7 +21,8 @@
  * BE pod held at its CPU quota's floor for evict/cpu_starved_s while it
  * uses 90% of that quota goes too, so that the scheduler may place it
  * where it can run.  Between two: evict/cooldown_s, and no more than
- * evict/max_per_10min in ten minutes.
+ * evict/max_per_10min in ten minutes, a restart's predecessors'
+ * evictions counted (<state-dir>/evictions).
  *
  * How: POST /api/v1/namespaces/<ns>/pods/<name>/eviction with a
  * policy/v1 Eviction whose deleteOptions hold the pod's UID as a
@@ -52,6 +53,7 @@
 #include "enforce.h"
 #include "evict.h"
 #include "evictpol.h"
+#include "journal.h"
 #include "kubeapi.h"
 #include "log.h"
 
@@ -113,6 +115,7 @@ struct evict_mod {
 	double last_s;			/* CLOCK_MONOTONIC of the last decision */
 	double recent[MOAT_EVICT_RATE_MAX];	/* of the last evictions asked for */
 	unsigned int next_recent;
+	bool loaded;			/* the record of the moatd before: read */
 	double retry_s, retry_wait;	/* after a failure */
 	bool said_rate, said_unavailable, said_full;
 	/* the pod in flight */
@@ -130,6 +133,10 @@ struct evict_mod {
 	unsigned int next_last;
 	char candidates[512];
 	struct evictor *ev;
+	/* a FAKE of the API server in place of the thread (evict_set_api()) */
+	evict_api_fn api;
+	void *api_ctx;
+	long answer;			/* its answer to the pod in flight */
 };
 
 /*
@@ -278,6 +285,101 @@ static void evict_close(struct moatd *d)
 	V(d)->ev = NULL;
 }
 
+/* ---- what a restart keeps: when the last evictions were ---- */
+
+/*
+ * <state-dir>/evictions: when the evictions of the last ten minutes
+ * were accepted (CLOCK_REALTIME, s), so that a moatd started again
+ * (after a crash, an upgrade, in a crash loop) counts its predecessors'
+ * against evict/max_per_10min and evict/cooldown_s, which otherwise
+ * only one process's evictions would be held to:
+ *
+ *   moat-evictions 1
+ *   1796590000.500
+ */
+#define RECORD_FILE	"evictions"
+#define RECORD_HEAD	"moat-evictions 1"
+#define RECORD_MAX	(32 + MOAT_EVICT_RATE_MAX * 24)
+
+static bool record_path(const struct moatd *d, char *path, size_t len)
+{
+	return *d->state_dir &&
+	       (size_t)snprintf(path, len, "%s/" RECORD_FILE, d->state_dir) < len;
+}
+
+static double wall_s(const struct period *p)
+{
+	return p->wall.tv_sec + p->wall.tv_nsec / 1e9;
+}
+
+/* After each eviction accepted; said where it cannot be saved. */
+static void record_save(const struct moatd *d, const struct evict_mod *vm)
+{
+	double now = moatd_period_s(&d->period), wall = wall_s(&d->period);
+	char path[PATH_MAX], buf[RECORD_MAX];
+	size_t len, i;
+	int err;
+
+	if (!record_path(d, path, sizeof(path)))
+		return;
+	len = snprintf(buf, sizeof(buf), RECORD_HEAD "\n");
+	for (i = 0; i < MOAT_EVICT_RATE_MAX; i++)
+		if (vm->recent[i] > 0 && now - vm->recent[i] < 600)
+			len += snprintf(buf + len, sizeof(buf) - len, "%.3f\n",
+					wall - (now - vm->recent[i]));
+	err = moat_state_save(path, buf, len);
+	if (err)
+		pr_warn("evict: %s: %s: a moatd started again would not count this eviction against evict/max_per_10min",
+			path, strerror(-err));
+}
+
+/* At the first decision: the evictions of the moatd before, counted. */
+static void record_load(const struct moatd *d, struct evict_mod *vm, double now)
+{
+	double wall = wall_s(&d->period), t;
+	char path[PATH_MAX], buf[RECORD_MAX], *line, *end, *save = NULL;
+	unsigned int n = 0;
+	int err;
+
+	if (!record_path(d, path, sizeof(path)))
+		return;
+	err = moat_state_load(path, buf, sizeof(buf));
+	if (err == -ENOENT)
+		return;
+	if (err) {
+		pr_warn("evict: %s: %s: the evictions before this start are not counted",
+			path, strerror(-err));
+		return;
+	}
+	line = strtok_r(buf, "\n", &save);
+	if (!line || strcmp(line, RECORD_HEAD)) {
+		pr_warn("evict: %s: its first line is not '" RECORD_HEAD "': the evictions before this start are not counted",
+			path);
+		return;
+	}
+	while ((line = strtok_r(NULL, "\n", &save))) {
+		t = strtod(line, &end);
+		if (end == line || *end || !isfinite(t)) {
+			pr_warn("evict: %s: '%.40s' is not a time: not counted", path, line);
+			continue;
+		}
+		t = fmin(t, wall);	/* ahead of the clock, which went back: now */
+		if (wall - t >= 600)
+			continue;
+		/*
+		 * On the monotonic clock; one from before this boot's clock
+		 * began counts from its start: a little longer, never less.
+		 */
+		t = fmax(now - (wall - t), 1e-3);
+		vm->recent[vm->next_recent++ % MOAT_EVICT_RATE_MAX] = t;
+		vm->last_s = fmax(vm->last_s, t);
+		n++;
+	}
+	if (n)
+		pr_info("evict: %u evictions in the ten minutes before this start (%s): counted against evict/max_per_10min and evict/cooldown_s",
+			n, path);
+}
+
 /* ---- the policy ---- */
 
 static void remember(struct evict_mod *vm, const struct evict_req *r, const char *result)
@@ -333,26 +435,33 @@ static void skip_pod(struct evict_mod *vm, double now)
 	p->at = now + p->wait;
 }
 
-/* The thread's answer to the pod in flight, if it came. */
-static void take_answer(struct moatd *d, struct evict_mod *vm)
+/* The thread's answer to the pod in flight, if it came, at @now. */
+static void take_answer(struct moatd *d, struct evict_mod *vm, double now)
 {
 	struct evictor *ev = vm->ev;
-	double now = moatd_mono_s();
 	bool done;
 	long status = -1;
 	bool event = false;
 	struct evict_pod *s;
 
-	if (!vm->in_flight || !ev)
+	if (!vm->in_flight)
 		return;
-	pthread_mutex_lock(&ev->lock);
-	done = ev->done;
-	if (done) {
-		status = ev->status;
-		event = ev->event_ok;
-		ev->done = false;
+	if (vm->api) {
+		done = true;
+		status = vm->answer;
+		event = kube_api_ok(status);
+	} else {
+		if (!ev)
+			return;
+		pthread_mutex_lock(&ev->lock);
+		done = ev->done;
+		if (done) {
+			status = ev->status;
+			event = ev->event_ok;
+			ev->done = false;
+		}
+		pthread_mutex_unlock(&ev->lock);
 	}
-	pthread_mutex_unlock(&ev->lock);
 	if (!done)
 		return;
 	vm->in_flight = false;
@@ -363,6 +472,7 @@ static void take_answer(struct moatd *d, struct evict_mod *vm)
 		vm->count[vm->flight.reason][0]++;
 		remember(vm, &vm->flight, status == 404 ? "gone" : "evicted");
 		vm->recent[vm->next_recent++ % MOAT_EVICT_RATE_MAX] = now;
+		record_save(d, vm);
 		vm->retry_wait = 0;
 		s = pod_in(vm->skip, vm->nr_skip, vm->flight.uid);
 		if (s)
@@ -496,13 +606,17 @@ void evict_decide(struct moatd *d, const struct period *p, struct plan *plan)
 {
 	struct evict_mod *vm = V(d);
 	struct moatd_group **c, *pick = NULL;
-	double now = moatd_mono_s(), avail = NAN;
+	double now = moatd_period_s(p), avail = NAN;
 	size_t i, n = 0, len = 0;
 	bool memory, pods = false, leaving;
 	const char *cond;
 
 	plan->evict = NULL;
-	take_answer(d, vm);
+	if (!vm->loaded) {
+		vm->loaded = true;
+		record_load(d, vm, now);
+	}
+	take_answer(d, vm, now);
 	leaving = still_leaving(d, vm, now);
 	if (vm->mode == EVICT_OFF) {
 		vm->candidates[0] = '\0';
@@ -616,7 +730,7 @@ void evict_act(struct moatd *d, const struct plan *plan)
 	snprintf(r.ns, sizeof(r.ns), "%s", g->meta.ns);
 	snprintf(r.name, sizeof(r.name), "%s", g->meta.name);
 	snprintf(r.why, sizeof(r.why), "moat: %s", plan->evict_why);
-	vm->last_s = moatd_mono_s();
+	vm->last_s = moatd_period_s(&d->period);
 	if (vm->mode != EVICT_ON || d->mode != MOATD_ENFORCE) {
 		vm->count[r.reason][1]++;
 		remember(vm, &r, "dry-run");
@@ -624,6 +738,14 @@ void evict_act(struct moatd *d, const struct plan *plan)
 			plan->evict_why, mode_names[vm->mode],
 			d->mode == MOATD_ENFORCE ? "" : d->mode == MOATD_SHADOW ?
 			", shadow mode" : ", observe mode");
+		return;
+	}
+	if (vm->api) {
+		pr_info("evict: asking for pod %s/%s's eviction (%s)", r.ns, r.name,
+			plan->evict_why);
+		vm->answer = vm->api(vm->api_ctx, r.ns, r.name, r.uid);
+		vm->flight = r;
+		vm->in_flight = true;
 		return;
 	}
 	if (!vm->ev) {
@@ -645,6 +767,12 @@ void evict_act(struct moatd *d, const struct plan *plan)
 }
 
 /* ---- what reporters read ---- */
+
+void evict_set_api(struct moatd *d, evict_api_fn api, void *ctx)
+{
+	V(d)->api = api;
+	V(d)->api_ctx = ctx;
+}
 
 unsigned long long evict_count(const struct moatd *d, enum evict_reason r, bool dry)
 {

@@ -22,6 +22,17 @@ void evict_decide(struct moatd *d, const struct period *p, struct plan *plan);
 /* Carry it out: log it (dry-run), or hand it to the thread (on). */
 void evict_act(struct moatd *d, const struct plan *plan);
 
+/*
+ * Where evictions go: the API server, from the thread; or a closed-loop
+ * simulator's FAKE of it (selftests/test_sim.c), which answers the
+ * eviction of pod @ns/@name with UID @uid at once, as the API server
+ * would (its HTTP status: 201, 404, 409, 429, 500...; -1 none), to be
+ * read at the next decision as the thread's answer is.  NULL: the API
+ * server again.
+ */
+typedef long (*evict_api_fn)(void *ctx, const char *ns, const char *name, const char *uid);
+void evict_set_api(struct moatd *d, evict_api_fn api, void *ctx);
+
 enum evict_reason { EVICT_MEMORY, EVICT_CPU, EVICT_REASONS };
 extern const char *const evict_reason_names[EVICT_REASONS];
 

@@ -539,6 +539,7 @@ static void cycle(struct moatd *d)
 	p->secs = p->at.tv_sec ? (now.tv_sec - p->at.tv_sec) +
 				 (now.tv_nsec - p->at.tv_nsec) / 1e9 : 0;
 	p->at = now;
+	clock_gettime(CLOCK_REALTIME, &p->wall);
 	node_sample(d, &p->node);
 	stage_done(d, STAGE_NODE, &t);
 	delay_sample(d, p);	/* run-queue waits and their blame */

@@ -242,7 +242,8 @@ struct blame_entry {
  * The sources fill it, in cycle()'s order; after them it is only read.
  */
 struct period {
-	struct timespec at;
+	struct timespec at;		/* CLOCK_MONOTONIC: the policies' clock */
+	struct timespec wall;		/* CLOCK_REALTIME at the same time */
 	double secs;			/* since the last period; 0: the first */
 	struct node_sample node;
 	/* cgroups removed since the last period (the cgroup events) */
@@ -377,6 +378,11 @@ struct moatd {
 const char *moatd_version(void);
 /* CLOCK_MONOTONIC in seconds. */
 double moatd_mono_s(void);
+/* The period's time (CLOCK_MONOTONIC, s): the policies' clock. */
+static inline double moatd_period_s(const struct period *p)
+{
+	return p->at.tv_sec + p->at.tv_nsec / 1e9;
+}
 /* Microseconds since the last control cycle ended. */
 double moatd_since_cycle_us(const struct moatd *d);
 /**
