@@ -7,6 +7,7 @@
 #include "burst.h"
 #include "daemon.h"
 #include "enforce.h"
+#include "evict.h"
 #include "units.h"
 
 /* What is not linked into the selftests does nothing. */
@@ -19,7 +20,7 @@ const struct moatd_module *const moatd_modules[MOD_NR] = {
 	[MOD_CPI] = &none,
 	[MOD_ENFORCE] = &enforce_module,
 	[MOD_RDT] = &none, [MOD_HINTS] = &none, [MOD_HTTP] = &none,
-	[MOD_KUBE] = &none, [MOD_PODS] = &none, [MOD_EVICT] = &none,
+	[MOD_KUBE] = &none, [MOD_PODS] = &none, [MOD_EVICT] = &evict_module,
 	[MOD_EVENTS] = &none,
 	[MOD_BURST] = &burst_module,
 };

@@ -4,8 +4,9 @@
 
 /*
  * A moatd without its loop, for the tests of its parts (test_units.c,
- * test_enforce.c): the modules that are linked into the selftests
- * (Kbuild: units, enforce, levers, core) set up as main() sets them up,
+ * test_enforce.c, test_sim.c): the modules that are linked into the
+ * selftests (Kbuild: units, enforce, levers, burst, evict, core) set up
+ * as main() sets them up (not started: no thread of theirs runs),
  * groups added and removed as groups.c adds and removes them, and a
  * period the test builds by hand.  The journal is in memory.  The other
  * modules are empty: nothing of theirs runs.

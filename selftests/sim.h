@@ -11,8 +11,10 @@
  *    Documentation/admin-guide/cgroup-v2.rst and scheduler/sched-bwc.rst
  *    (the values each file takes, cpu.idle against the weight, a burst
  *    over its quota, a v1 parent's quota under a child's), with failures
- *    on cue and a record of every write and who made it;
- *  - sim_plant.c, the plant: a node's pods with requests, limits and
+ *    on cue and a record of every write and who made it; and moat's
+ *    own files (its journal, its record of evictions), kept in memory
+ *    as a crash would leave them, their saves failing on cue;
+ *  - test_sim.c, the plant: a node's pods with requests, limits and
  *    containers, CPU shared by weight and bounded by quota, the waits
  *    and throttling that follow, memory and its pressure, owners that
  *    rewrite files (kubelet's resizes, systemd's reloads), pods that come
@@ -30,6 +32,7 @@ struct moat_kfile_ops;
 #define SIM_FILES	8		/* the files of a cgroup moat may touch */
 #define SIM_VALUE_MAX	64
 #define SIM_RING	16		/* moat's writes a file remembers */
+#define SIM_SAVED	4		/* moat's own files it keeps */
 
 /* Who wrote a file. */
 enum sim_writer { SIM_MOAT, SIM_OWNER };
@@ -62,12 +65,28 @@ struct sim_kernel {
 	/* failures on cue: the next @fail_n writes of a file named @fail_file */
 	char fail_file[24];
 	int fail_err, fail_n;
+	unsigned long failed_on_cue;	/* moat's writes failed so */
+	/*
+	 * moat's files in its state directory (the journal, the record of
+	 * evictions) as their last saves left them: what a crash leaves.
+	 * @saves went through, @save_failures did not; the next
+	 * @save_fail_n fail with @save_err.
+	 */
+	struct sim_saved {
+		char file[256];
+		char *buf;
+		size_t len;
+	} saved[SIM_SAVED];
+	unsigned long saves, save_failures;
+	int save_err, save_fail_n;
 	/* every write moat made to a file it must never write */
 	char forbidden[512];
 	unsigned int writes, refusals;
 	/* whether a path may be written by moat at all (the plant's rules) */
 	bool (*may_write)(const char *path, const char *file, const char *value,
 			  char *why, size_t len);
+	/* told of each write of moat's the kernel took: cgroup @cg's @file */
+	void (*wrote)(int cg, const char *file);
 };
 
 extern struct sim_kernel simk;
@@ -93,6 +112,10 @@ const struct moat_kfile_ops *sim_kernel_ops(void);
 void sim_kernel_set_put(int (*put)(const char *path, const char *value));
 /* The next @n writes of any file named @file fail with @err. */
 void sim_fail(const char *file, int err, int n);
+/* The next @n saves of moat's files fail with @err (a disk full, gone). */
+void sim_fail_saves(int err, int n);
+/* What the last save of @file left, NULL where none; its length in *@len. */
+const char *sim_saved(const char *file, size_t *len);
 /*
  * How often moat's writes to @f since @from went the other way than the
  * write before: a ramp that converges has none, a value cycled between

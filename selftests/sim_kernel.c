@@ -17,7 +17,9 @@
  *  - memory.high "max" or bytes, kept in whole pages.
  *
  * A file of a cgroup that is gone is ENOENT.  Failures come on cue
- * (sim_fail()).  Each write says who made it, moat or an owner, and
+ * (sim_fail()), and so do the saves of moat's own files
+ * (sim_fail_saves()): its journal and its record of evictions are kept
+ * here, in memory, as a crash would leave them.  Each write says who made it, moat or an owner, and
  * moat's are held to the plant's rules of what it may write.
  */
 #include <errno.h>
@@ -274,6 +276,7 @@ static int write_file(const char *path, const char *value, enum sim_writer who)
 		if (simk.fail_n > 0 && !strcmp(f->name, simk.fail_file)) {
 			simk.fail_n--;
 			simk.refusals++;
+			simk.failed_on_cue++;
 			return -simk.fail_err;
 		}
 	}
@@ -293,6 +296,8 @@ static int write_file(const char *path, const char *value, enum sim_writer who)
 		f->moat_at[f->ring % SIM_RING] = simk.now;
 		f->moat_v[f->ring++ % SIM_RING] = strncmp(keep, "max", 3) ? atof(keep) :
 								       INFINITY;
+		if (simk.wrote)
+			simk.wrote(i, f->name);
 	}
 	after(i, f->name, keep);
 	return 0;
@@ -310,6 +315,12 @@ void sim_fail(const char *file, int err, int n)
 	snprintf(simk.fail_file, sizeof(simk.fail_file), "%s", file);
 	simk.fail_err = err;
 	simk.fail_n = n;
+}
+
+void sim_fail_saves(int err, int n)
+{
+	simk.save_err = err;
+	simk.save_fail_n = n;
 }
 
 int sim_reversals(const struct sim_file *f, double from)
@@ -353,8 +364,78 @@ static int fake_access(const char *path, int mode)
 	return lookup(path, &i, &fi);
 }
 
+static struct sim_saved *saved(const char *file)
+{
+	int i;
+
+	for (i = 0; i < SIM_SAVED && simk.saved[i].file[0]; i++)
+		if (!strcmp(simk.saved[i].file, file))
+			return &simk.saved[i];
+	return NULL;
+}
+
+const char *sim_saved(const char *file, size_t *len)
+{
+	const struct sim_saved *f = saved(file);
+
+	*len = f ? f->len : 0;
+	return f ? f->buf : NULL;
+}
+
+/* A save of one of moat's files, all or nothing as moat_file_replace()'s. */
+static int fake_save(const char *file, const char *buf, size_t len)
+{
+	struct sim_saved *f = saved(file);
+	char *copy;
+	int i;
+
+	if (simk.save_fail_n > 0) {
+		simk.save_fail_n--;
+		simk.save_failures++;
+		return -simk.save_err;
+	}
+	for (i = 0; !f && i < SIM_SAVED; i++)
+		if (!simk.saved[i].file[0]) {
+			f = &simk.saved[i];
+			snprintf(f->file, sizeof(f->file), "%s", file);
+		}
+	copy = malloc(len + 1);
+	if (!f || !copy) {
+		free(copy);
+		return -ENOSPC;
+	}
+	memcpy(copy, buf, len);
+	free(f->buf);
+	f->buf = copy;
+	f->len = len;
+	simk.saves++;
+	return 0;
+}
+
+static int fake_load(const char *file, char *buf, size_t len)
+{
+	const struct sim_saved *f = saved(file);
+
+	if (!f)
+		return -ENOENT;
+	if (f->len >= len)
+		return -EOVERFLOW;
+	memcpy(buf, f->buf, f->len);
+	buf[f->len] = '\0';
+	return 0;
+}
+
+static void saved_free(void)
+{
+	int i;
+
+	for (i = 0; i < SIM_SAVED; i++)
+		free(simk.saved[i].buf);
+}
+
 static struct moat_kfile_ops fake = {
-	.read = fake_read, .put = fake_put, .access = fake_access,
+	.read = fake_read, .put = fake_put, .access = fake_access, .save = fake_save,
+	.load = fake_load,
 };
 
 const struct moat_kfile_ops *sim_kernel_ops(void)
@@ -370,6 +451,7 @@ void sim_kernel_set_put(int (*put)(const char *path, const char *value))
 void sim_kernel_start(bool v2)
 {
 	free(simk.cg);
+	saved_free();
 	memset(&simk, 0, sizeof(simk));
 	simk.v2 = v2;
 	moat_kfile_set_ops(&fake);
@@ -379,5 +461,6 @@ void sim_kernel_stop(void)
 {
 	moat_kfile_set_ops(NULL);
 	free(simk.cg);
+	saved_free();
 	memset(&simk, 0, sizeof(simk));
 }

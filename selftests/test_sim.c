@@ -55,16 +55,20 @@
  * MOAT_SIM_SEED=N runs seed N alone, MOAT_SIM_VERBOSE=1 with moatd's log.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <criterion/criterion.h>
 #include "burst.h"
 #include "control.h"
 #include "daemon.h"
 #include "enforce.h"
+#include "evict.h"
 #include "helpers.h"
 #include "journal.h"
 #include "log.h"
@@ -80,6 +84,13 @@
 #define BE_SLICE_US	3000	/* what a BE task's slice keeps a CPU */
 #define WAITS_PER_S	2000	/* an LC container's wake-ups */
 #define TARGET_US	1000	/* lc/rqlat_p99_target_us */
+#define MEM_FREE	14e9	/* the node's memory, less the system's */
+#define EVICT_COOLDOWN_S 10	/* evict/cooldown_s */
+#define EVICT_PER_10MIN	3	/* evict/max_per_10min */
+#define CRITICAL	2000000000LL	/* system-cluster-critical's priority */
+#define SIM_STATE	"/sim-state"		/* moatd's --state-dir: sim_kernel.c's, in memory */
+#define SIM_JOURNAL	SIM_STATE "/journal"
+#define SIM_EPOCH	1796500000	/* the plant's clock at 0, as CLOCK_REALTIME */
 
 enum qos { GUARANTEED, BURSTABLE, BESTEFFORT };
 
@@ -101,6 +112,14 @@ struct pod {
 	bool throttled;
 	double tail_us;			/* an LC pod's tail wait */
 	double mem;			/* bytes its work would hold (anonymous) */
+	double grow;			/* bytes a second more (a leak, a cache) */
+	/* its object at the API server (podmeta.h) */
+	char ns[32], name[48];
+	long long priority;
+	bool controlled, daemonset, mirror;
+	/* its eviction accepted: it goes at @leave_at, or @stays (a finalizer) */
+	bool evicted, stays;
+	double leave_at;
 	double mem_stall_pct;		/* this period's memory stall, % of it */
 	/* an LC pod far over its target: since when, and BE steps since */
 	unsigned long over_since, steps_then;
@@ -122,10 +141,19 @@ struct plant {
 	bool orphan_next;		/* the next pod's own group is missing */
 	bool slice_next;		/* the next pod's containers have no limit */
 	bool lift;			/* burst/lift on */
+	bool evict;			/* evict/mode on, evict/cpu 1 */
+	bool faults;			/* writes refused, saves failed, pods gone mid-period, crashes */
 	double steady_from;		/* from when the plant is steady, s */
 	double shortage_pct;		/* the node short of memory: every pod's stall, % */
 	/* what the invariants follow */
 	unsigned long be_steps;		/* moat's writes to BE pods' files */
+	unsigned long crashes;
+	/* evictions the API server took, and when the last were asked */
+	unsigned long evictions;
+	double evicted_at[64];
+	/* the journal as last saved, decoded (at simk.saves @saved_at) */
+	struct moat_journal *saved;
+	unsigned long saved_at;
 	unsigned long longest_backoff;	/* periods a useless step leaves a BE pod alone */
 	char failed[1024];
 };
@@ -225,8 +253,6 @@ static bool may_write(const char *path, const char *file, const char *value, cha
 	p = pod_of_cg(cg, &container);
 	if (!p)
 		return true;	/* not kubelet's */
-	if (p->class == MOAT_CLASS_BE)
-		P->be_steps++;
 	if (!strcmp(file, "cpu.idle"))
 		return snprintf(why, len, "cpu.idle on kubelet's cgroup"), false;
 	if (container && !burst)
@@ -239,6 +265,16 @@ static bool may_write(const char *path, const char *file, const char *value, cha
 	if (p->class != MOAT_CLASS_LC && burst)
 		return snprintf(why, len, "burst on a pod not LC"), false;
 	return true;
+}
+
+/* A write of moat's the kernel took: a BE pod's, a step (the invariants'). */
+static void wrote(int cg, const char *file)
+{
+	bool container;
+	struct pod *p = pod_of_cg(cg, &container);
+
+	if (p && p->class == MOAT_CLASS_BE)
+		P->be_steps++;
 }
 
 static struct moatd_group *add_group(const char *id, enum moat_group_kind kind,
@@ -272,8 +308,17 @@ static void spec_of(struct pod *p)
 	int c;
 
 	if (p->g) {
-		p->g->meta.known = true;
-		p->g->meta.cpu_limit_m = p->limit > 0 ? llround(p->limit * 1000) : -1;
+		struct group_meta *m = &p->g->meta;
+
+		m->known = true;
+		m->cpu_limit_m = p->limit > 0 ? llround(p->limit * 1000) : -1;
+		snprintf(m->ns, sizeof(m->ns), "%s", p->ns);
+		snprintf(m->name, sizeof(m->name), "%s", p->name);
+		m->priority = p->priority;
+		m->controlled = p->controlled;
+		m->daemonset = p->daemonset;
+		m->mirror = p->mirror;
+		m->terminating = p->evicted;	/* its deletionTimestamp */
 	}
 	for (c = 0; c < p->nctr; c++) {
 		p->gc[c]->meta.known = true;
@@ -320,6 +365,7 @@ static void pod_add(struct pod *p)
 		p->gc[c] = add_group(id, MOAT_GROUP_CONTAINER, p->class, p->ctr[c]);
 		memcpy(p->gc[c]->gid.kube.pod_uid, p->uid, sizeof(p->gc[c]->gid.kube.pod_uid) - 1);
 	}
+	p->evicted = p->stays = false;
 	spec_of(p);
 	p->resize_since = NAN;
 	p->alive = true;
@@ -339,6 +385,14 @@ static void pod_del(struct pod *p)
 	p->alive = false;
 }
 
+/* Made again, a new UID, as a controller does. */
+static void pod_again(struct pod *p)
+{
+	snprintf(p->uid + 24, sizeof(p->uid) - 24, "%012llx",
+		 (unsigned long long)(P->rng & 0xffffffffffffULL));
+	pod_add(p);
+}
+
 static struct pod *pod_new(enum qos qos, unsigned int class, double request, double limit,
 			   double demand, int nctr)
 {
@@ -354,6 +408,9 @@ static struct pod *pod_new(enum qos qos, unsigned int class, double request, dou
 	p->limit = limit;
 	p->demand = demand;
 	p->nctr = nctr;
+	snprintf(p->ns, sizeof(p->ns), "default");
+	snprintf(p->name, sizeof(p->name), "app-%d", P->n);
+	p->controlled = true;
 	p->orphan = P->orphan_next;
 	p->slice = P->slice_next;
 	P->orphan_next = P->slice_next = false;
@@ -584,12 +641,17 @@ static void sample(void)
 {
 	struct moatd *d = P->d;
 	struct period *p = &d->period;
-	double busy = 0;
+	double busy = 0, used = 0;
 	int i, c, j;
 
 	cpu();
+	for (i = 0; i < P->n; i++)
+		if (P->pods[i].alive)
+			used += P->pods[i].mem;
 	p->at.tv_sec = (time_t)P->t;
 	p->at.tv_nsec = (long)((P->t - (time_t)P->t) * 1e9);
+	p->wall = p->at;
+	p->wall.tv_sec += SIM_EPOCH;
 	p->secs = PERIOD_S;
 	p->nr_blame = 0;
 	p->blame_known = p->blame_valid = true;
@@ -643,7 +705,7 @@ static void sample(void)
 	p->node = (struct node_sample){
 		.ncpus = NCPUS, .cpu_usage = busy,
 		.psi_some_avg10 = { 0, 0, 0 }, .memory_pressure_pct = memory(),
-		.mem_total = 16e9, .mem_available = 12e9, .swap_total = 0,
+		.mem_total = 16e9, .mem_available = MEM_FREE - used, .swap_total = 0,
 		.pods_mem_limit = NAN, .pods_mem_available = NAN,
 	};
 }
@@ -720,13 +782,148 @@ static void churn(void)
 
 		if (rnd() >= 0.005)
 			continue;
-		if (p->alive) {
+		if (p->alive)
 			pod_del(p);
-		} else {
-			/* made again, a new UID, as a controller does */
-			snprintf(p->uid + 24, sizeof(p->uid) - 24, "%012llx",
-				 (unsigned long long)(P->rng & 0xffffffffffffULL));
-			pod_add(p);
+		else
+			pod_again(p);
+	}
+}
+
+/* ---- faults ---- */
+
+/* The files moat writes, in each version: where a refusal may come. */
+static const char *const files_v2[] = { "cpu.weight", "cpu.max", "cpu.max.burst", "memory.high" };
+static const char *const files_v1[] = { "cpu.shares", "cpu.cfs_quota_us", "cpu.cfs_burst_us" };
+
+/*
+ * What a node does to a controller now and then: the kernel refuses a
+ * write (EINVAL, EBUSY, EPERM: a value it takes no longer, a file busy,
+ * a security module's no), one to three in a row of a file; the disk
+ * refuses the journal's saves (ENOSPC, EIO), up to five in a row.
+ */
+static void faults(void)
+{
+	static const int errs[] = { EINVAL, EBUSY, EPERM }, save_errs[] = { ENOSPC, EIO };
+	double r;
+
+	if (!P->faults || P->t >= P->steady_from)
+		return;
+	r = rnd();
+	if (r < 0.03) {		/* a cue of a file moat has not written goes */
+		const char *f = simk.v2 ? files_v2[(int)(rnd() * 4)] : files_v1[(int)(rnd() * 3)];
+
+		sim_fail(f, errs[(int)(rnd() * 3)], 1 + (int)(rnd() * 3));
+	} else if (r < 0.04 && !simk.save_fail_n) {
+		sim_fail_saves(save_errs[(int)(rnd() * 2)], 1 + (int)(rnd() * 5));
+	}
+}
+
+/*
+ * Pods kubelet deletes between moat's snapshot and its writes: their
+ * cgroups gone (ENOENT) under the plan that names them; the pods module
+ * sees them go after (pod_del()).
+ */
+static void vanish(bool *gone)
+{
+	int i, c;
+
+	for (i = 0; i < P->n; i++) {
+		struct pod *p = &P->pods[i];
+
+		gone[i] = P->faults && P->t < P->steady_from && p->alive && rnd() < 0.003;
+		if (!gone[i])
+			continue;
+		for (c = 0; c < p->nctr; c++)
+			sim_rmdir(simk.cg[p->ctr[c]].path);
+		sim_rmdir(simk.cg[p->cg].path);
+	}
+}
+
+/* ---- eviction ---- */
+
+/*
+ * A FAKE of the API server's eviction (policy/v1; evict.h): the pod by
+ * its UID, 404 where it is gone; one it takes, 201 (it terminates: gone
+ * 5 to 30 s later, or, one in ten, never: a finalizer), or now and then
+ * 429 (a PodDisruptionBudget says not now) or 500.  The invariants of
+ * eviction are checked here, at each request: never a pod the rules
+ * forbid (an LC pod, a DaemonSet's, a mirror, a bare pod, a critical
+ * one, one in kube-system), never one whose eviction was accepted, no
+ * two accepted within evict/cooldown_s, nor more than
+ * evict/max_per_10min in ten minutes.
+ */
+static long api(void *ctx, const char *ns, const char *name, const char *uid)
+{
+	struct pod *p = NULL;
+	const char *why = NULL;
+	unsigned long i, recent = 0, kept = sizeof(P->evicted_at) / sizeof(P->evicted_at[0]);
+	double r;
+
+	for (i = 0; i < (unsigned long)P->n; i++)
+		if (P->pods[i].alive && !strcmp(P->pods[i].uid, uid))
+			p = &P->pods[i];
+	if (!p)
+		return 404;
+	if (strcmp(p->ns, ns) || strcmp(p->name, name))
+		why = "not its name";
+	else if (p->class != MOAT_CLASS_BE)
+		why = "not BE";
+	else if (p->daemonset)
+		why = "a DaemonSet's";
+	else if (p->mirror)
+		why = "a static pod's mirror";
+	else if (!p->controlled)
+		why = "a bare pod";
+	else if (p->priority >= CRITICAL)
+		why = "critical";
+	else if (!strcmp(p->ns, "kube-system"))
+		why = "in kube-system";
+	else if (p->evicted)
+		why = "its eviction accepted already";
+	if (why) {
+		fail("moat asked for the eviction of pod %s/%s (%s): %s", ns, name, uid, why);
+		return 500;
+	}
+	r = rnd();
+	if (r < 0.15)
+		return 429;
+	if (r < 0.2)
+		return 500;
+	for (i = 0; i < P->evictions && i < kept; i++)
+		recent += P->t - P->evicted_at[i] < 600;
+	if (P->evictions &&
+	    P->t - P->evicted_at[(P->evictions - 1) % kept] < EVICT_COOLDOWN_S)
+		fail("pod %s/%s evicted %.1f s after the last", ns, name,
+		     P->t - P->evicted_at[(P->evictions - 1) % kept]);
+	if (recent >= EVICT_PER_10MIN)
+		fail("pod %s/%s evicted after %lu others in ten minutes", ns, name, recent);
+	P->evicted_at[P->evictions++ % kept] = P->t;
+	p->evicted = true;
+	p->stays = rnd() < 0.1;
+	p->leave_at = P->t + 5 + 25 * rnd();
+	spec_of(p);
+	return 201;
+}
+
+/*
+ * Pods grow (a leak, a cache); those evicted go once their grace period
+ * is over, and their controller makes them again 20 s later, as small
+ * as they started.
+ */
+static void evicted_go(void)
+{
+	int i;
+
+	for (i = 0; i < P->n; i++) {
+		struct pod *p = &P->pods[i];
+
+		if (p->alive)
+			p->mem += p->grow * PERIOD_S;
+		if (p->alive && p->evicted && !p->stays && P->t >= p->leave_at) {
+			pod_del(p);
+			p->mem = 0.5e9;
+		} else if (!p->alive && p->evicted && P->t >= p->leave_at + 20) {
+			pod_again(p);
 		}
 	}
 }
@@ -738,9 +935,14 @@ static void period(void)
 {
 	struct moatd *d = P->d;
 	struct period *p = &d->period;
+	bool gone[MAX_PODS];
+	int i;
+
 	simk.now = P->t;
 	owners();
 	churn();
+	evicted_go();
+	faults();
 	sample();
 	cr_assert_eq(units_build(d, p), 0);
 	enforce_sample(d, p);
@@ -749,11 +951,74 @@ static void period(void)
 	d->plan.nr_burst = 0;
 	enforce_decide(d, p, &d->plan);
 	burst_decide(d, p, &d->plan);
+	evict_decide(d, p, &d->plan);
+	vanish(gone);
 	enforce_act(d, &d->plan);
 	burst_act(d, &d->plan);
+	evict_act(d, &d->plan);
 	enforce_commit_rdt(d, &d->plan, 0);
+	for (i = 0; i < P->n; i++)
+		if (gone[i])
+			pod_del(&P->pods[i]);
 	P->t += PERIOD_S;
 	P->period++;
+}
+
+/* The journal as its last save left it (what moatd's next start reads). */
+static struct moat_journal *saved_journal(const char *file)
+{
+	struct moat_journal *j;
+	char why[256];
+	size_t len;
+	const char *buf = sim_saved(SIM_JOURNAL, &len);
+
+	cr_assert_eq(moat_journal_open("", &j), 0);
+	if (buf)
+		cr_assert_eq(moat_journal_decode(j, buf, len, why, sizeof(why)), 0,
+			     "the saved journal does not decode: %s", why);
+	snprintf(j->file, sizeof(j->file), "%s", file);
+	return j;
+}
+
+/*
+ * A crash now would lose nothing: every file that holds a value its
+ * owner did not write is in the journal as last saved, with its owner's
+ * value as the original and a value the journal names as moat's (its
+ * last, or the one pending), which a restore puts back.
+ */
+static void crash_safe(const char *when)
+{
+	int i, f;
+
+	if (!P->saved || P->saved_at != simk.saves) {
+		if (P->saved)
+			moat_journal_free(P->saved);
+		P->saved = saved_journal("");
+		P->saved_at = simk.saves;
+	}
+	for (i = 0; i < simk.nr; i++) {
+		if (!simk.cg[i].alive)
+			continue;
+		for (f = 0; f < simk.cg[i].nr; f++) {
+			const struct sim_file *sf = &simk.cg[i].f[f];
+			const struct moat_journal_entry *e;
+			char path[320];
+
+			if (!strcmp(sf->value, sf->owner))
+				continue;
+			e = moat_journal_find(P->saved, sim_path(i, sf->name, path, sizeof(path)));
+			if (!e)
+				fail("%s: %s holds moat's '%s' (its owner's '%s'), not in the journal as saved",
+				     when, path, sf->value, sf->owner);
+			else if (strcmp(e->orig, sf->owner))
+				fail("%s: %s holds moat's '%s', its owner's '%s' the journal's original '%s'",
+				     when, path, sf->value, sf->owner, e->orig);
+			else if (e->kind == MOAT_J_FILE && strcmp(sf->value, e->last) &&
+				 strcmp(sf->value, e->pending))
+				fail("%s: %s holds '%s', which the journal as saved does not name as moat's ('%s', '%s'): a restore leaves it",
+				     when, path, sf->value, e->last, e->pending);
+		}
+	}
 }
 
 static void invariants(void)
@@ -762,6 +1027,7 @@ static void invariants(void)
 
 	if (simk.forbidden[0])
 		fail("moat wrote what it must not: %s", simk.forbidden);
+	crash_safe("a crash now");
 	/* a write the kernel refuses is not made again and again */
 	for (i = 0; i < simk.nr; i++)
 		for (f = 0; f < simk.cg[i].nr; f++)
@@ -851,6 +1117,7 @@ static void plant_start(bool v2, unsigned long long seed)
 	P->steady_from = INFINITY;
 	sim_kernel_start(v2);
 	simk.may_write = may_write;
+	simk.wrote = wrote;
 	P->h = (struct moat_cg_hierarchy){ .mnt = SIM_ROOT, .v2 = v2 };
 	daemon_start();
 	P->kubepods = sim_mkdir(NULL, "kubepods");
@@ -864,9 +1131,23 @@ static void daemon_start(void)
 {
 	P->d = daemon_new(&P->h);
 	P->d->mode = MOATD_ENFORCE;
+	snprintf(P->d->state_dir, sizeof(P->d->state_dir), "%s", SIM_STATE);
+	/* its journal, as moatd opens it: what the last save left */
+	moat_journal_free(P->d->journal);
+	P->d->journal = saved_journal(SIM_JOURNAL);
 	knob("lc/rqlat_p99_target_us", "1000");	/* TARGET_US */
 	knob("enforce/min_waits", "20");
 	knob("enforce/task_levers", "0");
+	if (P->lift)
+		knob("burst/lift", "1");
+	if (P->evict) {
+		knob("evict/mode", "on");
+		knob("evict/cpu", "1");
+		knob("evict/cpu_starved_s", "10");
+	}
+	knob("evict/cooldown_s", "10");		/* EVICT_COOLDOWN_S */
+	knob("evict/max_per_10min", "3");	/* EVICT_PER_10MIN */
+	evict_set_api(P->d, api, NULL);
 	{
 		char v[32];
 		unsigned long a, b;
@@ -884,11 +1165,42 @@ static void daemon_start(void)
 /* Stop as moatd stops, and check the files; then the plant goes. */
 static void plant_stop(void)
 {
+	sim_fail("", 0, 0);
+	sim_fail_saves(0, 0);
 	moatd_restore(P->d, "the simulator stops");
 	expect_owners("after the stop");
 	daemon_free(P->d);
+	moat_journal_free(P->saved);
 	sim_kernel_stop();
 	cr_expect(!P->failed[0], "%s", P->failed);
+}
+
+/*
+ * moatd's errors, which a run with faults makes by the hundred (each
+ * one expected: a refused save, a dead process's failed restores), to
+ * /dev/null while @on, unless MOAT_SIM_VERBOSE; the invariants' failures
+ * go through Criterion's log, not stderr.
+ */
+static void quiet(bool on)
+{
+	static int saved = -1;
+	int null;
+
+	if (getenv("MOAT_SIM_VERBOSE"))
+		return;
+	fflush(stderr);
+	if (on && saved < 0) {
+		null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		saved = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+		if (null >= 0 && saved >= 0)
+			dup2(null, STDERR_FILENO);
+		if (null >= 0)
+			close(null);
+	} else if (!on && saved >= 0) {
+		dup2(saved, STDERR_FILENO);
+		close(saved);
+		saved = -1;
+	}
 }
 
 static int dead(const char *path, const char *value)
@@ -898,31 +1210,34 @@ static int dead(const char *path, const char *value)
 
 /*
  * A crash (SIGKILL): moatd gone with what it set still set, its journal
- * on disk.  The next moatd restores from the journal at its start, then
- * finds the groups again and goes on.
+ * on disk as its last save left it (which lags moatd's own where saves
+ * failed).  The next moatd restores from that journal at its start,
+ * then finds the groups again and goes on.
  */
 static void crash_and_restart(void)
 {
-	static const struct moat_kfile_ops gone = { .put = dead };
 	struct moat_kfile_ops alive;
 	struct moat_journal *j;
-	char *buf, why[256];
-	size_t len;
+	unsigned long unsaved;
 	int i, c;
 
-	cr_assert_eq(moat_journal_encode(P->d->journal, &buf, &len), 0);
-	/* the dead process puts nothing back: every write of its fails */
+	/* the dead process puts nothing back and saves nothing: each fails */
 	alive = *sim_kernel_ops();
-	sim_kernel_set_put(gone.put);
+	unsaved = simk.save_failures;
+	sim_kernel_set_put(dead);
+	sim_fail_saves(EIO, INT_MAX);
+	quiet(true);
 	daemon_free(P->d);
+	quiet(P->faults);
 	sim_kernel_set_put(alive.put);
-	cr_assert_eq(moat_journal_open("", &j), 0);
-	cr_assert_eq(moat_journal_decode(j, buf, len, why, sizeof(why)), 0,
-		     "the journal does not decode: %s", why);
-	free(buf);
+	sim_fail_saves(0, 0);
+	simk.save_failures = unsaved;
+	sim_fail("", 0, 0);
+	j = saved_journal(SIM_JOURNAL);
 	cr_assert_eq(moat_journal_restore(j, ""), 0);
 	moat_journal_free(j);
-	expect_owners("after a crash, from the journal");
+	expect_owners("after a crash, from the journal as saved");
+	P->crashes++;
 	daemon_start();
 	for (i = 0; i < P->n; i++) {
 		struct pod *p = &P->pods[i];
@@ -958,13 +1273,34 @@ static unsigned long periods(unsigned long dflt)
 
 /*
  * A node as most are: LC services with and without limits in the
- * burstable tier, a guaranteed one, batch pods besteffort and burstable;
- * kubelet resizing and reloading at random, pods coming and going; a
- * crash halfway.  Both cgroup versions.
+ * burstable tier, a guaranteed one, batch pods besteffort and burstable,
+ * one of them a pod whose own group did not register (its containers
+ * are units).
  */
-static void mixed(bool v2)
+static void mixed_pods(void)
 {
-	unsigned long s, i, n = periods(2000);
+	pod_new(BURSTABLE, MOAT_CLASS_LC, 1, 0, 1.2 + rnd(), 2);
+	pod_new(BURSTABLE, MOAT_CLASS_LC, 0.5, 1, 0.4 + 0.4 * rnd(), 1);
+	pod_new(GUARANTEED, MOAT_CLASS_LC, 1, 1, 0.5 + 0.4 * rnd(), 1);
+	pod_new(BESTEFFORT, MOAT_CLASS_BE, 0, 0, 4, 2);
+	pod_new(BURSTABLE, MOAT_CLASS_BE, 1, 0, 3, 1);
+	pod_new(BURSTABLE, MOAT_CLASS_BE, 0.5, 2, 3, 1);
+	P->orphan_next = true;
+	pod_new(BURSTABLE, MOAT_CLASS_BE, 0.5, 0, 1, 2);
+}
+
+/*
+ * The mixed node with kubelet resizing and reloading at random, pods
+ * coming and going, a crash halfway; with @faults, what else a node
+ * does (faults(), vanish()): writes the kernel refuses, saves of the
+ * journal the disk refuses, pods deleted between moat's snapshot and
+ * its writes, and crashes at random, some while the journal could not
+ * be saved.  Every invariant holds all the same, and at every period a
+ * crash would lose nothing (crash_safe()).  Both cgroup versions.
+ */
+static void mixed(bool v2, bool faulty)
+{
+	unsigned long s, i, n = periods(2000), refused = 0, unsaved = 0, crashes = 0, runs = 0;
 
 	/* moatd's log only where asked: thousands of steps a run */
 	moat_log_init("moat", getenv("MOAT_SIM_VERBOSE") ? MOAT_LOG_INFO : MOAT_LOG_ERR);
@@ -973,27 +1309,36 @@ static void mixed(bool v2)
 			continue;
 		plant_start(v2, s);
 		P->owners = P->churn = true;
+		P->faults = faulty;
+		quiet(faulty);
 		P->steady_from = (n - 1400) * PERIOD_S;
-		pod_new(BURSTABLE, MOAT_CLASS_LC, 1, 0, 1.2 + rnd(), 2);
-		pod_new(BURSTABLE, MOAT_CLASS_LC, 0.5, 1, 0.4 + 0.4 * rnd(), 1);
-		pod_new(GUARANTEED, MOAT_CLASS_LC, 1, 1, 0.5 + 0.4 * rnd(), 1);
-		pod_new(BESTEFFORT, MOAT_CLASS_BE, 0, 0, 4, 2);
-		pod_new(BURSTABLE, MOAT_CLASS_BE, 1, 0, 3, 1);
-		pod_new(BURSTABLE, MOAT_CLASS_BE, 0.5, 2, 3, 1);
-		/* a BE pod whose own group did not register: its containers are units */
-		P->orphan_next = true;
-		pod_new(BURSTABLE, MOAT_CLASS_BE, 0.5, 0, 1, 2);
+		mixed_pods();
 		for (i = 0; i < n && !P->failed[0]; i++) {
 			period();
 			invariants();
-			if (i == n / 2)
+			if (i == n / 2 ||
+			    (faulty && P->t < P->steady_from &&
+			     rnd() < (simk.save_fail_n ? 0.05 : 0.002)))
 				crash_and_restart();
 		}
+		quiet(false);
+		refused += simk.failed_on_cue;
+		unsaved += simk.save_failures;
+		crashes += P->crashes;
+		runs++;
 		if (P->failed[0])
 			cr_log_error("seed %lu, period %lu (%.1f s): %s", s, P->period, P->t,
 				     P->failed);
 		plant_stop();
 	}
+	/* the faults came, and moat met them */
+	if (faulty)
+		cr_log_info("%lu writes refused, %lu saves failed, %lu crashes in %lu runs",
+			    refused, unsaved, crashes, runs);
+	if (faulty)
+		cr_expect(refused && unsaved && crashes > runs,
+			  "%lu writes refused, %lu saves failed, %lu crashes in %lu runs", refused,
+			  unsaved, crashes, runs);
 }
 
 /* Its quota now, in CPUs (INFINITY: none). */
@@ -1198,6 +1543,83 @@ static void memory_release(void)
 	}
 }
 
+/*
+ * A node whose batch pods grow until its memory runs short, with
+ * eviction on (evict/mode on, and evict/cpu: a BE pod starved at its CPU
+ * floor goes too): beside three batch pods that may go, an LC pod and
+ * batch pods the rules keep (a DaemonSet's, a mirror, a bare pod, a
+ * critical one, one in kube-system), each of them first in the order of
+ * eviction (a lower priority) or as large, so that a rule broken is an
+ * eviction of theirs.  The API server's answers (api()) include
+ * disruption budgets' 429s, 500s, and pods that never go; a crash
+ * halfway, after which moatd knows only what the API server says of
+ * the pods.  The eviction invariants hold in api(); and the node's
+ * shortage evicts: at least one a run.
+ */
+static void evictions(bool v2)
+{
+	unsigned long s, i, n = periods(1200), total = 0;
+	struct pod *p;
+	int k;
+
+	moat_log_init("moat", getenv("MOAT_SIM_VERBOSE") ? MOAT_LOG_INFO : MOAT_LOG_ERR);
+	for (s = 1; s <= seeds(8); s++) {
+		if (getenv("MOAT_SIM_SEED") && s != strtoul(getenv("MOAT_SIM_SEED"), NULL, 10))
+			continue;
+		plant_start(v2, s);
+		P->evict = true;
+		daemon_free(P->d);
+		daemon_start();		/* with eviction's knobs */
+		P->owners = true;
+		p = pod_new(BURSTABLE, MOAT_CLASS_LC, 1, 0, 1.2 + rnd(), 2);
+		p->mem = 2e9;
+		p->priority = -100;
+		for (k = 0; k < 5; k++) {
+			p = pod_new(k < 2 ? BESTEFFORT : BURSTABLE, MOAT_CLASS_BE, k < 2 ? 0 : 0.5,
+				    0, 0.5, 1);
+			p->mem = 1.5e9;
+			p->priority = k == 3 ? CRITICAL : -50;
+			p->daemonset = k == 0;
+			p->mirror = k == 1;
+			p->controlled = k != 2;
+			if (k == 4)
+				snprintf(p->ns, sizeof(p->ns), "kube-system");
+			spec_of(p);
+		}
+		for (k = 0; k < 3; k++) {
+			p = pod_new(k ? BURSTABLE : BESTEFFORT, MOAT_CLASS_BE, k ? 0.5 : 0, 0,
+				    1 + 2 * rnd(), 1);
+			p->mem = 0.5e9;
+			p->grow = (5 + 15 * rnd()) * 1e6;
+			p->priority = k == 2 ? -5 : 100 * k;
+			spec_of(p);
+		}
+		for (i = 0; i < n && !P->failed[0]; i++) {
+			period();
+			invariants();
+			if (i == n / 2)
+				crash_and_restart();
+		}
+		total += P->evictions;
+		if (P->failed[0])
+			cr_log_error("seed %lu, period %lu (%.1f s): %s", s, P->period, P->t,
+				     P->failed);
+		plant_stop();
+	}
+	cr_log_info("%lu evictions in all", total);
+	cr_expect(total > 0, "no eviction in any run, the node short of memory");
+}
+
+Test(sim, eviction_never_takes_a_pod_the_rules_keep_nor_one_twice_cgroup_v2)
+{
+	evictions(true);
+}
+
+Test(sim, eviction_never_takes_a_pod_the_rules_keep_nor_one_twice_cgroup_v1)
+{
+	evictions(false);
+}
+
 Test(sim, memory_steps_are_released_when_the_lc_pod_stalls_no_more)
 {
 	memory_release();
@@ -1225,12 +1647,22 @@ Test(sim, a_limited_lc_pod_cgroup_v1)
 
 Test(sim, a_mixed_node_cgroup_v2)
 {
-	mixed(true);
+	mixed(true, false);
 }
 
 Test(sim, a_mixed_node_cgroup_v1)
 {
-	mixed(false);
+	mixed(false, false);
+}
+
+Test(sim, writes_refused_saves_failed_and_crashes_lose_nothing_cgroup_v2)
+{
+	mixed(true, true);
+}
+
+Test(sim, writes_refused_saves_failed_and_crashes_lose_nothing_cgroup_v1)
+{
+	mixed(false, true);
 }
 
 /*
