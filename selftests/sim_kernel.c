@@ -19,8 +19,9 @@
  * A file of a cgroup that is gone is ENOENT.  Failures come on cue
  * (sim_fail()), and so do the saves of moat's own files
  * (sim_fail_saves()): its journal and its record of evictions are kept
- * here, in memory, as a crash would leave them.  Each write says who made it, moat or an owner, and
- * moat's are held to the plant's rules of what it may write.
+ * here, in memory, as a crash would leave them.  Each write says who
+ * made it, moat or an owner, and moat's are held to the plant's rules
+ * of what it may write.
  */
 #include <errno.h>
 #include <math.h>

@@ -185,6 +185,30 @@ Test(journal, a_damaged_file_does_not_open, .fini = fini_tmp)
 	cr_assert_eq(moat_journal_open(file, &j), -EBADMSG);
 }
 
+/*
+ * moat's own files in its state directory: saved whole, read whole; none
+ * is -ENOENT, one too large -EOVERFLOW, and a FIFO (or a directory) is
+ * refused at once, never waited on.
+ */
+Test(journal, a_state_file_is_read_whole_and_a_fifo_refused, .fini = fini_tmp)
+{
+	char file[PATH_MAX], buf[16];
+
+	cr_assert_not_null(mkdtemp(tmp_dir));
+	snprintf(file, sizeof(file), "%s/evictions", tmp_dir);
+	cr_expect_eq(moat_state_load(file, buf, sizeof(buf)), -ENOENT);
+	cr_assert_eq(moat_state_save(file, "moat 1\n12.5\n", 12), 0);
+	cr_assert_eq(moat_state_load(file, buf, sizeof(buf)), 0);
+	cr_expect_str_eq(buf, "moat 1\n12.5\n");
+	cr_expect_eq(moat_state_load(file, buf, 12), -EOVERFLOW, "12 bytes in 12");
+	cr_assert_eq(moat_state_save(file, "0123456789abcdef", 16), 0);
+	cr_expect_eq(moat_state_load(file, buf, sizeof(buf)), -EOVERFLOW);
+	cr_assert_eq(unlink(file), 0);
+	cr_assert_eq(mkfifo(file, 0600), 0);
+	cr_expect_eq(moat_state_load(file, buf, sizeof(buf)), -EINVAL);
+	cr_expect_eq(moat_state_load(tmp_dir, buf, sizeof(buf)), -EINVAL);
+}
+
 /* The test's cgroup @name, and the temporary directory for a journal. */
 static void cgroup_and_dir(const char *name, struct tcg *cg)
 {

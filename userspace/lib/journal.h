@@ -213,8 +213,10 @@ void moat_kfile_set_ops(const struct moat_kfile_ops *ops);
  * moat's own files in its state directory (the journal, the record of
  * evictions): moat_state_save() replaces @file with @len bytes of @buf,
  * crash-safe (moat_file_replace()); moat_state_load() reads it whole
- * into @buf, NUL-terminated.  Return: 0; -ENOENT where there is none;
- * -EOVERFLOW for a file of @len bytes or more; -errno.
+ * into @buf, NUL-terminated, a regular file only.  Return: 0; -ENOENT
+ * where there is none; -EINVAL where it is not a regular file (a FIFO
+ * would block the reader); -EOVERFLOW for a file of @len bytes or more;
+ * -errno.
  */
 int moat_state_save(const char *file, const char *buf, size_t len);
 int moat_state_load(const char *file, char *buf, size_t len);

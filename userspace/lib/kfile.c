@@ -107,15 +107,22 @@ int moat_state_save(const char *file, const char *buf, size_t len)
 
 int moat_state_load(const char *file, char *buf, size_t len)
 {
+	struct stat st = { 0 };
 	ssize_t n;
 	size_t off = 0;
 	int fd, err = 0;
 
 	if (ops && ops->load)
 		return ops->load(file, buf, len);
-	fd = open(file, O_RDONLY | O_CLOEXEC);
+	/* a FIFO would block moatd here, the control loop with it */
+	fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		err = S_ISREG(st.st_mode) ? -errno : -EINVAL;
+		close(fd);
+		return err;
+	}
 	while (off < len) {
 		n = read(fd, buf + off, len - off);
 		if (n < 0 && errno == EINTR)

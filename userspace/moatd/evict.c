@@ -348,7 +348,7 @@ static void record_load(const struct moatd *d, struct evict_mod *vm, double now)
 		return;
 	if (err) {
 		pr_warn("evict: %s: %s: the evictions before this start are not counted",
-			path, strerror(-err));
+			path, err == -EINVAL ? "not a regular file" : strerror(-err));
 		return;
 	}
 	line = strtok_r(buf, "\n", &save);
