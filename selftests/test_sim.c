@@ -1126,6 +1126,18 @@ static void plant_start(bool v2, unsigned long long seed)
 	sim_owner_write(P->tier[BESTEFFORT], v2 ? "cpu.weight" : "cpu.shares", v2 ? "1" : "2");
 }
 
+/* The scenario's knobs, as it turned them on: at its start, and again after a crash. */
+static void scenario_knobs(void)
+{
+	if (P->lift)
+		knob("burst/lift", "1");
+	if (P->evict) {
+		knob("evict/mode", "on");
+		knob("evict/cpu", "1");
+		knob("evict/cpu_starved_s", "10");
+	}
+}
+
 /* moatd started, in enforce mode, with the scenario's knobs. */
 static void daemon_start(void)
 {
@@ -1138,16 +1150,10 @@ static void daemon_start(void)
 	knob("lc/rqlat_p99_target_us", "1000");	/* TARGET_US */
 	knob("enforce/min_waits", "20");
 	knob("enforce/task_levers", "0");
-	if (P->lift)
-		knob("burst/lift", "1");
-	if (P->evict) {
-		knob("evict/mode", "on");
-		knob("evict/cpu", "1");
-		knob("evict/cpu_starved_s", "10");
-	}
 	knob("evict/cooldown_s", "10");		/* EVICT_COOLDOWN_S */
 	knob("evict/max_per_10min", "3");	/* EVICT_PER_10MIN */
 	evict_set_api(P->d, api, NULL);
+	scenario_knobs();
 	{
 		char v[32];
 		unsigned long a, b;
@@ -1255,6 +1261,28 @@ static void crash_and_restart(void)
 	}
 }
 
+/* moatd's log only where asked: thousands of steps a run. */
+static void sim_log(void)
+{
+	moat_log_init("moat", getenv("MOAT_SIM_VERBOSE") ? MOAT_LOG_INFO : MOAT_LOG_ERR);
+}
+
+/* Whether seed @s runs: MOAT_SIM_SEED=N runs seed N alone. */
+static bool seed_runs(unsigned long s)
+{
+	const char *one = getenv("MOAT_SIM_SEED");
+
+	return !one || s == strtoul(one, NULL, 10);
+}
+
+/* A run's end: its failure, if any, with its seed and period; the stop. */
+static void run_end(unsigned long s)
+{
+	if (P->failed[0])
+		cr_log_error("seed %lu, period %lu (%.1f s): %s", s, P->period, P->t, P->failed);
+	plant_stop();
+}
+
 /* How many seeds to run: up to MOAT_SIM_SEED where that one is asked. */
 static unsigned long seeds(unsigned long dflt)
 {
@@ -1302,10 +1330,9 @@ static void mixed(bool v2, bool faulty)
 {
 	unsigned long s, i, n = periods(2000), refused = 0, unsaved = 0, crashes = 0, runs = 0;
 
-	/* moatd's log only where asked: thousands of steps a run */
-	moat_log_init("moat", getenv("MOAT_SIM_VERBOSE") ? MOAT_LOG_INFO : MOAT_LOG_ERR);
+	sim_log();
 	for (s = 1; s <= seeds(8); s++) {
-		if (getenv("MOAT_SIM_SEED") && s != strtoul(getenv("MOAT_SIM_SEED"), NULL, 10))
+		if (!seed_runs(s))
 			continue;
 		plant_start(v2, s);
 		P->owners = P->churn = true;
@@ -1326,10 +1353,7 @@ static void mixed(bool v2, bool faulty)
 		unsaved += simk.save_failures;
 		crashes += P->crashes;
 		runs++;
-		if (P->failed[0])
-			cr_log_error("seed %lu, period %lu (%.1f s): %s", s, P->period, P->t,
-				     P->failed);
-		plant_stop();
+		run_end(s);
 	}
 	/* the faults came, and moat met them */
 	if (faulty)
@@ -1361,14 +1385,14 @@ static void limited(bool v2)
 	unsigned long s, i, n = periods(2000), lifted;
 	struct pod *lc, *kube;
 
-	moat_log_init("moat", getenv("MOAT_SIM_VERBOSE") ? MOAT_LOG_INFO : MOAT_LOG_ERR);
+	sim_log();
 	for (s = 1; s <= seeds(8); s++) {
-		if (getenv("MOAT_SIM_SEED") && s != strtoul(getenv("MOAT_SIM_SEED"), NULL, 10))
+		if (!seed_runs(s))
 			continue;
 		plant_start(v2, s);
 		P->owners = true;
 		P->lift = true;
-		knob("burst/lift", "1");
+		scenario_knobs();
 		P->steady_from = (n - 1400) * PERIOD_S;
 		P->slice_next = true;
 		lc = pod_new(BURSTABLE, MOAT_CLASS_LC, 1, 1, 1.3, 2);
@@ -1392,10 +1416,7 @@ static void limited(bool v2)
 			if (i == n / 4 && !lifted)
 				fail("the slice over its limit and never lifted in %lu periods", i);
 		}
-		if (P->failed[0])
-			cr_log_error("seed %lu, period %lu (%.1f s): %s", s, P->period, P->t,
-				     P->failed);
-		plant_stop();
+		run_end(s);
 	}
 }
 
@@ -1413,9 +1434,9 @@ static void small_be(bool v2)
 	struct pod *lc, *hog;
 	double least;
 
-	moat_log_init("moat", getenv("MOAT_SIM_VERBOSE") ? MOAT_LOG_INFO : MOAT_LOG_ERR);
+	sim_log();
 	for (s = 1; s <= seeds(8); s++) {
-		if (getenv("MOAT_SIM_SEED") && s != strtoul(getenv("MOAT_SIM_SEED"), NULL, 10))
+		if (!seed_runs(s))
 			continue;
 		plant_start(v2, s);
 		lc = pod_new(GUARANTEED, MOAT_CLASS_LC, 1, 1, 0.6 + 0.2 * rnd(), 1);
@@ -1433,10 +1454,7 @@ static void small_be(bool v2)
 		(void)lc;
 		if (!P->failed[0] && least > 0.45)
 			fail("the culprit's weight never under %.2f of its own", least);
-		if (P->failed[0])
-			cr_log_error("seed %lu, period %lu (%.1f s): %s", s, P->period, P->t,
-				     P->failed);
-		plant_stop();
+		run_end(s);
 	}
 }
 
@@ -1453,9 +1471,9 @@ static void throttled_lc(bool v2)
 	unsigned long s, i, n = periods(600);
 	struct pod *lc;
 
-	moat_log_init("moat", getenv("MOAT_SIM_VERBOSE") ? MOAT_LOG_INFO : MOAT_LOG_ERR);
+	sim_log();
 	for (s = 1; s <= seeds(8); s++) {
-		if (getenv("MOAT_SIM_SEED") && s != strtoul(getenv("MOAT_SIM_SEED"), NULL, 10))
+		if (!seed_runs(s))
 			continue;
 		plant_start(v2, s);
 		lc = pod_new(GUARANTEED, MOAT_CLASS_LC, 1, 1, 1.2 + 0.3 * rnd(), 2);
@@ -1470,10 +1488,7 @@ static void throttled_lc(bool v2)
 			     lc->limit);
 		if (!P->failed[0] && !P->be_steps)
 			fail("no BE step for an LC pod throttled by its own limit");
-		if (P->failed[0])
-			cr_log_error("seed %lu, period %lu (%.1f s): %s", s, P->period, P->t,
-				     P->failed);
-		plant_stop();
+		run_end(s);
 	}
 }
 
@@ -1509,9 +1524,9 @@ static void memory_release(void)
 	struct pod *be[2];
 	int b;
 
-	moat_log_init("moat", getenv("MOAT_SIM_VERBOSE") ? MOAT_LOG_INFO : MOAT_LOG_ERR);
+	sim_log();
 	for (s = 1; s <= seeds(8); s++) {
-		if (getenv("MOAT_SIM_SEED") && s != strtoul(getenv("MOAT_SIM_SEED"), NULL, 10))
+		if (!seed_runs(s))
 			continue;
 		plant_start(true, s);
 		pod_new(BURSTABLE, MOAT_CLASS_LC, 1, 0, 0.5, 1)->mem = 1e9;
@@ -1536,10 +1551,7 @@ static void memory_release(void)
 		}
 		if (!P->failed[0] && !stepped)
 			fail("no memory.high lowered while the LC pod stalled on memory");
-		if (P->failed[0])
-			cr_log_error("seed %lu, period %lu (%.1f s): %s", s, P->period, P->t,
-				     P->failed);
-		plant_stop();
+		run_end(s);
 	}
 }
 
@@ -1562,14 +1574,13 @@ static void evictions(bool v2)
 	struct pod *p;
 	int k;
 
-	moat_log_init("moat", getenv("MOAT_SIM_VERBOSE") ? MOAT_LOG_INFO : MOAT_LOG_ERR);
+	sim_log();
 	for (s = 1; s <= seeds(8); s++) {
-		if (getenv("MOAT_SIM_SEED") && s != strtoul(getenv("MOAT_SIM_SEED"), NULL, 10))
+		if (!seed_runs(s))
 			continue;
 		plant_start(v2, s);
 		P->evict = true;
-		daemon_free(P->d);
-		daemon_start();		/* with eviction's knobs */
+		scenario_knobs();
 		P->owners = true;
 		p = pod_new(BURSTABLE, MOAT_CLASS_LC, 1, 0, 1.2 + rnd(), 2);
 		p->mem = 2e9;
@@ -1601,10 +1612,7 @@ static void evictions(bool v2)
 				crash_and_restart();
 		}
 		total += P->evictions;
-		if (P->failed[0])
-			cr_log_error("seed %lu, period %lu (%.1f s): %s", s, P->period, P->t,
-				     P->failed);
-		plant_stop();
+		run_end(s);
 	}
 	cr_log_info("%lu evictions in all", total);
 	cr_expect(total > 0, "no eviction in any run, the node short of memory");
@@ -1681,9 +1689,9 @@ static void shadow(bool v2)
 	char steps[32];
 	int enforce;
 
-	moat_log_init("moat", getenv("MOAT_SIM_VERBOSE") ? MOAT_LOG_INFO : MOAT_LOG_ERR);
+	sim_log();
 	for (s = 1; s <= seeds(8); s++) {
-		if (getenv("MOAT_SIM_SEED") && s != strtoul(getenv("MOAT_SIM_SEED"), NULL, 10))
+		if (!seed_runs(s))
 			continue;
 		memset(&first, 0, sizeof(first));
 		for (enforce = 0; enforce < 2; enforce++) {
