@@ -2,6 +2,7 @@
 /* Pod objects, watch events and pod lists as the API server sends them. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <criterion/criterion.h>
 #include "group.h"
@@ -368,4 +369,71 @@ Test(podmeta, a_list_is_read_item_by_item_and_its_text_checked_whole)
 	cr_expect_eq(moat_pod_list_parse(deep, strlen(deep), count, &n, lrv, cont,
 					 sizeof(cont), &nbad, why, sizeof(why)), -EINVAL,
 		     "100 levels of nesting taken");
+}
+
+/* A list as it arrives: in chunks of @chunk bytes, or of random sizes. */
+static int feed_in(const char *list, size_t chunk, size_t item_max, int *n, char *lrv,
+		   char *cont, size_t *nbad)
+{
+	struct moat_pod_list_stream *s = moat_pod_list_stream_new(item_max, count, n);
+	size_t len = strlen(list), at = 0, k;
+	int err = 0;
+
+	cr_assert(s);
+	while (at < len && !err) {
+		k = chunk ? chunk : 1 + (size_t)rand() % 5000;
+		if (k > len - at)
+			k = len - at;
+		err = moat_pod_list_stream_feed(s, list + at, k);
+		at += k;
+	}
+	err = moat_pod_list_stream_end(s, lrv, cont, 64, nbad, why, sizeof(why));
+	moat_pod_list_stream_free(s);
+	return err;
+}
+
+/*
+ * The API server's watch cache answers with all of a node's pods in one
+ * page: the list is parsed as it arrives, however it is cut, holding no
+ * more than an item and a chunk (past that, feed refuses: the bound is
+ * what this asserts), and gives what the whole text gives.
+ */
+Test(podmeta, a_list_is_parsed_as_it_arrives_in_any_chunks_holding_an_item_at_most)
+{
+	static const char head[] = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"items\":[";
+	static const char tail[] = "],\"metadata\":{\"resourceVersion\":\"77\",\"continue\":\"c1\"}}";
+	static const char item[] = POD(",\"labels\":{\"x\":\"]}[{,\\\"\"}", "\"priority\":5", "");
+	size_t npods = 2000, len = sizeof(head) + npods * sizeof(item) + sizeof(tail);
+	size_t i, chunks[] = { 1, 7, 4096, 16384, 0 }, nbad;
+	char *list = malloc(len), lrv[MOAT_POD_RV_MAX], cont[64];
+	int n, trial;
+
+	cr_assert(list);
+	strcpy(list, head);
+	for (i = 0; i < npods; i++) {
+		if (i)
+			strcat(list, ",");
+		strcat(list, item);
+	}
+	strcat(list, tail);
+	srand(46);
+	for (trial = 0; trial < (int)(sizeof(chunks) / sizeof(chunks[0])); trial++) {
+		n = 0;
+		cr_expect_eq(feed_in(list, chunks[trial], 2 * sizeof(item), &n, lrv, cont, &nbad),
+			     0, "chunks of %zu: %s", chunks[trial], why);
+		cr_expect_eq(n, (int)npods, "chunks of %zu: %d pods", chunks[trial], n);
+		cr_expect_eq(nbad, 0);
+		cr_expect_str_eq(lrv, "77");
+		cr_expect_str_eq(cont, "c1");
+	}
+	/* an item past the limit is refused, not held (one a chunk brings whole is parsed) */
+	n = 0;
+	cr_expect_eq(feed_in(list, 4096, 64, &n, lrv, cont, &nbad), -E2BIG);
+	cr_expect_lt(n, (int)npods, "all %d pods read past the limit", n);
+	cr_expect(strstr(why, "past its limit"), "%s", why);
+	/* cut anywhere, the list is refused at its end */
+	list[len / 2] = '\0';
+	cr_expect_eq(feed_in(list, 4096, 2 * sizeof(item), &n, lrv, cont, &nbad), -EINVAL);
+	cr_expect(strstr(why, "ends early"), "%s", why);
+	free(list);
 }

@@ -33,6 +33,40 @@ static int each(const struct moat_pod_meta *p, void *ctx)
 	return 0;
 }
 
+static int counted(const struct moat_pod_meta *p, void *ctx)
+{
+	check_pod(p);
+	(*(size_t *)ctx)++;
+	return 0;
+}
+
+/* A list whole and as it arrives, in chunks of 1 to 13 bytes: the same answer. */
+static void list_in_chunks(const char *s, size_t size)
+{
+	char rv[MOAT_POD_RV_MAX], cont[256], why[256], rv2[MOAT_POD_RV_MAX], cont2[256];
+	size_t bad, bad2, n = 0, n2 = 0, at, k;
+	struct moat_pod_list_stream *ls;
+	int err, err2, fed = 0;
+
+	err = moat_pod_list_parse(s, size, counted, &n, rv, cont, sizeof(cont), &bad, why,
+				  sizeof(why));
+	ls = moat_pod_list_stream_new(size, counted, &n2);
+	if (!ls)
+		return;
+	for (at = 0; at < size && !fed; at += k) {
+		k = 1 + (at * 7 + size) % 13;
+		if (k > size - at)
+			k = size - at;
+		fed = moat_pod_list_stream_feed(ls, s + at, k);
+	}
+	err2 = moat_pod_list_stream_end(ls, rv2, cont2, sizeof(cont2), &bad2, why,
+					sizeof(why));
+	moat_pod_list_stream_free(ls);
+	fuzz_check(!err == !err2);
+	if (!err)
+		fuzz_check(n == n2 && bad == bad2 && !strcmp(rv, rv2) && !strcmp(cont, cont2));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct moat_watch_event ev;
@@ -48,8 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (!moat_pod_meta_parse(s, size, &p, rv, why, sizeof(why)))
 		check_pod(&p);
-	moat_pod_list_parse(s, size, each, NULL, rv, cont, sizeof(cont), &bad, why,
-			    sizeof(why));
+	list_in_chunks(s, size);
 	/* the input as a quantity: what parses is in millicores, in range */
 	if (size < 64 && !memchr(data, 0, size)) {
 		char q[64];

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
 #include "group.h"
@@ -507,12 +508,14 @@ int moat_watch_event_parse(const char *line, size_t len,
 }
 
 /*
- * A page of pods is parsed a pod at a time, so that its peak is the page's
- * text and one pod's tree, not the page's tree (json-c's objects take
- * several times the text: a 64 MiB page once took moatd's RSS to 99 MB).
- * The scanner below steps over a JSON value without building it; json-c
- * then parses each item, and the list's metadata, on its own, and so
- * checks them whole.
+ * A list is parsed a pod at a time as its text arrives, so that its peak
+ * is one pod's text and tree, whatever the list's length: not the list's
+ * tree (json-c's objects take several times the text: a 64 MiB page once
+ * took moatd's RSS to 99 MB), nor its text (the API server's watch cache
+ * answers with every pod of the node in one page).  The scanner below
+ * steps over a JSON value without building it, and says when the text
+ * ended inside it (*@more: wait for the rest); json-c then parses each
+ * item, and the list's metadata, on its own, and so checks them whole.
  */
 static const char *skip_space(const char *p, const char *end)
 {
@@ -522,7 +525,7 @@ static const char *skip_space(const char *p, const char *end)
 }
 
 /* Past the string at @p (its opening quote), or NULL. */
-static const char *skip_string(const char *p, const char *end)
+static const char *skip_string(const char *p, const char *end, bool *more)
 {
 	for (p++; p < end; p++) {
 		if (*p == '\\') {
@@ -534,26 +537,31 @@ static const char *skip_string(const char *p, const char *end)
 		if ((unsigned char)*p < 0x20)
 			return NULL;
 	}
+	*more = true;
 	return NULL;
 }
 
 /*
  * Past the value at @p, or NULL where it is not one (or nested past
- * JSON_DEPTH).  Each open bracket's kind is a bit of @objects, so that
- * a ']' must close a '[' and a '}' a '{'.
+ * JSON_DEPTH), or the text ended first (*@more).  A number, true, false
+ * or null that reaches @end may go on: *@more too.  Each open bracket's
+ * kind is a bit of @objects, so that a ']' must close a '[' and a '}' a
+ * '{'.
  */
-static const char *skip_value(const char *p, const char *end)
+static const char *skip_value(const char *p, const char *end, bool *more)
 {
 	unsigned long long objects = 0;
 	int depth = 0;
 
 	do {
 		p = skip_space(p, end);
-		if (p >= end)
+		if (p >= end) {
+			*more = true;
 			return NULL;
+		}
 		switch (*p) {
 		case '"':
-			p = skip_string(p, end);
+			p = skip_string(p, end, more);
 			if (!p)
 				return NULL;
 			break;
@@ -584,40 +592,12 @@ static const char *skip_value(const char *p, const char *end)
 				return NULL;
 			while (p < end && *p && !strchr(",:]} \t\r\n", *p))
 				p++;
+			if (p == end)
+				*more = true;
 			break;
 		}
 	} while (depth);
 	return p;
-}
-
-/*
- * The next member of the object whose text goes on at *@p (past its '{'
- * or a member's ','): its key and value, and *@p past them.  Return: 1;
- * 0 at the object's '}' (*@p on it); -EINVAL.
- */
-static int next_member(const char **p, const char *end, bool first, const char **key,
-		       size_t *key_len, const char **val, size_t *val_len)
-{
-	const char *q = skip_space(*p, end), *k;
-
-	if (first && q < end && *q == '}') {
-		*p = q;
-		return 0;
-	}
-	if (q >= end || *q != '"' || !(k = skip_string(q, end)))
-		return -EINVAL;
-	*key = q + 1;
-	*key_len = (size_t)(k - q - 2);
-	q = skip_space(k, end);
-	if (q >= end || *q != ':')
-		return -EINVAL;
-	*val = skip_space(q + 1, end);
-	q = skip_value(*val, end);
-	if (!q)
-		return -EINVAL;
-	*val_len = (size_t)(q - *val);
-	*p = skip_space(q, end);
-	return 1;
 }
 
 static bool key_is(const char *key, size_t len, const char *want)
@@ -625,13 +605,242 @@ static bool key_is(const char *key, size_t len, const char *want)
 	return len == strlen(want) && !memcmp(key, want, len);
 }
 
-/* The list's metadata: its resourceVersion and continue token. */
-static int list_meta(const char *s, size_t len, char *rv, char *cont, size_t cont_len,
-		     char *why, size_t whylen)
+enum list_at {
+	AT_START,		/* before the list's '{' */
+	AT_MEMBER,		/* before a member's key (or the '}' of {}) */
+	AT_NEXT,		/* after a member: ',' or '}' */
+	AT_ITEM,		/* before an item (or the ']' of []) */
+	AT_ITEM_NEXT,		/* after an item: ',' or ']' */
+	AT_DONE,		/* after the '}': space only */
+};
+
+struct moat_pod_list_stream {
+	int (*fn)(const struct moat_pod_meta *pod, void *ctx);
+	void *ctx;
+	size_t item_max;
+	char *buf;		/* the text not yet parsed, from pos */
+	size_t pos, n, cap;
+	enum list_at at;
+	bool first;		/* the object's or the array's first */
+	bool items;		/* "items" seen */
+	char *meta;		/* the list's metadata's text */
+	size_t meta_len;
+	size_t bad;
+	int err;		/* the first error: nothing more is read */
+	char why[256];
+};
+
+struct moat_pod_list_stream *moat_pod_list_stream_new(size_t item_max,
+		int (*fn)(const struct moat_pod_meta *pod, void *ctx), void *ctx)
 {
-	json_object *meta = parse(s, len), *c;
+	struct moat_pod_list_stream *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->fn = fn;
+	s->ctx = ctx;
+	s->item_max = item_max;
+	return s;
+}
+
+void moat_pod_list_stream_free(struct moat_pod_list_stream *s)
+{
+	if (!s)
+		return;
+	free(s->buf);
+	free(s->meta);
+	free(s);
+}
+
+static int stream_fail(struct moat_pod_list_stream *s, int err, const char *why)
+{
+	snprintf(s->why, sizeof(s->why), "%s", why);
+	return s->err = err;
+}
+
+/* An item, [@p, @q): to pod_from() and the caller's fn. */
+static int stream_item(struct moat_pod_list_stream *s, const char *p, const char *q)
+{
+	json_object *o = parse(p, (size_t)(q - p));
+	struct moat_pod_meta pod;
+	char reason[256];
+	int err = 0;
+
+	if (!o)
+		return stream_fail(s, -EINVAL, "not JSON: an item");
+	if (pod_from(o, &pod, NULL, reason, sizeof(reason))) {
+		if (!s->bad++)
+			snprintf(s->why, sizeof(s->why), "%s", reason);
+	} else {
+		err = s->fn(&pod, s->ctx);
+	}
+	json_object_put(o);
+	return err ? (s->err = err) : 0;
+}
+
+/*
+ * One step at the text from s->pos: 1 when it took some, 0 when it needs
+ * more text, else the error.
+ */
+static int stream_step(struct moat_pod_list_stream *s)
+{
+	const char *b = s->buf + s->pos, *end = s->buf + s->n, *p = skip_space(b, end);
+	const char *key, *q;
+	bool more = false;
+	size_t key_len;
 	int err;
 
+	if (p >= end) {
+		s->pos = s->n;
+		return 0;
+	}
+	switch (s->at) {
+	case AT_START:
+		if (*p != '{')
+			return stream_fail(s, -EINVAL, "not JSON: no object");
+		s->at = AT_MEMBER;
+		s->first = true;
+		p++;
+		break;
+	case AT_MEMBER:
+		if (s->first && *p == '}') {
+			s->at = AT_DONE;
+			p++;
+			break;
+		}
+		if (*p != '"')
+			return stream_fail(s, -EINVAL, "not JSON");
+		q = skip_string(p, end, &more);
+		if (!q)
+			return more ? 0 : stream_fail(s, -EINVAL, "not JSON");
+		key = p + 1;
+		key_len = (size_t)(q - p - 2);
+		q = skip_space(q, end);
+		if (q < end && *q != ':')
+			return stream_fail(s, -EINVAL, "not JSON");
+		q = skip_space(q + (q < end), end);
+		if (q >= end)
+			return 0;
+		if (key_is(key, key_len, "items") && *q == '[') {
+			if (s->items)
+				return stream_fail(s, -EINVAL, "not a list: items twice");
+			s->items = true;
+			s->at = AT_ITEM;
+			s->first = true;
+			p = q + 1;
+			break;
+		}
+		p = q;
+		q = skip_value(p, end, &more);
+		if (!q)
+			return more ? 0 : stream_fail(s, -EINVAL, "not JSON");
+		if (q == end)
+			return 0;	/* what follows it: a ',' or '}' */
+		if (key_is(key, key_len, "items") && !(q - p == 4 && !memcmp(p, "null", 4)))
+			return stream_fail(s, -EINVAL, "not a list: its items are no array");
+		if (key_is(key, key_len, "metadata")) {
+			free(s->meta);
+			s->meta = strndup(p, (size_t)(q - p));
+			if (!s->meta)
+				return stream_fail(s, -ENOMEM, "out of memory");
+			s->meta_len = (size_t)(q - p);
+		}
+		s->at = AT_NEXT;
+		p = q;
+		break;
+	case AT_NEXT:
+	case AT_ITEM_NEXT:
+		if (*p == ',') {
+			s->at = s->at == AT_NEXT ? AT_MEMBER : AT_ITEM;
+			s->first = false;
+		} else if (*p == (s->at == AT_NEXT ? '}' : ']')) {
+			s->at = s->at == AT_NEXT ? AT_DONE : AT_NEXT;
+		} else {
+			return stream_fail(s, -EINVAL, s->at == AT_NEXT ? "not JSON" :
+					   "not JSON: the items");
+		}
+		p++;
+		break;
+	case AT_ITEM:
+		if (*p == ']') {
+			if (!s->first)
+				return stream_fail(s, -EINVAL, "not JSON: the items");
+			s->at = AT_NEXT;
+			p++;
+			break;
+		}
+		q = skip_value(p, end, &more);
+		if (!q)
+			return more ? 0 : stream_fail(s, -EINVAL, "not JSON: an item");
+		if (q == end)
+			return 0;	/* what follows it: a ',' or ']' */
+		err = stream_item(s, p, q);
+		if (err)
+			return err;
+		s->at = AT_ITEM_NEXT;
+		p = q;
+		break;
+	case AT_DONE:
+		return stream_fail(s, -EINVAL, "not JSON: text after the list");
+	}
+	s->pos = (size_t)(p - s->buf);
+	return 1;
+}
+
+int moat_pod_list_stream_feed(struct moat_pod_list_stream *s, const char *text, size_t len)
+{
+	size_t cap;
+	char *v;
+	int r;
+
+	if (s->err)
+		return s->err;
+	/* what was parsed goes, and the rest moves to the front */
+	if (s->pos) {
+		memmove(s->buf, s->buf + s->pos, s->n - s->pos);
+		s->n -= s->pos;
+		s->pos = 0;
+	}
+	if (s->n + len + 1 > s->cap) {
+		for (cap = s->cap ? s->cap : 16384; cap < s->n + len + 1; cap *= 2)
+			;
+		v = realloc(s->buf, cap);
+		if (!v)
+			return stream_fail(s, -ENOMEM, "out of memory");
+		s->buf = v;
+		s->cap = cap;
+	}
+	memcpy(s->buf + s->n, text, len);
+	s->n += len;
+	s->buf[s->n] = '\0';
+	while ((r = stream_step(s)) > 0)
+		;
+	/* what is left is part of one item (or member): no more than its limit */
+	if (!r && s->n - s->pos > s->item_max)
+		r = stream_fail(s, -E2BIG, "an item past its limit");
+	return r;
+}
+
+int moat_pod_list_stream_end(struct moat_pod_list_stream *s, char *rv, char *cont,
+			     size_t cont_len, size_t *bad, char *why, size_t whylen)
+{
+	json_object *meta, *c;
+	int err;
+
+	*bad = s->bad;
+	rv[0] = cont[0] = '\0';
+	if (s->bad)
+		snprintf(why, whylen, "%s", s->why);
+	if (s->err) {
+		snprintf(why, whylen, "%s", s->why);
+		return s->err;
+	}
+	if (s->at != AT_DONE || skip_space(s->buf + s->pos, s->buf + s->n) != s->buf + s->n)
+		return fail(why, whylen, "%s", s->at == AT_START ? "not JSON: no object" :
+			    "not JSON: the list ends early");
+	if (!s->meta)
+		return fail(why, whylen, "%s", "not a list: no metadata");
+	meta = parse(s->meta, s->meta_len);
 	if (!json_object_is_type(meta, json_type_object)) {
 		json_object_put(meta);
 		return fail(why, whylen, "%s", "not a list: its metadata is not an object");
@@ -649,84 +858,21 @@ static int list_meta(const char *s, size_t len, char *rv, char *cont, size_t con
 	return err;
 }
 
-/* Each item of the array [@a, @end) (its '[' and ']' included) to pod_from() and @fn. */
-static int list_items(const char *a, const char *end,
-		      int (*fn)(const struct moat_pod_meta *pod, void *ctx), void *ctx,
-		      size_t *bad, char *why, size_t whylen)
-{
-	const char *last = end - 1, *p = skip_space(a + 1, last), *next;
-	struct moat_pod_meta pod;
-	char reason[256];
-	int err = 0;
-
-	while (!err && p < last) {
-		json_object *o;
-
-		next = skip_value(p, last);
-		o = next ? parse(p, (size_t)(next - p)) : NULL;
-		if (!o)
-			return fail(why, whylen, "%s", "not JSON: an item");
-		if (pod_from(o, &pod, NULL, reason, sizeof(reason))) {
-			if (!(*bad)++)
-				snprintf(why, whylen, "%s", reason);
-		} else {
-			err = fn(&pod, ctx);
-		}
-		json_object_put(o);
-		p = skip_space(next, last);
-		if (p < last && *p != ',')
-			return fail(why, whylen, "%s", "not JSON: the items");
-		if (p < last) {
-			p = skip_space(p + 1, last);
-			if (p >= last)
-				return fail(why, whylen, "%s", "not JSON: the items");
-		}
-	}
-	return err;
-}
-
 int moat_pod_list_parse(const char *json, size_t len,
 			int (*fn)(const struct moat_pod_meta *pod, void *ctx),
 			void *ctx, char *rv, char *cont, size_t cont_len,
 			size_t *bad, char *why, size_t whylen)
 {
-	const char *end = json + len, *p, *key, *val, *items = NULL, *meta = NULL;
-	size_t key_len, val_len, items_len = 0, meta_len = 0;
-	bool first = true;
-	int err, more;
+	struct moat_pod_list_stream *s = moat_pod_list_stream_new(len, fn, ctx);
+	int err;
 
 	*bad = 0;
 	rv[0] = cont[0] = '\0';
-	p = skip_space(json, end);
-	if (p >= end || *p != '{')
-		return fail(why, whylen, "%s", "not JSON: no object");
-	for (p++; (more = next_member(&p, end, first, &key, &key_len, &val, &val_len)) > 0;
-	     first = false) {
-		if (key_is(key, key_len, "items")) {
-			items = val;
-			items_len = val_len;
-		} else if (key_is(key, key_len, "metadata")) {
-			meta = val;
-			meta_len = val_len;
-		}
-		if (p < end && *p == ',') {
-			p++;
-			continue;
-		}
-		if (p >= end || *p != '}')
-			more = -EINVAL;
-		break;
-	}
-	if (more < 0 || p >= end || *p != '}' || skip_space(p + 1, end) != end)
-		return fail(why, whylen, "%s", "not JSON");
-	/* an empty list's items may be null */
-	if (items && items_len == 4 && !memcmp(items, "null", 4))
-		items = NULL;
-	if (!meta || (items && *items != '['))
-		return fail(why, whylen, "%s", "not a list: no metadata or items");
-	err = list_meta(meta, meta_len, rv, cont, cont_len, why, whylen);
-	if (!err && items)
-		err = list_items(items, items + items_len, fn, ctx, bad, why, whylen);
+	if (!s)
+		return fail(why, whylen, "%s", "out of memory");
+	moat_pod_list_stream_feed(s, json, len);
+	err = moat_pod_list_stream_end(s, rv, cont, cont_len, bad, why, whylen);
+	moat_pod_list_stream_free(s);
 	return err;
 }
 

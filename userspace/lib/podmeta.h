@@ -19,6 +19,8 @@
 #define MOAT_POD_CONTAINERS	32	/* kept per pod; more are unnamed */
 #define MOAT_POD_RV_MAX		64	/* a resourceVersion */
 
+struct moat_pod_list_stream;
+
 /* The label that classes a pod, and its values (enum moat_class's names). */
 #define MOAT_POD_CLASS_LABEL	"moat.io/class"
 
@@ -129,6 +131,36 @@ int moat_pod_list_parse(const char *json, size_t len,
 			int (*fn)(const struct moat_pod_meta *pod, void *ctx),
 			void *ctx, char *rv, char *cont, size_t cont_len,
 			size_t *bad, char *why, size_t whylen);
+
+/**
+ * moat_pod_list_stream_new() - a PodList parsed as its text arrives, a
+ * pod at a time: what it holds is one item's text (at most @item_max
+ * bytes, a pod, and the chunk that brought it), never the list's.  @fn
+ * as for moat_pod_list_parse().
+ *
+ * Return: the parser, or NULL when out of memory.
+ */
+struct moat_pod_list_stream *moat_pod_list_stream_new(size_t item_max,
+		int (*fn)(const struct moat_pod_meta *pod, void *ctx), void *ctx);
+
+/**
+ * moat_pod_list_stream_feed() - the next @len bytes of the list's text;
+ * @fn is called with each pod they complete.
+ *
+ * Return: 0; the first error (-EINVAL for text that cannot be a list,
+ * -E2BIG for an item past its limit, -ENOMEM, or what @fn returned),
+ * after which the rest is not read: moat_pod_list_stream_end() says why.
+ */
+int moat_pod_list_stream_feed(struct moat_pod_list_stream *s, const char *text, size_t len);
+
+/**
+ * moat_pod_list_stream_end() - the text ended: what moat_pod_list_parse()
+ * returns and sets, for the whole of it (an error fed earlier included).
+ */
+int moat_pod_list_stream_end(struct moat_pod_list_stream *s, char *rv, char *cont,
+			     size_t cont_len, size_t *bad, char *why, size_t whylen);
+
+void moat_pod_list_stream_free(struct moat_pod_list_stream *s);
 
 /* The container whose runtime id is @id, or NULL. */
 const struct moat_pod_container *moat_pod_container(const struct moat_pod_meta *p,

@@ -147,8 +147,9 @@ struct body {
 	char *p;
 	size_t n, cap, max;
 	bool cut;
-	/* streaming: lines to @line while the status is 2xx */
+	/* streaming: lines to @line, or the bytes to @chunk, while the status is 2xx */
 	int (*line)(const char *l, size_t len, void *ctx);
+	int (*chunk)(const char *p, size_t len, void *ctx);
 	bool (*stop)(void *ctx);
 	void (*opened)(void *ctx);
 	void *ctx;
@@ -225,10 +226,16 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ctx)
 	size_t add = size * nmemb;
 	long status = 0;
 
-	if (b->line) {
+	if (b->line || b->chunk) {
 		curl.easy_getinfo(b->c, CURLINFO_RESPONSE_CODE, &status);
-		if (kube_api_ok(status))
+		if (kube_api_ok(status) && b->line)
 			return stream_data(b, ptr, add);
+		if (kube_api_ok(status)) {
+			if (!b->chunk(ptr, add, b->ctx))
+				return add;
+			b->ended = true;
+			return 0;
+		}
 	}
 	return append(b, ptr, add) ? 0 : add;
 }
@@ -410,6 +417,26 @@ long kube_api_stream(const struct kube_api *a, const char *path, long timeout_s,
 		*err_body = b.p;
 	else
 		free(b.p);
+	return status;
+}
+
+long kube_api_get_chunks(const struct kube_api *a, const char *path, size_t max,
+			 int (*chunk)(const char *p, size_t len, void *ctx), void *ctx,
+			 bool quiet, char **err_body)
+{
+	struct body b = { .max = max, .chunk = chunk, .ctx = ctx };
+	long status = perform(a, "GET", path, NULL, NULL, request_timeout_s(a), &b, quiet);
+
+	*err_body = NULL;
+	if (b.cut)
+		status = KUBE_API_TOO_LONG;
+	if (!kube_api_ok(status) && status >= 0) {
+		*err_body = b.p ? b.p : strdup("");
+		if (!*err_body)
+			status = -1;
+	} else {
+		free(b.p);
+	}
 	return status;
 }
 

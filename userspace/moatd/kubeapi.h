@@ -85,6 +85,18 @@ long kube_api_stream(const struct kube_api *a, const char *path, long timeout_s,
 		     bool (*stop)(void *ctx), void (*opened)(void *ctx), void *ctx,
 		     bool quiet, char **err_body);
 
+/*
+ * A GET whose 2xx body goes to @chunk as it comes, never held (a list of
+ * pods: podmeta.h's stream); a non-zero return from @chunk ends the
+ * request, and the caller knows why.  Return: the HTTP status, or -1 as
+ * kube_api_request(); an answer that was not 2xx comes in *@err_body (to
+ * free; NULL without a status), cut off past @max bytes
+ * (KUBE_API_TOO_LONG).
+ */
+long kube_api_get_chunks(const struct kube_api *a, const char *path, size_t max,
+			 int (*chunk)(const char *p, size_t len, void *ctx), void *ctx,
+			 bool quiet, char **err_body);
+
 /* Whether @status is a 2xx. */
 static inline bool kube_api_ok(long status)
 {

@@ -47,12 +47,14 @@
 #define BACKOFF_MIN_MS	1000
 #define BACKOFF_MAX_MS	(5 * 60 * 1000)
 /*
- * A page's pods are parsed one at a time (podmeta.c), so a page costs
- * its text: LIST_MAX bounds that, and a page past it is asked for again
- * in smaller pages.  A pod is at most 1.5 MiB (etcd's request limit).
+ * A page's pods are parsed one at a time as its text arrives (podmeta.c),
+ * so a page costs one pod's text, whatever its length.  A pod is at most
+ * 1.5 MiB (etcd's request limit): ITEM_MAX bounds one, and EVENT_MAX a
+ * watch event that carries one.
  */
 #define LIST_PAGE	250
-#define LIST_MAX	(16 << 20)	/* a page's body */
+#define ITEM_MAX	(2 << 20)	/* a list's item */
+#define ERROR_MAX	(64 << 10)	/* an answer that is not 2xx: a Status */
 #define EVENT_MAX	(2 << 20)	/* a watch event */
 #define WATCH_S		300		/* and up to a fifth more, at random */
 
@@ -278,7 +280,7 @@ static void note_failed(struct podsrc *ps, enum note kind, const char *what,
 	if (status >= 0)
 		note(ps, kind, "%s: HTTP %ld: %.200s", what, status, body ? body : "");
 	else if (status == KUBE_API_TOO_LONG)
-		note(ps, kind, "%s: an answer past %d MiB", what, LIST_MAX >> 20);
+		note(ps, kind, "%s: an error answer past %d KiB", what, ERROR_MAX >> 10);
 	else
 		note(ps, kind, "%s: no answer from %s", what, ps->api.server);
 }
@@ -326,6 +328,12 @@ static int list_add(const struct moat_pod_meta *p, void *ctx)
 	return table_put(ctx, p);
 }
 
+/* A page's text as it comes, to its parser. */
+static int list_chunk(const char *p, size_t len, void *ctx)
+{
+	return moat_pod_list_stream_feed(ctx, p, len);
+}
+
 /*
  * List the node's pods, page by page, into a new table: 0 or -EIO.
  *
@@ -333,18 +341,20 @@ static int list_add(const struct moat_pod_meta *p, void *ctx)
  * client-go's reflectors list: when every node relists at once (an API
  * server restarted), etcd is not read once a node.  The cache ignores
  * limit (before Kubernetes 1.33's paginated lists from it), so its answer
- * is one page of all the node's pods; one past LIST_MAX is asked for
- * again from etcd, in pages, and a page past it in pages of half as many
- * pods, down to one.  After a 410 the list is not @cached: a cache that
- * lags could give an older state than the one the watch had reached.
+ * is one page of all the node's pods: each page is parsed as it arrives
+ * (podmeta.h's stream), a pod at a time, so that what it costs is a pod's
+ * text, whatever the page's length.  After a 410 the list is not
+ * @cached: a cache that lags could give an older state than the one the
+ * watch had reached.
  */
 static int relist(struct podsrc *ps, bool cached)
 {
 	char path[8192], sel[1024], cont[2048] = "", esc[3 * 2048 + 1], why[256];
 	char rv[MOAT_POD_RV_MAX];
 	struct pod_table t = { 0 };
+	struct moat_pod_list_stream *ls;
 	size_t bad = 0, page_bad;
-	int err, page = LIST_PAGE;
+	int err;
 	long status;
 	char *body;
 
@@ -352,33 +362,26 @@ static int relist(struct podsrc *ps, bool cached)
 	do {
 		kube_api_escape(cont, esc, sizeof(esc));
 		snprintf(path, sizeof(path), "/api/v1/pods?fieldSelector=%s&limit=%d%s%s%s",
-			 sel, page, cached ? "&resourceVersion=0" : "",
+			 sel, LIST_PAGE, cached ? "&resourceVersion=0" : "",
 			 cont[0] ? "&continue=" : "", esc);
-		status = kube_api_request(&ps->api, "GET", path, NULL, NULL, LIST_MAX,
-					  ps->noted & (1u << NOTE_LIST), &body);
-		if (status == KUBE_API_TOO_LONG && (cached || page > 1)) {
-			pr_info("kube: pods: a list of %d pods%s past %d MiB: again in pages of %d",
-				page, cached ? " from the cache" : "", LIST_MAX >> 20,
-				cached ? page : page / 2);
-			if (!cached)
-				page /= 2;
-			cached = false;
-			cont[0] = '\0';	/* from the start: a page is a snapshot's */
-			table_free(&t);
-			t = (struct pod_table){ 0 };
-			bad = 0;
-			free(body);
-			continue;
-		}
-		if (!kube_api_ok(status)) {
-			note_failed(ps, NOTE_LIST, "list", status, body);
-			free(body);
+		ls = moat_pod_list_stream_new(ITEM_MAX, list_add, &t);
+		if (!ls) {
+			note(ps, NOTE_LIST, "list: %s", "out of memory");
 			table_free(&t);
 			return -EIO;
 		}
-		err = moat_pod_list_parse(body, strlen(body), list_add, &t, rv, cont,
-					  sizeof(cont), &page_bad, why, sizeof(why));
-		free(body);
+		status = kube_api_get_chunks(&ps->api, path, ERROR_MAX,
+					     list_chunk, ls, ps->noted & (1u << NOTE_LIST), &body);
+		if (!kube_api_ok(status)) {
+			note_failed(ps, NOTE_LIST, "list", status, body ? body : "");
+			free(body);
+			moat_pod_list_stream_free(ls);
+			table_free(&t);
+			return -EIO;
+		}
+		err = moat_pod_list_stream_end(ls, rv, cont, sizeof(cont), &page_bad, why,
+					       sizeof(why));
+		moat_pod_list_stream_free(ls);
 		if (err) {
 			note(ps, NOTE_LIST, "list: %s", err == -ENOMEM ? "out of memory" : why);
 			table_free(&t);
@@ -387,7 +390,7 @@ static int relist(struct podsrc *ps, bool cached)
 		if (page_bad)
 			note(ps, NOTE_ITEM, "list: %zu pods left out: %s", page_bad, why);
 		bad += page_bad;
-	} while ((cont[0] || status == KUBE_API_TOO_LONG) && !stopping(ps));
+	} while (cont[0] && !stopping(ps));
 	if (stopping(ps)) {
 		table_free(&t);
 		return -EIO;
