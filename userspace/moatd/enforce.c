@@ -139,7 +139,8 @@ struct enforce_group {
 	 * until when a file rewritten too often is left alone.
 	 */
 	bool adopted[MOAT_RES_NR];
-	double outside_at[MOAT_RES_NR][OUTSIDE_KEEP];
+	/* from its first outside write: 2.5 KiB a group few ever need */
+	double (*outside_at)[OUTSIDE_KEEP];	/* [MOAT_RES_NR] */
 	unsigned int outside_n[MOAT_RES_NR];
 	double alone_until[MOAT_RES_NR];
 	char alone_file[MOAT_RES_NR][32];
@@ -263,6 +264,8 @@ static void enforce_group_del(struct moatd *d, struct moatd_group *g)
 	if (d->journal && d->journal->n)
 		moat_journal_restore(d->journal, g->dir);
 	forget_limits(g);
+	free(EG(g)->outside_at);
+	EG(g)->outside_at = NULL;
 }
 
 /* @g's cgroup was removed and made again: what moat wrote died with it. */
@@ -349,6 +352,10 @@ static void outside(void *ctx, const struct moat_journal_entry *je, const char *
 		eg->lim[r] = (struct moat_ctl_limit){ .limit = INFINITY };
 	keep = e->ek.outside_writes_max + 1 < OUTSIDE_KEEP ?
 	       e->ek.outside_writes_max + 1 : OUTSIDE_KEEP;
+	if (!eg->outside_at)
+		eg->outside_at = calloc(MOAT_RES_NR, sizeof(*eg->outside_at));
+	if (!eg->outside_at)
+		return;		/* out of memory: counted, not rated */
 	n = eg->outside_n[r]++;
 	eg->outside_at[r][n % OUTSIDE_KEEP] = t;
 	/* the oldest of the last outside_writes_max + 1 within a minute */
