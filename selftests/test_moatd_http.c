@@ -28,7 +28,9 @@
 #include <criterion/criterion.h>
 #include <json-c/json.h>
 #include <microhttpd.h>
+#include <zlib.h>
 #include "cgroup.h"
+#include "endpoint.h"
 #include "helpers.h"
 #include "journal.h"
 #include "moatd_harness.h"
@@ -151,6 +153,74 @@ Test(moatd, metrics_are_valid_prometheus_text_and_follow_the_groups)
 	cr_assert_eq(http_get(port, "/metrics", page, sizeof(page), &body), 200);
 	cr_expect_null(strstr(body, "batch.batch-m\""), "a removed group's series stayed");
 	tcg_kill(probe);
+}
+
+/* Accept-Encoding as RFC 9110 gives it: gzip unless its weight is 0. */
+Test(endpoint, accept_encoding_takes_gzip_unless_weighed_zero)
+{
+	static const char *const yes[] = {
+		"gzip", "gzip, deflate, br", "deflate, gzip", "GZip", "x-gzip",
+		"gzip;q=0.5", "gzip ; q=1", "br;q=1.0, gzip;q=0.001", "identity,gzip",
+	};
+	static const char *const no[] = {
+		"", "deflate", "*", "gzip;q=0", "gzip;q=0.0", "gzip; q=0.000, br",
+		"gzipx", "xgzip", "identity", "deflate;gzip",
+	};
+	size_t i;
+
+	cr_expect_not(moat_accepts_gzip(NULL));
+	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		cr_expect(moat_accepts_gzip(yes[i]), "'%s' refused", yes[i]);
+	for (i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		cr_expect_not(moat_accepts_gzip(no[i]), "'%s' taken", no[i]);
+}
+
+/* @n bytes of gzip at @gz, inflated into @text (@len): its length, or -1. */
+static long gunzip(const char *gz, size_t n, char *text, size_t len)
+{
+	z_stream z = { .next_in = (Bytef *)gz, .avail_in = (uInt)n,
+		       .next_out = (Bytef *)text, .avail_out = (uInt)(len - 1) };
+	long got;
+
+	if (inflateInit2(&z, 15 + 16) != Z_OK)
+		return -1;
+	got = inflate(&z, Z_FINISH) == Z_STREAM_END && !z.avail_in ? (long)z.total_out : -1;
+	inflateEnd(&z);
+	if (got >= 0)
+		text[got] = '\0';
+	return got;
+}
+
+/*
+ * Prometheus asks for gzip, and gets it: the same exposition, a
+ * twentieth of its size, which is all moatd keeps of it between
+ * scrapes; a client that refuses gzip gets the text.
+ */
+Test(moatd, metrics_are_gzipped_for_a_client_that_accepts_it)
+{
+	static char plain[1 << 22];
+#define REQ(accept) "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" \
+		    "Accept-Encoding: " accept "\r\n\r\n"
+	char *body, *cl;
+	int port = http_port();
+	long n, len = -1;
+
+	cr_assert_eq(http_req(port, REQ("deflate, gzip;q=0.8"), page, sizeof(page), &body), 200, "%.300s", page);
+	cr_expect(strcasestr(page, "\r\nContent-Encoding: gzip\r\n"), "%.300s", page);
+	cr_expect(strcasestr(page, "\r\nVary: Accept-Encoding\r\n"), "%.300s", page);
+	cl = strcasestr(page, "\r\nContent-Length: ");
+	cr_assert(cl && sscanf(cl + 18, "%ld", &len) == 1 && len > 0, "%.300s", page);
+	n = gunzip(body, (size_t)len, plain, sizeof(plain));
+	cr_assert_gt(n, 0, "the body is not gzip");
+	cr_expect(strstr(plain, "moat_build_info{version="), "%.300s", plain);
+	cr_expect(strstr(plain, "# TYPE moat_cycles_total counter\n"), "%.300s", plain);
+	cr_expect_eq(plain[n - 1], '\n');
+	cr_log_info("/metrics: %ld bytes, %ld gzipped", n, len);
+	cr_expect_lt(len * 4, n, "gzip saved little: %ld of %ld bytes", len, n);
+
+	cr_assert_eq(http_req(port, REQ("gzip;q=0, br"), page, sizeof(page), &body), 200, "%.300s", page);
+	cr_expect_not(strcasestr(page, "Content-Encoding:"), "%.300s", page);
+	cr_expect(strstr(body, "moat_build_info{version="), "%.300s", body);
 }
 
 /* Prometheus's own linter passes what moatd serves. */

@@ -33,6 +33,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 	enum MHD_Result ret;
 
 	fuzz_check(e <= MOAT_EP_BAD_METHOD);
+	/* the header as the handler gets it, whatever it holds */
+	moat_accepts_gzip(MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						      MHD_HTTP_HEADER_ACCEPT_ENCODING));
 	if (!*state && e != MOAT_EP_BAD_METHOD) {
 		*state = &first;
 		return MHD_YES;

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* moatd's HTTP address and routes (see endpoint.h). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include "endpoint.h"
@@ -67,4 +69,42 @@ enum moat_endpoint moat_endpoint_route(const char *method, const char *url)
 	if (!strcmp(url, "/healthz"))
 		return MOAT_EP_HEALTHZ;
 	return MOAT_EP_NOT_FOUND;
+}
+
+/*
+ * RFC 9110 12.5.3: a list of codings, each with optional parameters, of
+ * which a weight "q" of 0 refuses it.  Only "gzip" (and its alias
+ * "x-gzip") is looked for; "*" does not count, so that a client that
+ * named nothing gets the identity.
+ */
+bool moat_accepts_gzip(const char *accept_encoding)
+{
+	const char *p = accept_encoding, *q, *end;
+	char w[8];
+	size_t n;
+
+	while (p && *p) {
+		p += strspn(p, " \t,");
+		n = strcspn(p, " \t;,");
+		end = p + strcspn(p, ",");
+		if ((n == 4 && !strncasecmp(p, "gzip", 4)) ||
+		    (n == 6 && !strncasecmp(p, "x-gzip", 6))) {
+			double weight = 1;
+
+			/* its parameters: a weight of 0 (0, 0.0, 0.000) refuses it */
+			for (q = p + n; q < end && (q = memchr(q, ';', (size_t)(end - q)));) {
+				q++;
+				q += strspn(q, " \t");
+				if ((*q == 'q' || *q == 'Q') && q[1] == '=') {
+					n = strcspn(q + 2, " \t;,");
+					snprintf(w, sizeof(w), "%.*s", (int)(n < 7 ? n : 7), q + 2);
+					weight = strtod(w, NULL);
+				}
+			}
+			if (weight > 0)
+				return true;
+		}
+		p = end;
+	}
+	return false;
 }

@@ -2,6 +2,7 @@
 #ifndef MOAT_ENDPOINT_H
 #define MOAT_ENDPOINT_H
 
+#include <stdbool.h>
 #include <sys/socket.h>
 
 /*
@@ -29,5 +30,11 @@ int moat_listen_parse(const char *s, struct sockaddr_storage *ss,
 
 /** moat_endpoint_route() - what a request for @url with @method asks for. */
 enum moat_endpoint moat_endpoint_route(const char *method, const char *url);
+
+/**
+ * moat_accepts_gzip() - whether a request's Accept-Encoding header (NULL:
+ * none) accepts gzip, as Prometheus's scrapes do.
+ */
+bool moat_accepts_gzip(const char *accept_encoding);
 
 #endif /* MOAT_ENDPOINT_H */

@@ -31,6 +31,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <microhttpd.h>
+#include <zlib.h>
 #include "endpoint.h"
 #include "enforce.h"
 #include "health.h"
@@ -66,6 +67,7 @@ struct http_conn {
 struct body {
 	char *p;
 	size_t len, cap;
+	z_stream *z;		/* gzip what is written: the client accepts it */
 };
 
 struct http {
@@ -175,9 +177,41 @@ static int body_grow(struct body *b, size_t need)
 	return 0;
 }
 
+/*
+ * What deflate() makes of @flush and the input it has, into @b's mapping,
+ * grown as it fills: 0, or -ENOMEM.
+ */
+static int body_deflate(struct body *b, int flush)
+{
+	z_stream *z = b->z;
+	int rc;
+
+	do {
+		if (b->cap - b->len < 16384 && body_grow(b, b->len + 16384))
+			return -ENOMEM;
+		z->next_out = (Bytef *)b->p + b->len;
+		z->avail_out = (uInt)(b->cap - b->len);
+		rc = deflate(z, flush);
+		b->len = b->cap - z->avail_out;
+		if (rc == Z_STREAM_ERROR)
+			return -ENOMEM;
+	} while (z->avail_in || (flush == Z_FINISH && rc != Z_STREAM_END));
+	return 0;
+}
+
 static ssize_t body_write(void *cookie, const char *buf, size_t n)
 {
 	struct body *b = cookie;
+
+	if (b->z) {
+		b->z->next_in = (Bytef *)buf;
+		b->z->avail_in = (uInt)n;
+		if (body_deflate(b, Z_NO_FLUSH)) {
+			errno = ENOMEM;
+			return -1;
+		}
+		return n;
+	}
 
 	if (b->len + n > b->cap && body_grow(b, b->len + n)) {
 		errno = ENOMEM;
@@ -188,6 +222,18 @@ static ssize_t body_write(void *cookie, const char *buf, size_t n)
 	return n;
 }
 
+/*
+ * The kept buffer's pages past this body, where a body before it (one
+ * not gzipped) left more than a MiB: given back, the mapping kept.
+ */
+static void keep_trim(struct body *b)
+{
+	size_t page = sysconf(_SC_PAGESIZE), used = (b->len + page - 1) / page * page;
+
+	if (b->p && b->cap > used + (1 << 20))
+		madvise(b->p + used, b->cap - used, MADV_DONTNEED);
+}
+
 /* Libmicrohttpd is done with the kept body: the next may use it. */
 static void keep_done(void *cls)
 {
@@ -195,24 +241,42 @@ static void keep_done(void *cls)
 }
 
 /*
- * Build a body with @fn into the kept buffer of @h; false where it is
- * busy or the build failed (the caller builds on the heap then).
+ * Build a body with @fn into the kept buffer of @h, gzipped where @gzip;
+ * false where it is busy or the build failed (the caller builds on the
+ * heap then, without gzip).
+ *
+ * Prometheus asks for gzip: /metrics at 1000 groups is 5 MB of text
+ * (a histogram per group), about 0.3 MB gzipped, and the kept buffer
+ * holds only what goes out.  Level 1: the text's repetitions are what
+ * it saves, the higher levels' search costs CPU for a few per cent more.
  */
 static bool build_kept(struct http *h, int (*fn)(const struct moatd *, FILE *),
-		       struct moatd *d)
+		       struct moatd *d, bool gzip)
 {
 	cookie_io_functions_t io = { .write = body_write };
+	z_stream z = { 0 };
+	bool ok;
 	FILE *f;
-	int err;
 
 	if (!h || h->keep_busy)
 		return false;
 	h->keep.len = 0;
-	f = fopencookie(&h->keep, "w", io);
-	if (!f)
+	h->keep.z = NULL;
+	/* windowBits 15 + 16: a gzip header and trailer; memLevel 8: zlib's default */
+	if (gzip && deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return false;
-	err = fn(d, f);
-	return !fclose(f) && !err;
+	if (gzip)
+		h->keep.z = &z;
+	f = fopencookie(&h->keep, "w", io);
+	ok = f && !fn(d, f);
+	ok = f && !fclose(f) && ok;
+	if (gzip) {
+		ok = ok && !body_deflate(&h->keep, Z_FINISH);
+		deflateEnd(&z);
+		h->keep.z = NULL;
+	}
+	keep_trim(&h->keep);
+	return ok;
 }
 
 /* Build a body with @fn into memory; NULL on failure. */
@@ -263,6 +327,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 	enum moat_endpoint route;
 	size_t len;
 	char *body;
+	bool gzip;
 
 	route = moat_endpoint_route(method, url);
 	if (route == MOAT_EP_BAD_METHOD)
@@ -296,7 +361,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 		return reply_text(c, MHD_HTTP_NOT_FOUND,
 				  "not found: try /metrics, /hints or /healthz\n");
 	}
-	if (build_kept(h, fn, d)) {
+	gzip = moat_accepts_gzip(MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+							      MHD_HTTP_HEADER_ACCEPT_ENCODING));
+	if (build_kept(h, fn, d, gzip)) {
 		struct MHD_Response *r;
 		enum MHD_Result ret;
 
@@ -305,6 +372,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 		if (!r)
 			return MHD_NO;
 		h->keep_busy = true;
+		if (gzip)
+			MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+		MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT_ENCODING);
 		ret = queue(c, status, type, r);
 		MHD_destroy_response(r);
 		return ret;
