@@ -2,8 +2,8 @@
 /*
  * The Kubernetes API server's client (kubeapi.h): libcurl, loaded with
  * dlopen() when the first user starts, not linked: with its dependencies
- * it is 4.5 MiB of moatd's RSS, which a node that talks to no API server
- * should not carry.
+ * it is 3.9 MiB of moatd's RSS (tools/bench/memory.sh), which a node that
+ * talks to no API server should not carry.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -40,6 +40,31 @@
 #ifndef MOAT_LIBCURL
 #define MOAT_LIBCURL	"libcurl.so.4"
 #endif
+
+/*
+ * libcurl's global init initialises libssh2, where its libcurl has it
+ * (Debian's does), and so libssh2's crypto library, OpenSSL's libcrypto:
+ * 1.7 MiB of moatd's RSS (libcrypto's code and tables faulted in) for
+ * SSH, which moatd never speaks (its TLS is GnuTLS's).  libssh2_init()
+ * is counted, and only the first initialises the crypto library, unless
+ * told not to (LIBSSH2_INIT_NO_CRYPTO): moatd's goes first.  Where libcurl
+ * has no libssh2, nothing is done.
+ */
+#define LIBSSH2_SONAME		"libssh2.so.1"
+#define LIBSSH2_INIT_NO_CRYPTO	0x0001
+
+static void ssh_without_crypto(void)
+{
+	void *dl = dlopen(LIBSSH2_SONAME, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+	int (*init)(int flags);
+
+	if (!dl)
+		return;
+	init = (int (*)(int))dlsym(dl, "libssh2_init");
+	if (init && init(LIBSSH2_INIT_NO_CRYPTO))
+		pr_debug("kube: libssh2_init: failed, left to libcurl");
+	dlclose(dl);	/* libcurl holds it */
+}
 
 /* The libcurl functions moatd uses, from dlopen(). */
 static struct {
@@ -93,6 +118,7 @@ int kube_api_load(void)
 			goto out;
 		}
 	}
+	ssh_without_crypto();
 	if (curl.global_init(CURL_GLOBAL_DEFAULT)) {
 		dlclose(curl.dl);
 		curl.dl = NULL;
