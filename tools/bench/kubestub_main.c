@@ -10,7 +10,13 @@
  *   moat-kubestub SA_DIR ENV_FILE LOG POD...
  *
  * POD is UID:NAMESPACE:NAME:CLASS:PRIORITY:CGROUP_DIR (CLASS lc, be or
- * "" for none: the moat.io/class label).  ENV_FILE gets the environment
+ * "" for none: the moat.io/class label), or +N for N pods more, for the
+ * memory benchmark (tools/bench/scale.sh): "bench/bench-I" with the UID
+ * 00000000-0000-4000-8000-I (I from 1, 12 digits), two containers and
+ * the kubectl.kubernetes.io/last-applied-configuration annotation that
+ * `kubectl apply` leaves (about 2.5 KiB), so that a pod weighs what a
+ * real one does in a list (4 KiB, where the API server's managedFields
+ * would add more).  ENV_FILE gets the environment
  * a pod's moatd finds it by (export lines, for sh's "."); LOG a line per
  * eviction: "evicted NS/NAME asked AT gone AT", seconds of
  * CLOCK_REALTIME.  It serves until SIGTERM or SIGINT.
@@ -33,6 +39,7 @@ static struct {
 	int priority;
 } pods[PODS_MAX];
 static int nr_pods;
+static long generated;
 static FILE *evlog;
 
 static double now_s(void)
@@ -118,10 +125,39 @@ static void evicted(const char *ns, const char *name)
 	fflush(evlog);
 }
 
+/* The +N pods: as `kubectl apply` leaves them. */
+static void generate(long n)
+{
+	char uid[48], name[32], meta[4096], ctrs[256], applied[2600];
+	long i;
+
+	/* last-applied-configuration: the pod's own spec as JSON in a string */
+	snprintf(applied, sizeof(applied), "%s", "{\\\"apiVersion\\\":\\\"v1\\\"");
+	while (strlen(applied) < sizeof(applied) - 64)
+		strcat(applied, ",\\\"x\\\":\\\"0123456789abcdef0123456789abcdef\\\"");
+	strcat(applied, "}");
+	for (i = 1; i <= n; i++) {
+		snprintf(uid, sizeof(uid), "00000000-0000-4000-8000-%012ld", i);
+		snprintf(name, sizeof(name), "bench-%ld", i);
+		snprintf(meta, sizeof(meta),
+			 "\"annotations\":{\"kubectl.kubernetes.io/last-applied-configuration\":\"%s\"}",
+			 applied);
+		snprintf(ctrs, sizeof(ctrs), "main=%064ld,sidecar=%063ld1", i, i);
+		stub_pod_meta(uid, "bench", name, "\"app\":\"bench\"", "", 0, "ReplicaSet",
+			      meta, ctrs);
+	}
+}
+
 static int parse_pod(char *arg)
 {
-	char *f[6], *p = arg;
+	char *f[6], *p = arg, *end;
 	int i;
+
+	if (*arg == '+') {
+		errno = 0;
+		generated = strtol(arg + 1, &end, 10);
+		return errno || *end || generated < 1 || generated > 1000000 ? -EINVAL : 0;
+	}
 
 	for (i = 0; i < 6; i++) {
 		f[i] = strsep(&p, ":");
@@ -156,7 +192,7 @@ int main(int argc, char **argv)
 	}
 	for (i = 4; i < argc; i++)
 		if (parse_pod(argv[i])) {
-			fprintf(stderr, "moat-kubestub: pod '%s': expected UID:NS:NAME:CLASS:PRIORITY:CGROUP_DIR\n",
+			fprintf(stderr, "moat-kubestub: pod '%s': expected UID:NS:NAME:CLASS:PRIORITY:CGROUP_DIR or +N (1 to 1000000)\n",
 				argv[i]);
 			return 2;
 		}
@@ -180,6 +216,7 @@ int main(int argc, char **argv)
 		stub_pod_ex(pods[i].uid, pods[i].ns, pods[i].name, labels, "", pods[i].priority,
 			    "", "");
 	}
+	generate(generated);
 	stub_on_evict(evicted);
 	snprintf(env, sizeof(env),
 		 "export KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT=%u "
