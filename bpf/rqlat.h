@@ -70,6 +70,13 @@ enum moat_rqlat_drop {
 
 /* Default map sizes; userspace may change them before load. */
 #define MOAT_MAX_TASKS		65536	/* live tasks that have waited */
+/*
+ * The same hash where the tp_btf programs keep starts in task storage
+ * and the hash only holds a task whose storage could not be made: a
+ * preallocated hash is kernel memory charged to moatd's cgroup, 5 MiB at
+ * 65536 entries, 320 KiB at this many.
+ */
+#define MOAT_MAX_TASKS_FALLBACK	4096
 #define MOAT_MAX_CGROUPS	4096
 #define MOAT_MAX_WATCHED	1024
 #define MOAT_MAX_BLAME		16384

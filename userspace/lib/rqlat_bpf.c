@@ -59,6 +59,9 @@ static void choose_programs(struct moat_rqlat *r, bool raw_tp)
 	bpf_program__set_autoload(s->progs.seed_starts, !raw_tp);
 	bpf_program__set_autoattach(s->progs.seed_starts, false);
 	bpf_map__set_autocreate(s->maps.starts, !raw_tp);
+	/* the pid hash: every start with raw_tp, the few without storage else */
+	bpf_map__set_max_entries(s->maps.runnable,
+				 raw_tp ? MOAT_MAX_TASKS : MOAT_MAX_TASKS_FALLBACK);
 }
 
 int moat_rqlat_open(const struct moat_rqlat_opts *opts, struct moat_rqlat **out)
