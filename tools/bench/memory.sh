@@ -29,6 +29,12 @@
 #                next (http.c): the anonymous mapping of its size (gzipped)
 #   anon-other   the rest of the anonymous memory: thread stacks, BPF
 #                objects' copies, large allocations
+#   memcg        where cgroup v2 has the memory controller (the guests;
+#                not this hybrid host), moatd runs in a cgroup of its
+#                own, as its pod's: memory.current, what the kernel
+#                charges it, held against the pod's limit (anon, the
+#                page cache it read, kernel memory, BPF maps included;
+#                memory.stat's parts on a line below); "-" elsewhere
 #   libs         the largest libraries' RSS (the top 5)
 #   BPF          the memlock of the BPF maps moatd holds (fdinfo): kernel
 #                memory, charged to moatd's memory cgroup since Linux
@@ -60,6 +66,13 @@ cpu_mnt=$(awk '$9 == "cgroup" && $NF ~ /(^|,)cpu(,|$)/ { print $5; exit }' /proc
 [ -n "$cpu_mnt" ] || cpu_mnt=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
 [ -n "$cpu_mnt" ] || die "no cgroup hierarchy with the cpu controller"
 
+# moatd's own memory cgroup, where cgroup v2 has the memory controller
+v2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+memcg=
+if [ -n "$v2" ] && grep -qw memory "$v2/cgroup.subtree_control" 2>/dev/null; then
+	memcg="$v2/moat-mem-$$-moatd"
+fi
+
 work=$(mktemp -d)
 prefix="$cpu_mnt/moat-mem-$$"
 moatd_pid= stub_pid=
@@ -70,6 +83,7 @@ stop_all() {
 		wait "$p" 2>/dev/null || true
 	done
 	moatd_pid= stub_pid=
+	[ -z "$memcg" ] || [ ! -d "$memcg" ] || rmdir "$memcg" 2>/dev/null || true
 	if [ -d "$prefix" ]; then
 		find "$prefix" -depth -mindepth 1 -type d -exec rmdir {} + 2>/dev/null || true
 		rmdir "$prefix" 2>/dev/null || true
@@ -128,8 +142,8 @@ bpf_kib() {
 }
 
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -r), $(nproc) CPUs; MiB; after 2 scrapes of /metrics"
-printf '%-6s %-6s %-4s %6s %6s %6s %6s %6s %6s %6s %6s %6s %6s  %s\n' groups pods api \
-	RSS HWM anon file PSS heap arenas scrape other BPF libs
+printf '%-6s %-6s %-4s %6s %6s %6s %6s %6s %6s %6s %6s %6s %6s %6s  %s\n' groups pods api \
+	RSS HWM anon file PSS heap arenas scrape other BPF memcg libs
 missed=
 for ((r = 0; r < ${#runs[@]}; r += 2)); do
 	G=${runs[r]} P=${runs[r + 1]}
@@ -154,7 +168,9 @@ for ((r = 0; r < ${#runs[@]}; r += 2)); do
 	fi
 	printf 'period_ms = %s\nkube/pods = %d\nkube/publish = %d\n' "$PERIOD_MS" \
 		$((P > 0)) $((P > 0)) >"$work/moat.conf"
+	[ -z "$memcg" ] || mkdir "$memcg"
 	(
+		[ -z "$memcg" ] || echo "$BASHPID" >"$memcg/cgroup.procs"
 		. "$work/env"
 		exec "$O/moatd" --foreground --socket "$work/sock" --config "$work/moat.conf" \
 			--state-dir "$work/state" --cgroup-root "$prefix" --listen 127.0.0.1:0
@@ -183,7 +199,19 @@ for ((r = 0; r < ${#runs[@]}; r += 2)); do
 	for v in "$rss" "$hwm" "$anon" "$file" "$pss" "$heap" "$arenas" "$scrape" "$other" "$(bpf_kib)"; do
 		awk -v v="$v" 'BEGIN { printf " %6.1f", v / 1024 }'
 	done
+	if [ -n "$memcg" ]; then
+		awk '{ printf " %6.1f", $1 / 1048576 }' "$memcg/memory.current"
+	else
+		printf ' %6s' -
+	fi
 	echo "  $(libs)"
+	if [ -n "$memcg" ]; then
+		awk '$1 ~ /^(anon|file|kernel|kernel_stack|percpu|slab_reclaimable|slab_unreclaimable|sock)$/ {
+			printf "%s%s %.1f", (n++ ? ", " : "  memory.stat: "), $1, $2 / 1048576 }
+		     END { print "" }' "$memcg/memory.stat"
+		[ ! -f "$memcg/memory.peak" ] ||
+			awk '{ printf "  memory.peak: %.1f MiB\n", $1 / 1048576 }' "$memcg/memory.peak"
+	fi
 	if [ "$G" -eq 1000 ] && { [ "$P" -eq 1000 ] || [ "$P" -eq 10000 ]; }; then
 		target=$((P == 1000 ? 16 : 32))
 		awk -v r="$rss" -v t="$target" -v p="$P" 'BEGIN {

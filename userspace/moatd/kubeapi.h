@@ -53,7 +53,7 @@ struct kube_api {
 /* From the environment: 0, or -ENOENT when not in a pod (no host, port). */
 int kube_api_init(struct kube_api *a);
 
-/* libcurl, loaded once (dlopen: 4.5 MiB a node without the API need not carry). */
+/* libcurl, loaded once (dlopen: 3.9 MiB a node without the API need not carry). */
 int kube_api_load(void);
 
 /* A request's answer was past its @max: said, and no status. */
