@@ -27,12 +27,6 @@ static void check_pod(const struct moat_pod_meta *p)
 	}
 }
 
-static int each(const struct moat_pod_meta *p, void *ctx)
-{
-	check_pod(p);
-	return 0;
-}
-
 static int counted(const struct moat_pod_meta *p, void *ctx)
 {
 	check_pod(p);
@@ -71,9 +65,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct moat_watch_event ev;
 	struct moat_pod_meta p;
-	char rv[MOAT_POD_RV_MAX], cont[256], why[256];
+	char rv[MOAT_POD_RV_MAX], why[256];
 	const char *s = (const char *)data;
-	size_t bad;
 
 	if (!moat_watch_event_parse(s, size, &ev, why, sizeof(why))) {
 		fuzz_check(ev.type <= MOAT_WATCH_ERROR);
