@@ -718,7 +718,7 @@ static void group_clear(struct moatd_group *g)
 		.pmu = { NAN, NAN, NAN },
 	};
 	for (i = 0; i < GROUP_HISTORY; i++)
-		g->history[i] = no_window;
+		g->history[i] = (struct group_past){ NAN, NAN, NAN, NAN };
 }
 
 static int new_group(struct moatd *d, const struct moat_group_id *gid,

@@ -483,7 +483,12 @@ static void commit(struct moatd *d)
 	for (i = 0; i < d->nr_groups; i++) {
 		struct moatd_group *g = d->groups[i];
 
-		g->history[g->history_next++ % GROUP_HISTORY] = g->win;
+		g->history[g->history_next++ % GROUP_HISTORY] = (struct group_past){
+			.rqlat_p99_us = g->win.rqlat_p99_us,
+			.rqlat_wp99_us = g->win.rqlat_wp99_us,
+			.rqlat_ap99_us = g->win.rqlat_ap99_us,
+			.cpi = g->win.cpi,
+		};
 	}
 }
 

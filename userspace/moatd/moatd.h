@@ -125,6 +125,14 @@ struct group_sample {
 #define GROUP_HISTORY	16
 
 /*
+ * What a group keeps of a committed window: the fields its _history
+ * knobs show, not the whole window (a sixth of a group's memory).
+ */
+struct group_past {
+	double rqlat_p99_us, rqlat_wp99_us, rqlat_ap99_us, cpi;
+};
+
+/*
  * Who a pod or container group is in Kubernetes (pods.c): kept when the
  * API server goes away or the pod's object does, so that no data going
  * missing reclassifies a pod.
@@ -169,7 +177,7 @@ struct moatd_group {
 	struct group_window win;
 	struct moat_rqlat_hist win_hist;	/* the window's waits */
 	/* The committed windows, a ring, newest at history_next - 1. */
-	struct group_window history[GROUP_HISTORY];
+	struct group_past history[GROUP_HISTORY];
 	unsigned int history_next;
 	void *priv[MOD_NR];		/* each module's state of it */
 };

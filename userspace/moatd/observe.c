@@ -553,26 +553,35 @@ static int show_count(const struct moat_knob *k, char *buf, size_t len)
  */
 static int show_history(const struct moat_knob *k, char *buf, size_t len)
 {
+	static const struct {
+		const char *name;
+		size_t off;
+		int decimals;
+	} kept[] = {
+		{ "rqlat_p99_us_history", offsetof(struct group_past, rqlat_p99_us), 1 },
+		{ "rqlat_wp99_us_history", offsetof(struct group_past, rqlat_wp99_us), 1 },
+		{ "rqlat_ap99_us_history", offsetof(struct group_past, rqlat_ap99_us), 1 },
+		{ "cpi_history", offsetof(struct group_past, cpi), 3 },
+	};
 	const struct moatd_group *g = k->owner;
 	const char *name = strrchr(k->path, '/') + 1;
 	size_t n = 0, f;
 	unsigned int i;
 
-	for (f = 0; f < sizeof(fields) / sizeof(fields[0]); f++)
-		if (!strncmp(name, fields[f].name, strlen(fields[f].name)) &&
-		    !strcmp(name + strlen(fields[f].name), "_history"))
+	for (f = 0; f < sizeof(kept) / sizeof(kept[0]); f++)
+		if (!strcmp(name, kept[f].name))
 			break;
-	if (f == sizeof(fields) / sizeof(fields[0]))
+	if (f == sizeof(kept) / sizeof(kept[0]))
 		return -ENOENT;
 	buf[0] = '\0';
 	for (i = 0; i < GROUP_HISTORY && n < len; i++) {
-		const struct group_window *w =
+		const struct group_past *w =
 			&g->history[(g->history_next + i) % GROUP_HISTORY];
-		double v = *(const double *)((const char *)w + fields[f].off);
+		double v = *(const double *)((const char *)w + kept[f].off);
 
 		n += isnan(v) ? snprintf(buf + n, len - n, "%s-", i ? " " : "") :
 				snprintf(buf + n, len - n, "%s%.*f", i ? " " : "",
-					 fields[f].decimals, v);
+					 kept[f].decimals, v);
 	}
 	return n >= len ? -EOVERFLOW : 0;
 }
