@@ -280,3 +280,79 @@ Test(knob, add_all_prefixes_and_owns)
 	longdir[sizeof(longdir) - 2] = '\0';
 	cr_expect_eq(moat_knob_add_all(t, longdir, tmpl, 1, &owner), -ENAMETOOLONG);
 }
+
+static int path_order(const struct moat_knob *k, void *ctx)
+{
+	char *buf = ctx;
+
+	strcat(buf, k->path);
+	strcat(buf, " ");
+	return 0;
+}
+
+/*
+ * The tree keeps a knob as shared parts (its head, its directory) and its
+ * own owner and data: many directories of the same knobs each read and
+ * write their own values, a knob of the same name but another kind stays
+ * what it is, and removing a directory leaves the others whole.
+ */
+Test(knob, knobs_of_many_directories_keep_their_own_values)
+{
+	static unsigned int v[300];
+	static int owners[300];
+	char path[64], buf[MOAT_KNOB_VALUE_MAX], order[1024] = "";
+	struct moat_knob k = { .type = MOAT_KNOB_U32, .writable = true, .max = 1000 };
+	struct moat_knob s = { .type = MOAT_KNOB_SHOW, .show = show_answer };
+	unsigned int i;
+
+	for (i = 0; i < 300; i++) {
+		v[i] = i;
+		k.data = &v[i];
+		k.owner = &owners[i];
+		snprintf(k.path, sizeof(k.path), "groups/g%u/weight", i);
+		cr_assert_eq(moat_knob_add(t, &k), 0);
+	}
+	/* the same leaf name, another kind: not the shared head */
+	snprintf(s.path, sizeof(s.path), "other/weight");
+	cr_assert_eq(moat_knob_add(t, &s), 0);
+	cr_expect_str_eq(get("other/weight"), "42");
+	cr_expect_eq(moat_knob_set(t, "other/weight", "1"), -EPERM);
+	for (i = 0; i < 300; i += 7) {
+		snprintf(path, sizeof(path), "groups/g%u/weight", i);
+		snprintf(buf, sizeof(buf), "%u", i);
+		cr_expect_str_eq(get(path), buf);
+		cr_expect_eq(moat_knob_find(t, path)->owner, &owners[i]);
+		cr_expect_str_eq(moat_knob_find(t, path)->path, path);
+		snprintf(buf, sizeof(buf), "%u", 1000 - i);
+		cr_assert_eq(moat_knob_set(t, path, buf), 0);
+		cr_expect_eq(v[i], 1000 - i);
+	}
+	cr_expect_eq(v[1], 1);
+	moat_knob_remove_dir(t, "groups/g10");
+	cr_expect_null(moat_knob_find(t, "groups/g10/weight"));
+	cr_expect_not_null(moat_knob_find(t, "groups/g100/weight"));
+	cr_expect_str_eq(get("groups/g11/weight"), "11");
+	/* and back, as a group that returns */
+	k.data = &v[10];
+	snprintf(k.path, sizeof(k.path), "groups/g10/weight");
+	cr_assert_eq(moat_knob_add(t, &k), 0);
+	cr_expect_str_eq(get("groups/g10/weight"), "10");
+	/* path order is byte order of the whole path, '-' and '.' before '/' */
+	cr_assert_eq(moat_knob_add_dir(t, "x"), 0);
+	snprintf(k.path, sizeof(k.path), "x/a/z");
+	cr_assert_eq(moat_knob_add(t, &k), 0);
+	snprintf(k.path, sizeof(k.path), "x/a-b");
+	cr_assert_eq(moat_knob_add(t, &k), 0);
+	snprintf(k.path, sizeof(k.path), "x/a.c/y");
+	cr_assert_eq(moat_knob_add(t, &k), 0);
+	snprintf(k.path, sizeof(k.path), "x/a");
+	cr_expect_eq(moat_knob_add(t, &k), -EEXIST);
+	snprintf(k.path, sizeof(k.path), "x/a/z/w");
+	cr_expect_eq(moat_knob_add(t, &k), -EEXIST);
+	cr_assert_eq(moat_knob_walk(t, "x", path_order, order), 0);
+	cr_expect_str_eq(order, "x/a-b x/a.c/y x/a/z ");
+	moat_knob_remove_dir(t, "groups");
+	moat_knob_remove_dir(t, "x");
+	cr_expect_null(moat_knob_find(t, "groups/g1/weight"));
+	cr_expect_str_eq(get("version"), "42");
+}

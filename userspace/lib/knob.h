@@ -60,9 +60,10 @@ struct moat_knob {
 	void *data;	/* unsigned int (U32, CHOICE: the index), char[] */
 	void *owner;	/* for show() and check() */
 	/*
-	 * Last: the tree keeps each knob in the bytes its path needs, not
-	 * MOAT_KNOB_PATH_MAX (half of moatd's heap at 500 groups), so a knob
-	 * from the tree is read through its pointer, never copied whole.
+	 * Last: the tree keeps no struct moat_knob but its parts (knob.c),
+	 * and the heads it shares hold only the leaf name here, in the bytes
+	 * it needs: a knob from the tree is read through its pointer, never
+	 * copied whole.
 	 */
 	char path[MOAT_KNOB_PATH_MAX];
 };
@@ -115,8 +116,10 @@ int moat_knob_check_why(const struct moat_knob_tree *t, const char *path,
 int moat_knob_set(struct moat_knob_tree *t, const char *path, const char *val);
 
 /**
- * moat_knob_find() - the knob at @path, or NULL.  The pointer is valid
- * until the tree next changes shape.
+ * moat_knob_find() - the knob at @path, or NULL.  The tree puts it
+ * together in a buffer of its own: the pointer is valid until the next
+ * moat_knob_find() on the tree, or until the tree changes shape.  (A walk
+ * hands its callback a knob valid for the call.)
  */
 const struct moat_knob *moat_knob_find(const struct moat_knob_tree *t,
 				       const char *path);
