@@ -47,19 +47,14 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' \
 
 # Userspace packages, found by pkg-config.  Recursive (=) on purpose: they
 # are expanded when a recipe runs, after tools/deps.sh has installed them.
-USER_PKGS	:= libbpf libelf zlib json-c libmicrohttpd
+USER_PKGS	:= libbpf libelf zlib json-c libmicrohttpd gnutls
 PKG_CFLAGS	= $(shell $(PKG_CONFIG) --cflags $(USER_PKGS))
 PKG_LIBS	= $(shell $(PKG_CONFIG) --libs $(USER_PKGS)) -lm
-
-# libcurl is dlopen()ed by its SONAME (userspace/moatd/kube.c), not linked.
-LIBCURL_SONAME	= $(shell objdump -p $$($(PKG_CONFIG) --variable=libdir libcurl)/libcurl.so \
-		  2>/dev/null | awk '/SONAME/ { print $$2 }')
 
 WARNINGS	:= -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 		   -Wmissing-prototypes -Wno-unused-parameter -Wformat=2
 USER_CFLAGS	= -std=gnu11 -O2 -g $(WARNINGS) -D_GNU_SOURCE \
 		  -I userspace/lib -I bpf -I $(O)/bpf $(PKG_CFLAGS) \
-		  $(if $(LIBCURL_SONAME),-DMOAT_LIBCURL='"$(LIBCURL_SONAME)"') \
 		  -MMD -MP $(CFLAGS)
 USER_LDFLAGS	= $(LDFLAGS)
 
@@ -261,7 +256,7 @@ nodetest: all bench
 # The container image, from Debian packages (tools/image.sh; root).
 MOAT_VERSION	:= $(shell sed -n 's/^\#define MOAT_VERSION[^"]*"\(.*\)"/\1/p' userspace/moatd/moatd.h)
 image: $(PROGS)
-	O=$(abspath $(O)) MOAT_VERSION=$(MOAT_VERSION) LIBCURL_SONAME=$(LIBCURL_SONAME) tools/image.sh
+	O=$(abspath $(O)) MOAT_VERSION=$(MOAT_VERSION) tools/image.sh
 
 # Where Debian puts each (PREFIX=/usr there): the programs, the unit,
 # the man pages, bash completion, the rules and dashboards; the example

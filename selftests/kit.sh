@@ -574,7 +574,7 @@ image_runs() {
 	grep -q "^$pod  *be  *pod" "$work/status" || why "moatctl status in the container does not show the BE pod: $(cat "$work/status")"
 	grep -q "host root /host" "$work/clog" || why "moatd did not say its host root: $(cat "$work/clog")"
 	# the pod source (deploy/moat.conf: kube/pods on, the publisher
-	# off): libcurl, dlopen()ed, makes its first request
+	# off): the API client makes its first request
 	for _ in $(seq 40); do
 		grep -q "kube: GET https://127.0.0.1:1/api/v1/pods?" "$work/clog" && break
 		sleep 0.05

@@ -64,14 +64,14 @@ mkdir -p "$work" "$node"
 # shellcheck source=selftests/guest.sh
 . "$top/selftests/guest.sh"
 
-# The Debian packages of the libraries moat's binaries load, and of those
-# they dlopen() by SONAME (libcurl, libpfm4).
+# The Debian packages of the libraries moat's binaries load, and of the
+# one they dlopen() by SONAME (libpfm4).
 library_packages() {
 	{
 		for b in $BINS $STUB; do
 			ldd "$O/$b" | awk '/=> \// { print $3 } /^\t\// { print $1 }'
 		done
-		ldconfig -p | awk '($1 == "libpfm.so.4" || $1 == "libcurl.so.4") &&
+		ldconfig -p | awk '$1 == "libpfm.so.4" &&
 				   !seen[$1]++ { print $NF }'
 	} | sort -u | while read -r lib; do
 		dpkg -S "$(readlink -f "$lib")" 2>/dev/null || dpkg -S "$lib"

@@ -16,8 +16,7 @@ WORK/config; emptyDir is a tmpfs.  What a node gives that this test
 cannot is replaced, and said here: the pod's address is 127.0.0.1 with
 a port of moatd's choosing (no network namespace: the test reaches it
 over loopback), the API server is 127.0.0.1:1 with WORK/sa as the
-service account (the Node publisher loads libcurl and its first request
-is refused), and --cgroup-root keeps moatd to the test's cgroup.
+service account (the pod source's first request is refused), and --cgroup-root keeps moatd to the test's cgroup.
 
 The second form prints, for the node guest (selftests/node/), what
 kubelet would ask of containerd for that container, as shell

@@ -86,14 +86,13 @@ base_initramfs() {
 	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
 		>"$root/etc/passwd"
 	printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
-	# moat's binaries, the libraries they load, and those they dlopen():
-	# libpfm4 (the PMU tests), libcurl (the Node publisher, for the tests
-	# with the API server stub); the tools the tests run besides moat's,
+	# moat's binaries, the libraries they load, and the one they dlopen():
+	# libpfm4 (the PMU tests); the tools the tests run besides moat's,
 	# where this machine has them: openssl (the stub's certificate) and
 	# its config, setpriv (moatd as another uid, with capabilities),
 	# unshare (busybox's has no cgroup namespace: moatd in a pod's view),
 	# bash and curl (the benchmarks of tools/bench, VMTEST_RUN)
-	dlopened=$(ldconfig -p | awk '($1 == "libpfm.so.4" || $1 ~ /^libcurl(-gnutls)?\.so\.4$/) &&
+	dlopened=$(ldconfig -p | awk '$1 == "libpfm.so.4" &&
 				      !seen[$1]++ { print $NF }')
 	tools=
 	for t in /usr/bin/openssl /usr/bin/setpriv /usr/bin/unshare /bin/bash /usr/bin/curl; do

@@ -27,7 +27,7 @@ PACKAGES="
 	make gcc pkg-config
 	clang llvm bpftool libclang-rt-14-dev
 	libbpf-dev libelf-dev zlib1g-dev
-	libjson-c-dev libmicrohttpd-dev libcurl4-gnutls-dev libpfm4-dev
+	libjson-c-dev libmicrohttpd-dev libgnutls28-dev libpfm4-dev
 	libcriterion-dev libfuse3-dev fuse3
 	linux-perf jq
 	qemu-system-x86 busybox-static cpio xz-utils procps

@@ -5,9 +5,9 @@
 # packages and moat's own binaries, without a registry or a daemon:
 #
 #   1. the Debian packages that hold every library moatd, moatctl and
-#      moat-rqlat load -- ldd's, and the ones they dlopen() (libcurl for
-#      the Node publisher, libpfm4 for the PMU events), which ldd cannot
-#      see -- found with dpkg -S on this machine, the one that built them;
+#      moat-rqlat load -- ldd's, and the one they dlopen() (libpfm4 for
+#      the PMU events), which ldd cannot see -- found with dpkg -S on this
+#      machine, the one that built them;
 #   2. mmdebstrap extracts those packages and their dependencies, from
 #      this machine's apt sources and suite, into a root file system, with
 #      the three programs in /usr/sbin (as make install puts them) and a
@@ -22,7 +22,7 @@ set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 O=${O:-$top/build}
-: "${MOAT_VERSION:?}" "${LIBCURL_SONAME:=}"
+: "${MOAT_VERSION:?}"
 out=$O/image
 die() { echo "image: $*" >&2; exit 1; }
 
@@ -30,7 +30,6 @@ for t in mmdebstrap umoci ldconfig dpkg-query; do
 	command -v "$t" >/dev/null || die "no $t (tools/deps.sh installs it)"
 done
 [ "$(id -u)" = 0 ] || die "mmdebstrap's root mode needs root"
-[ -n "$LIBCURL_SONAME" ] || die "no libcurl SONAME (the Node publisher's library)"
 for b in moatd moatctl moat-rqlat; do
 	[ -x "$O/$b" ] || die "$O/$b: not built (make)"
 done
@@ -38,7 +37,7 @@ done
 # 1. libraries -> packages
 libs=$(for b in moatd moatctl moat-rqlat; do ldd "$O/$b"; done |
 	awk '/=> \// { print $3 }'
-	for so in "$LIBCURL_SONAME" libpfm.so.4; do
+	for so in libpfm.so.4; do
 		path=$(ldconfig -p | awk -v so="$so" '$1 == so { print $NF; exit }')
 		[ -n "$path" ] || die "$so (dlopen()ed) is not installed here"
 		echo "$path"

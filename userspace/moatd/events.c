@@ -212,8 +212,6 @@ static int events_start(struct moatd *d)
 
 	if (m->running || kube_api_init(&m->api))
 		return 0;	/* not in a pod: no Events, as no eviction */
-	if (kube_api_load())
-		return 0;
 	m->api.thread = &m->t;
 	m->api.timeout_s = &d->kube_request_s;
 	pthread_mutex_init(&m->lock, NULL);

@@ -233,8 +233,6 @@ static int evict_start(struct moatd *d)
 
 	if (V(d)->ev || kube_api_init(&api))
 		return 0;	/* not in a pod: said when a pod would go */
-	if (kube_api_load())
-		return 0;
 	ev = calloc(1, sizeof(*ev));
 	if (!ev)
 		return -ENOMEM;

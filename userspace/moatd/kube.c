@@ -24,7 +24,7 @@
  * The API server, the token and the node's name: kubeapi.c, as the pod
  * source (pods.c) has them.
  *
- * Requests are blocking libcurl calls, so they run in a thread of their
+ * Requests block (kubeapi.c), so they run in a thread of their
  * own: the control loop hands it the latest desired state and goes on.
  * An update is sent only when that state changed, at most once per
  * kube/interval_ms; an API error is logged and retried with a doubling
@@ -283,7 +283,7 @@ static void kube_free(struct kube *k)
 	pthread_cond_destroy(&k->cond);
 	state_free(&k->want);
 	state_free(&k->sent);
-	free(k);	/* libcurl stays loaded: publishing may start again */
+	free(k);
 }
 
 static int kube_start(struct moatd *d)
@@ -299,12 +299,12 @@ static int kube_start(struct moatd *d)
 		K(d)->start_wanted = true;	/* once it has withdrawn */
 		return 0;
 	}
-	if (kube_api_init(&api)) {
-		pr_warn("kube/publish is on but KUBERNETES_SERVICE_HOST/PORT are not set: not in a pod; nothing goes to the Node object");
+	err = kube_api_init(&api);
+	if (err) {
+		if (err == -ENOENT)
+			pr_warn("kube/publish is on but KUBERNETES_SERVICE_HOST/PORT are not set: not in a pod; nothing goes to the Node object");
 		return 0;
 	}
-	if (kube_api_load())
-		return 0;	/* said why; moatd goes on without it */
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;

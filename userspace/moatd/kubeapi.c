@@ -1,23 +1,31 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The Kubernetes API server's client (kubeapi.h): libcurl, loaded with
- * dlopen() when the first user starts, not linked: with its dependencies
- * it is 3.9 MiB of moatd's RSS (tools/bench/memory.sh), which a node that
- * talks to no API server should not carry.
+ * The Kubernetes API server's client (kubeapi.h): HTTP/1.1 over GnuTLS,
+ * one connection a request.  GnuTLS is in moatd for libmicrohttpd
+ * already; libcurl, which this client replaced, brought OpenSSL's
+ * libcrypto, libssh2, Kerberos, LDAP, RTMP and nghttp2 with it: 3.4 MiB
+ * of RSS for requests this file makes in 500 lines (tools/bench/memory.sh,
+ * deploy.rst's memory budget).  What it does not do, because moatd needs
+ * none of it: HTTP/2, proxies, compressed bodies, redirects, reused
+ * connections.
  */
-#include <dlfcn.h>
 #include <errno.h>
+#include <netdb.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-#include <curl/curl.h>
+#include <gnutls/gnutls.h>
 #include <json-c/json.h>
+#include "httpc.h"
 #include "kubeapi.h"
 #include "log.h"
 #include "moatd.h"
@@ -36,98 +44,8 @@
 #define KEEPINTVL_S	10
 #define KEEPCNT		3
 #define USER_TIMEOUT_MS	60000
-
-#ifndef MOAT_LIBCURL
-#define MOAT_LIBCURL	"libcurl.so.4"
-#endif
-
-/*
- * libcurl's global init initialises libssh2, where its libcurl has it
- * (Debian's does), and so libssh2's crypto library, OpenSSL's libcrypto:
- * 1.7 MiB of moatd's RSS (libcrypto's code and tables faulted in) for
- * SSH, which moatd never speaks (its TLS is GnuTLS's).  libssh2_init()
- * is counted, and only the first initialises the crypto library, unless
- * told not to (LIBSSH2_INIT_NO_CRYPTO): moatd's goes first.  Where libcurl
- * has no libssh2, nothing is done.
- */
-#define LIBSSH2_SONAME		"libssh2.so.1"
-#define LIBSSH2_INIT_NO_CRYPTO	0x0001
-
-static void ssh_without_crypto(void)
-{
-	void *dl = dlopen(LIBSSH2_SONAME, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
-	int (*init)(int flags);
-
-	if (!dl)
-		return;
-	init = (int (*)(int))dlsym(dl, "libssh2_init");
-	if (init && init(LIBSSH2_INIT_NO_CRYPTO))
-		pr_debug("kube: libssh2_init: failed, left to libcurl");
-	dlclose(dl);	/* libcurl holds it */
-}
-
-/* The libcurl functions moatd uses, from dlopen(). */
-static struct {
-	void *dl;
-	CURLcode (*global_init)(long flags);
-	CURL *(*easy_init)(void);
-	CURLcode (*easy_setopt)(CURL *c, CURLoption o, ...);
-	CURLcode (*easy_perform)(CURL *c);
-	CURLcode (*easy_getinfo)(CURL *c, CURLINFO i, ...);
-	void (*easy_cleanup)(CURL *c);
-	const char *(*easy_strerror)(CURLcode rc);
-	struct curl_slist *(*slist_append)(struct curl_slist *l, const char *s);
-	void (*slist_free_all)(struct curl_slist *l);
-} curl;
-
-static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
-
-int kube_api_load(void)
-{
-	const struct { const char *name; void **fn; } syms[] = {
-		{ "curl_global_init", (void **)&curl.global_init },
-		{ "curl_easy_init", (void **)&curl.easy_init },
-		{ "curl_easy_setopt", (void **)&curl.easy_setopt },
-		{ "curl_easy_perform", (void **)&curl.easy_perform },
-		{ "curl_easy_getinfo", (void **)&curl.easy_getinfo },
-		{ "curl_easy_cleanup", (void **)&curl.easy_cleanup },
-		{ "curl_easy_strerror", (void **)&curl.easy_strerror },
-		{ "curl_slist_append", (void **)&curl.slist_append },
-		{ "curl_slist_free_all", (void **)&curl.slist_free_all },
-	};
-	size_t i;
-	int err = 0;
-
-	pthread_mutex_lock(&load_lock);
-	if (curl.dl)
-		goto out;
-	curl.dl = dlopen(MOAT_LIBCURL, RTLD_NOW | RTLD_LOCAL);
-	if (!curl.dl) {
-		pr_err("kube: %s (libcurl, for the API server): %s", MOAT_LIBCURL,
-		       dlerror());
-		err = -ENOENT;
-		goto out;
-	}
-	for (i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
-		*syms[i].fn = dlsym(curl.dl, syms[i].name);
-		if (!*syms[i].fn) {
-			pr_err("kube: %s has no %s", MOAT_LIBCURL, syms[i].name);
-			dlclose(curl.dl);
-			curl.dl = NULL;
-			err = -ENOENT;
-			goto out;
-		}
-	}
-	ssh_without_crypto();
-	if (curl.global_init(CURL_GLOBAL_DEFAULT)) {
-		dlclose(curl.dl);
-		curl.dl = NULL;
-		err = -EIO;
-	}
-out:
-	pthread_mutex_unlock(&load_lock);
-	return err;
-}
+/* how often a request that waits looks at its thread's stop and deadline */
+#define TICK_MS		1000
 
 int kube_api_init(struct kube_api *a)
 {
@@ -138,6 +56,18 @@ int kube_api_init(struct kube_api *a)
 	memset(a, 0, sizeof(*a));
 	if (!host || !port || !*host || !*port)
 		return -ENOENT;
+	/* into the Host field and the certificate's check: a name or an address */
+	if (strlen(host) >= sizeof(a->host) ||
+	    strspn(host, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+			 "0123456789.-:") != strlen(host) ||
+	    strlen(port) > 5 || strspn(port, "0123456789") != strlen(port) ||
+	    atoi(port) < 1 || atoi(port) > 65535) {
+		pr_err("kube: KUBERNETES_SERVICE_HOST '%.80s' and _PORT '%.20s' are not a host and a port",
+		       host, port);
+		return -EINVAL;
+	}
+	strcpy(a->host, host);
+	strcpy(a->port, port);
 	snprintf(a->server, sizeof(a->server), strchr(host, ':') ?
 		 "https://[%s]:%s" : "https://%s:%s", host, port);
 	snprintf(a->sa_dir, sizeof(a->sa_dir), "%s", sa ? sa : SA_DIR);
@@ -167,8 +97,8 @@ static char *sa_file(const struct kube_api *a, const char *name)
 }
 
 struct body {
-	CURL *c;
 	const struct kube_api *api;
+	long status;		/* the response's, once its header fields are read */
 	bool cancelled;		/* its thread stopped it */
 	char *p;
 	size_t n, cap, max;
@@ -180,12 +110,12 @@ struct body {
 	void (*opened)(void *ctx);
 	void *ctx;
 	bool skip;		/* the rest of a line past max */
-	bool ended;		/* @line or @stop ended the stream */
+	bool ended;		/* @line, @chunk or @stop ended the stream */
 };
 
 /*
  * @add bytes more of @b, in a buffer that doubles: a realloc() of each
- * chunk curl gives (16 KiB) copied the whole body each time with an
+ * piece the connection gives copied the whole body each time with an
  * allocator that moves what it grows (AddressSanitizer's, musl's), 8 GiB
  * for a 16 MiB list, where glibc's grows it in place.
  */
@@ -215,7 +145,8 @@ static int append(struct body *b, const char *ptr, size_t add)
 	return 0;
 }
 
-static size_t stream_data(struct body *b, const char *ptr, size_t add)
+/* Lines to b->line; non-zero: the stream ends (out of memory, or it said so). */
+static int stream_data(struct body *b, const char *ptr, size_t add)
 {
 	size_t done = 0;
 
@@ -225,7 +156,7 @@ static size_t stream_data(struct body *b, const char *ptr, size_t add)
 
 		if (!b->skip && append(b, ptr + done, n)) {
 			if (!b->cut)
-				return 0;	/* out of memory */
+				return -1;	/* out of memory */
 			b->skip = true;	/* past max: the rest is dropped */
 			b->cut = false;
 			if (b->line(b->p, 0, b->ctx))
@@ -240,30 +171,38 @@ static size_t stream_data(struct body *b, const char *ptr, size_t add)
 		b->skip = false;
 		b->n = 0;
 	}
-	return add;
+	return 0;
 end:
 	b->ended = true;
+	return -1;
+}
+
+static int on_head(long status, void *ctx)
+{
+	struct body *b = ctx;
+
+	b->status = status;
+	if (kube_api_ok(status) && b->opened) {
+		b->opened(b->ctx);
+		b->opened = NULL;
+	}
 	return 0;
 }
 
-static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ctx)
+/* The body's bytes, decoded: non-zero ends the request. */
+static int on_data(const char *ptr, size_t add, void *ctx)
 {
 	struct body *b = ctx;
-	size_t add = size * nmemb;
-	long status = 0;
 
-	if (b->line || b->chunk) {
-		curl.easy_getinfo(b->c, CURLINFO_RESPONSE_CODE, &status);
-		if (kube_api_ok(status) && b->line)
+	if ((b->line || b->chunk) && kube_api_ok(b->status)) {
+		if (b->line)
 			return stream_data(b, ptr, add);
-		if (kube_api_ok(status)) {
-			if (!b->chunk(ptr, add, b->ctx))
-				return add;
-			b->ended = true;
+		if (!b->chunk(ptr, add, b->ctx))
 			return 0;
-		}
+		b->ended = true;
+		return -1;
 	}
-	return append(b, ptr, add) ? 0 : add;
+	return append(b, ptr, add);
 }
 
 long long kube_mono_ns(void)
@@ -289,45 +228,17 @@ static bool cancelled(const struct kube_api *a)
 	return a->thread && !a->finishing && kube_thread_stopping(a->thread);
 }
 
-/* libcurl calls it at least once a second, whatever the transfer does. */
-static int on_progress(void *ctx, curl_off_t dt, curl_off_t dn, curl_off_t ut,
-		       curl_off_t un)
-{
-	struct body *b = ctx;
-	long status = 0;
-
-	if (cancelled(b->api)) {
-		b->cancelled = true;
-		return 1;
-	}
-	if (b->stop && b->stop(b->ctx)) {
-		b->ended = true;
-		return 1;
-	}
-	if (b->opened) {
-		curl.easy_getinfo(b->c, CURLINFO_RESPONSE_CODE, &status);
-		if (kube_api_ok(status)) {
-			b->opened(b->ctx);
-			b->opened = NULL;
-		}
-	}
-	return 0;
-}
-
-static int set_keepalive(void *ctx, curl_socket_t fd, curlsocktype purpose)
+static void set_keepalive(int fd)
 {
 	int on = 1, idle = KEEPIDLE_S, intvl = KEEPINTVL_S, cnt = KEEPCNT;
 	unsigned int user = USER_TIMEOUT_MS;
 
-	if (purpose != CURLSOCKTYPE_IPCXN)
-		return CURL_SOCKOPT_OK;
 	/* a failure leaves the kernel's defaults: slower to notice, no worse */
 	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user, sizeof(user));
-	return CURL_SOCKOPT_OK;
 }
 
 /* A request's connect and answer, each: kube/request_timeout_s. */
@@ -337,76 +248,307 @@ static long request_timeout_s(const struct kube_api *a)
 			      TIMEOUT_S;
 }
 
+/* One request on its connection: the socket, the TLS session, the clock. */
+struct conn {
+	const struct kube_api *a;
+	struct body *b;
+	int fd;
+	gnutls_session_t s;
+	gnutls_certificate_credentials_t cred;
+	long long by_ns;		/* the request's end, CLOCK_MONOTONIC */
+	bool timed_out;
+	char why[PATH_MAX + 256];	/* what went wrong, for the log */
+};
+
+/*
+ * Wait until @fd is ready for @events, a tick at most; 0 to try again,
+ * -1 when the request is to end (its time is up, its thread stops, its
+ * reader said stop: why in c->why, or left empty for the last two).
+ */
+static int wait_fd(struct conn *c, short events)
+{
+	struct pollfd pfd = { .fd = c->fd, .events = events };
+	long long left = (c->by_ns - kube_mono_ns()) / 1000000;
+
+	if (cancelled(c->a)) {
+		c->b->cancelled = true;
+		return -1;
+	}
+	if (c->b->stop && c->b->stop(c->b->ctx)) {
+		c->b->ended = true;
+		return -1;
+	}
+	if (left <= 0) {
+		c->timed_out = true;
+		snprintf(c->why, sizeof(c->why), "no answer in time");
+		return -1;
+	}
+	if (poll(&pfd, 1, left < TICK_MS ? (int)left : TICK_MS) < 0 && errno != EINTR) {
+		snprintf(c->why, sizeof(c->why), "poll: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* A TCP connection to @c->a's host and port, any of its addresses. */
+static int tcp_connect(struct conn *c)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICSERV };
+	struct addrinfo *res, *ai;
+	int err;
+
+	err = getaddrinfo(c->a->host, c->a->port, &hints, &res);
+	if (err) {
+		snprintf(c->why, sizeof(c->why), "%s: %s", c->a->host, gai_strerror(err));
+		return -1;
+	}
+	for (ai = res; ai; ai = ai->ai_next) {
+		int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+				ai->ai_protocol);
+		socklen_t len = sizeof(err);
+
+		if (fd < 0) {
+			snprintf(c->why, sizeof(c->why), "socket: %s", strerror(errno));
+			continue;
+		}
+		set_keepalive(fd);
+		c->fd = fd;
+		err = connect(fd, ai->ai_addr, ai->ai_addrlen) ? errno : 0;
+		while (err == EINPROGRESS) {
+			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+
+			if (wait_fd(c, POLLOUT))
+				break;
+			if (poll(&pfd, 1, 0) == 1) {
+				getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+				break;
+			}
+		}
+		if (!err) {
+			freeaddrinfo(res);
+			return 0;
+		}
+		if (err != EINPROGRESS)
+			snprintf(c->why, sizeof(c->why), "connect: %s", strerror(err));
+		close(fd);
+		c->fd = -1;
+		if (c->b->cancelled || c->b->ended || c->timed_out)
+			break;
+	}
+	freeaddrinfo(res);
+	return -1;
+}
+
+/* What a GnuTLS error was, with the certificate's problem where it is one. */
+static void tls_why(struct conn *c, const char *what, int rc)
+{
+	gnutls_datum_t out = { 0 };
+	unsigned int status;
+
+	if (rc == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
+		status = gnutls_session_get_verify_cert_status(c->s);
+		if (!gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509,
+								  &out, 0)) {
+			snprintf(c->why, sizeof(c->why), "the API server's certificate: %s",
+				 out.data);
+			gnutls_free(out.data);
+			return;
+		}
+	}
+	snprintf(c->why, sizeof(c->why), "%s: %s", what, gnutls_strerror(rc));
+}
+
+/*
+ * TLS on c->fd, the peer's certificate checked against the service
+ * account's CA alone (not also the distribution's) and the host's name or
+ * address.
+ */
+static int tls_start(struct conn *c)
+{
+	char ca[PATH_MAX + 16];
+	struct in6_addr ip;
+	int rc;
+
+	snprintf(ca, sizeof(ca), "%s/ca.crt", c->a->sa_dir);
+	if (gnutls_certificate_allocate_credentials(&c->cred)) {
+		snprintf(c->why, sizeof(c->why), "TLS: out of memory");
+		c->cred = NULL;
+		return -1;
+	}
+	rc = gnutls_certificate_set_x509_trust_file(c->cred, ca, GNUTLS_X509_FMT_PEM);
+	if (rc <= 0) {
+		snprintf(c->why, sizeof(c->why), "%s: %s", ca,
+			 rc ? gnutls_strerror(rc) : "no certificate in it");
+		return -1;
+	}
+	if (gnutls_init(&c->s, GNUTLS_CLIENT)) {
+		snprintf(c->why, sizeof(c->why), "TLS: out of memory");
+		c->s = NULL;
+		return -1;
+	}
+	if (gnutls_set_default_priority(c->s) ||
+	    gnutls_credentials_set(c->s, GNUTLS_CRD_CERTIFICATE, c->cred)) {
+		snprintf(c->why, sizeof(c->why), "TLS: cannot set up the session");
+		return -1;
+	}
+	/* SNI is for names; an address is checked against the IP SANs */
+	if (inet_pton(AF_INET, c->a->host, &ip) != 1 &&
+	    inet_pton(AF_INET6, c->a->host, &ip) != 1)
+		gnutls_server_name_set(c->s, GNUTLS_NAME_DNS, c->a->host,
+				       strlen(c->a->host));
+	gnutls_session_set_verify_cert(c->s, c->a->host, 0);
+	gnutls_transport_set_int(c->s, c->fd);
+	while ((rc = gnutls_handshake(c->s)) < 0) {
+		if (gnutls_error_is_fatal(rc)) {
+			tls_why(c, "TLS handshake", rc);
+			return -1;
+		}
+		if (wait_fd(c, gnutls_record_get_direction(c->s) ? POLLOUT : POLLIN))
+			return -1;
+	}
+	return 0;
+}
+
+static int send_all(struct conn *c, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t rc = gnutls_record_send(c->s, p, n);
+
+		if (rc >= 0) {
+			p += rc;
+			n -= rc;
+		} else if (gnutls_error_is_fatal(rc)) {
+			tls_why(c, "send", (int)rc);
+			return -1;
+		} else if (wait_fd(c, POLLOUT)) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The response, read and handed on as it comes, to its end. */
+static int receive(struct conn *c)
+{
+	struct moat_httpc *h = malloc(sizeof(*h));
+	char buf[16384];
+	int err = 0;
+
+	if (!h) {
+		snprintf(c->why, sizeof(c->why), "out of memory");
+		return -1;
+	}
+	moat_httpc_init(h, on_head, on_data, c->b);
+	for (;;) {
+		ssize_t rc = gnutls_record_recv(c->s, buf, sizeof(buf));
+
+		if (rc > 0) {
+			err = moat_httpc_feed(h, buf, rc);
+			if (!err && moat_httpc_done(h))
+				break;	/* no wait for the server's close */
+		} else if (rc == 0 || rc == GNUTLS_E_PREMATURE_TERMINATION) {
+			/* a body to the connection's end needs TLS's own end */
+			if (rc && !h->chunked && !h->has_length && h->status >= 200) {
+				snprintf(c->why, sizeof(c->why),
+					 "the connection ended without TLS's close_notify");
+				err = -1;
+				break;
+			}
+			err = moat_httpc_end(h);
+			break;
+		} else if (gnutls_error_is_fatal(rc)) {
+			tls_why(c, "receive", (int)rc);
+			err = -1;
+			break;
+		} else if (wait_fd(c, POLLIN)) {
+			err = -1;
+			break;
+		}
+		if (err)
+			break;
+	}
+	if (err == -EPROTO)
+		snprintf(c->why, sizeof(c->why), "the API server's response: %s", h->err);
+	free(h);
+	return err ? -1 : 0;
+}
+
 static long perform(const struct kube_api *a, const char *method,
 		    const char *path, const char *type, const char *data,
 		    long timeout_s, struct body *b, bool quiet)
 {
-	char url[2048], auth[8192], ca[PATH_MAX + 16], ctype[128];
-	struct curl_slist *h = NULL;
-	char *token = sa_file(a, "token");
-	long long by = deadline_of(a), timeout_ms = timeout_s * 1000;
+	struct conn c = { .a = a, .b = b, .fd = -1 };
+	long long by = deadline_of(a), now = kube_mono_ns();
+	char *token = sa_file(a, "token"), *req = NULL, length[48] = "";
 	long status = -1;
-	CURLcode rc;
-	CURL *c;
+	int n;
 
+	b->api = a;
+	b->status = -1;
 	if (cancelled(a)) {
 		free(token);
 		b->cancelled = true;
 		return -1;
 	}
-	if (by && (by - kube_mono_ns()) / 1000000 < timeout_ms)
-		timeout_ms = (by - kube_mono_ns()) / 1000000 + 1;
 	if (!token) {
 		if (!quiet)
 			pr_warn("kube: no service account token in %s", a->sa_dir);
 		return -1;
 	}
-	c = curl.easy_init();
-	if (!c) {
+	/* nothing that would end a line or a field goes into the request */
+	if (strcspn(path, " \t\r\n") != strlen(path) || *path != '/' ||
+	    strcspn(token, " \t\r\n") != strlen(token) ||
+	    (type && strcspn(type, "\r\n") != strlen(type))) {
+		pr_err("kube: %s %.200s: not a path, a token or a type to send", method, path);
 		free(token);
 		return -1;
 	}
-	b->c = c;
-	b->api = a;
-	snprintf(url, sizeof(url), "%s%s", a->server, path);
-	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-	snprintf(ca, sizeof(ca), "%s/ca.crt", a->sa_dir);
-	free(token);
-	h = curl.slist_append(h, auth);
-	h = curl.slist_append(h, "Accept: application/json");
-	if (type) {
-		snprintf(ctype, sizeof(ctype), "Content-Type: %s", type);
-		h = curl.slist_append(h, ctype);
-	}
-	curl.easy_setopt(c, CURLOPT_URL, url);
-	curl.easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl.easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	/* the service account's CA only, not also the distribution's */
-	curl.easy_setopt(c, CURLOPT_CAINFO, ca);
-	curl.easy_setopt(c, CURLOPT_CAPATH, NULL);
-	curl.easy_setopt(c, CURLOPT_USERAGENT, "moatd/" MOAT_VERSION);
-	curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT, request_timeout_s(a));
-	curl.easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
-	curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl.easy_setopt(c, CURLOPT_SOCKOPTFUNCTION, set_keepalive);
-	curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-	curl.easy_setopt(c, CURLOPT_WRITEDATA, b);
-	curl.easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl.easy_setopt(c, CURLOPT_XFERINFODATA, b);
-	curl.easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	/* connect and TLS: the request's timeout; the whole: @timeout_s */
+	c.by_ns = now + request_timeout_s(a) * 1000000000LL;
+	if (by && by < c.by_ns)
+		c.by_ns = by;
 	if (data)
-		curl.easy_setopt(c, CURLOPT_POSTFIELDS, data);
-	rc = curl.easy_perform(c);
-	if (rc == CURLE_OK || b->ended ||
-	    (b->line && rc == CURLE_OPERATION_TIMEDOUT))
-		curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	if (!status)
-		status = -1;
+		snprintf(length, sizeof(length), "Content-Length: %zu\r\n", strlen(data));
+	n = asprintf(&req, "%s %s HTTP/1.1\r\nHost: %s%s%s:%s\r\n"
+		     "Authorization: Bearer %s\r\nAccept: application/json\r\n"
+		     "User-Agent: moatd/" MOAT_VERSION "\r\n%s%s%s%s"
+		     "Connection: close\r\n\r\n",
+		     method, path, strchr(a->host, ':') ? "[" : "", a->host,
+		     strchr(a->host, ':') ? "]" : "", a->port, token,
+		     type ? "Content-Type: " : "", type ? type : "", type ? "\r\n" : "",
+		     length);
+	free(token);
+	if (n < 0) {
+		req = NULL;
+		snprintf(c.why, sizeof(c.why), "out of memory");
+		goto out;
+	}
+	if (tcp_connect(&c) || tls_start(&c))
+		goto out;
+	c.by_ns = now + timeout_s * 1000000000LL;
+	if (by && by < c.by_ns)
+		c.by_ns = by;
+	if (send_all(&c, req, n) || (data && send_all(&c, data, strlen(data))) ||
+	    receive(&c)) {
+		/* a watch that ran its time out is a watch done */
+		if ((b->ended || (b->line && c.timed_out)) && b->status > 0)
+			status = b->status;
+		goto out;
+	}
+	status = b->status;
+	gnutls_bye(c.s, GNUTLS_SHUT_WR);
+out:
 	/* an answer past max: the caller says so (KUBE_API_TOO_LONG) */
-	if (status < 0 && !b->ended && !b->cancelled && !b->cut && !quiet)
-		pr_warn("kube: %s %s: %s", method, url, curl.easy_strerror(rc));
-	curl.easy_cleanup(c);
-	curl.slist_free_all(h);
+	if (status < 0 && !b->ended && !b->cancelled && !b->cut && !quiet && c.why[0])
+		pr_warn("kube: %s %s%s: %s", method, a->server, path, c.why);
+	if (c.s)
+		gnutls_deinit(c.s);
+	if (c.cred)
+		gnutls_certificate_free_credentials(c.cred);
+	if (c.fd >= 0)
+		close(c.fd);
+	free(req);
 	return status;
 }
 

@@ -36,7 +36,9 @@ struct kube_thread {
 };
 
 struct kube_api {
-	char server[300];
+	char host[256];		/* KUBERNETES_SERVICE_HOST: a name or an address */
+	char port[8];
+	char server[300];	/* https://host:port, for the log */
 	char sa_dir[PATH_MAX];
 	char node[256];
 	/*
@@ -50,11 +52,11 @@ struct kube_api {
 	const unsigned int *timeout_s;
 };
 
-/* From the environment: 0, or -ENOENT when not in a pod (no host, port). */
+/*
+ * From the environment: 0, -ENOENT when not in a pod (no host, port),
+ * -EINVAL (said) when they are not a host and a port.
+ */
 int kube_api_init(struct kube_api *a);
-
-/* libcurl, loaded once (dlopen: 3.9 MiB a node without the API need not carry). */
-int kube_api_load(void);
 
 /* A request's answer was past its @max: said, and no status. */
 #define KUBE_API_TOO_LONG	(-2)

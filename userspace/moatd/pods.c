@@ -611,12 +611,12 @@ static int pods_start(struct moatd *d)
 		pm->start_wanted = true;	/* once the last one ended */
 		return 0;
 	}
-	if (kube_api_init(&api)) {
-		pr_warn("kube/pods is on but KUBERNETES_SERVICE_HOST/PORT are not set: not in a pod; classes come from the QoS tiers and rules");
+	err = kube_api_init(&api);
+	if (err) {
+		if (err == -ENOENT)
+			pr_warn("kube/pods is on but KUBERNETES_SERVICE_HOST/PORT are not set: not in a pod; classes come from the QoS tiers and rules");
 		return 0;
 	}
-	if (kube_api_load())
-		return 0;	/* said why; moatd goes on without names */
 	ps = calloc(1, sizeof(*ps));
 	if (!ps)
 		return -ENOMEM;
