@@ -65,6 +65,7 @@ struct moatd_group *daemon_add(struct moatd *d, const char *id,
 	g->dir = strdup(dir);
 	g->path = strdup(dir);
 	g->unit = g;
+	group_meta_init(&g->meta);
 	for (m = 0; m < MOD_NR; m++)
 		if (moatd_modules[m]->group_size) {
 			g->priv[m] = calloc(1, moatd_modules[m]->group_size);
@@ -103,6 +104,7 @@ void daemon_del(struct moatd *d, struct moatd_group *g)
 	moat_knob_remove_dir(d->tree, dir);
 	for (m = 0; m < MOD_NR; m++)
 		free(g->priv[m]);
+	group_meta_free(&g->meta);
 	free(g->path);
 	free(g->dir);
 	free(g);

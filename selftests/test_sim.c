@@ -312,8 +312,10 @@ static void spec_of(struct pod *p)
 
 		m->known = true;
 		m->cpu_limit_m = p->limit > 0 ? llround(p->limit * 1000) : -1;
-		snprintf(m->ns, sizeof(m->ns), "%s", p->ns);
-		snprintf(m->name, sizeof(m->name), "%s", p->name);
+		if (strcmp(m->ns, p->ns) || strcmp(m->name, p->name)) {
+			free(m->names);
+			cr_assert_eq(group_meta_set_names(m, p->ns, p->name, "", ""), 0);
+		}
 		m->priority = p->priority;
 		m->controlled = p->controlled;
 		m->daemonset = p->daemonset;

@@ -67,8 +67,49 @@ void moatd_group_name(const struct moatd_group *g, char *buf, size_t len)
 		snprintf(buf, len, "%s/%s", m->ns, m->name);
 	else
 		snprintf(buf, len, "%s/%s/%.*s", m->ns, m->name,
-			 m->container[0] ? (int)sizeof(m->container) : 12,
+			 m->container[0] ? MOAT_POD_CTR_NAME_MAX : 12,
 			 m->container[0] ? m->container : g->gid.id);
+}
+
+void group_meta_init(struct group_meta *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ns = m->name = m->container = m->priority_class = "";
+}
+
+void group_meta_free(struct group_meta *m)
+{
+	free(m->names);
+	group_meta_init(m);
+}
+
+int group_meta_set_names(struct group_meta *m, const char *ns, const char *name,
+			 const char *container, const char *priority_class)
+{
+	size_t a = strlen(ns) + 1, b = strlen(name) + 1, c = strlen(container) + 1;
+	char *p = malloc(a + b + c + strlen(priority_class) + 1);
+
+	if (!p)
+		return -ENOMEM;
+	m->names = p;
+	m->ns = memcpy(p, ns, a);
+	m->name = memcpy(p + a, name, b);
+	m->container = memcpy(p + a + b, container, c);
+	m->priority_class = strcpy(p + a + b + c, priority_class);
+	return 0;
+}
+
+bool group_meta_eq(const struct group_meta *a, const struct group_meta *b)
+{
+	return a->known == b->known && !strcmp(a->ns, b->ns) &&
+	       !strcmp(a->name, b->name) && !strcmp(a->container, b->container) &&
+	       !strcmp(a->priority_class, b->priority_class) &&
+	       a->label_class == b->label_class && a->priority == b->priority &&
+	       !strcmp(a->qos, b->qos) && a->daemonset == b->daemonset &&
+	       a->mirror == b->mirror && a->controlled == b->controlled &&
+	       a->terminating == b->terminating && a->job == b->job &&
+	       a->rqlat_target_us == b->rqlat_target_us &&
+	       a->cpu_limit_m == b->cpu_limit_m;
 }
 
 struct moatd_group *moatd_group_by_cgid(const struct moatd *d, __u64 cgid)

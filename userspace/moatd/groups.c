@@ -659,6 +659,7 @@ static void group_free(struct moatd *d, struct moatd_group *g, int upto)
 	moat_knob_remove_dir(d->tree, dir);
 	for (m = 0; m < MOD_NR; m++)
 		free(g->priv[m]);
+	group_meta_free(&g->meta);
 	free(g->path);
 	free(g->dir);
 	free(g);
@@ -733,6 +734,7 @@ static int new_group(struct moatd *d, const struct moat_group_id *gid,
 	g->cgid = cgid;
 	g->seen = true;
 	g->unit = g;
+	group_meta_init(&g->meta);
 	group_clear(g);
 	err = group_set_path(d, g, path);
 	for (m = 0; m < MOD_NR && !err; m++) {

@@ -139,11 +139,17 @@ struct group_past {
  */
 struct group_meta {
 	bool known;			/* its pod's object came */
-	char ns[MOAT_POD_NS_MAX];
-	char name[MOAT_POD_NAME_MAX];
-	char container[MOAT_POD_CTR_NAME_MAX];	/* "": none, or not named */
+	/*
+	 * Its pod's names, "" until known (group_meta_init()): in @names,
+	 * one allocation as long as they are, where arrays of their longest
+	 * were a quarter of a group (636 bytes).
+	 */
+	const char *ns;
+	const char *name;
+	const char *container;		/* "": none, or not named */
+	const char *priority_class;	/* "": none */
+	char *names;
 	int label_class;		/* moat.io/class: podmeta.h */
-	char priority_class[MOAT_POD_NAME_MAX];
 	long long priority;		/* spec.priority: eviction's order */
 	char qos[16];			/* status.qosClass */
 	bool daemonset, mirror;		/* never evicted (podmeta.h) */
@@ -410,6 +416,19 @@ void moatd_node_name(char *buf, size_t len);
  * first 12 characters), else its id.
  */
 void moatd_group_name(const struct moatd_group *g, char *buf, size_t len);
+
+/* @m as a group's is until its pod is known: names "", nothing held. */
+void group_meta_init(struct group_meta *m);
+/* What @m holds, freed; then as group_meta_init() leaves it. */
+void group_meta_free(struct group_meta *m);
+/*
+ * @m's names, copied into one allocation (what it held before is the
+ * caller's to free).  Return: 0 or -ENOMEM (then @m as it was).
+ */
+int group_meta_set_names(struct group_meta *m, const char *ns, const char *name,
+			 const char *container, const char *priority_class);
+/* Whether @a and @b say the same of a pod. */
+bool group_meta_eq(const struct group_meta *a, const struct group_meta *b);
 #define MOATD_GROUP_NAME_MAX	(MOAT_POD_NS_MAX + MOAT_POD_NAME_MAX + \
 				 MOAT_POD_CTR_ID_MAX + 4)
 

@@ -695,18 +695,15 @@ static void pods_close(struct moatd *d)
 
 /* ---- the loop's side ---- */
 
-/* @e's metadata as group @g keeps it. */
-static void meta_of(const struct moatd_group *g, const struct pod_entry *e,
-		    struct group_meta *m)
+/* @e's metadata as group @g keeps it.  Return: 0 or -ENOMEM. */
+static int meta_of(const struct moatd_group *g, const struct pod_entry *e,
+		   struct group_meta *m)
 {
+	const char *container = "";
 	size_t i;
 
-	memset(m, 0, sizeof(*m));
+	group_meta_init(m);
 	m->known = true;
-	snprintf(m->ns, sizeof(m->ns), "%s", e->ns);
-	snprintf(m->name, sizeof(m->name), "%s", e->name);
-	snprintf(m->priority_class, sizeof(m->priority_class), "%s",
-		 e->priority_class);
 	m->label_class = e->label_class;
 	m->priority = e->priority;
 	snprintf(m->qos, sizeof(m->qos), "%s", e->qos);
@@ -717,14 +714,15 @@ static void meta_of(const struct moatd_group *g, const struct pod_entry *e,
 	m->job = e->job;
 	m->rqlat_target_us = e->rqlat_target_us;
 	m->cpu_limit_m = e->cpu_limit_m;
-	if (g->gid.kind != MOAT_GROUP_CONTAINER)
-		return;
-	m->cpu_limit_m = -1;
-	for (i = 0; i < e->nr; i++)
-		if (!strcmp(e->c[i].id, g->gid.kube.container_id)) {
-			snprintf(m->container, sizeof(m->container), "%s", e->c[i].name);
-			m->cpu_limit_m = e->c[i].cpu_limit_m;
-		}
+	if (g->gid.kind == MOAT_GROUP_CONTAINER) {
+		m->cpu_limit_m = -1;
+		for (i = 0; i < e->nr; i++)
+			if (!strcmp(e->c[i].id, g->gid.kube.container_id)) {
+				container = e->c[i].name;
+				m->cpu_limit_m = e->c[i].cpu_limit_m;
+			}
+	}
+	return group_meta_set_names(m, e->ns, e->name, container, e->priority_class);
 }
 
 void pods_update(struct moatd *d)
@@ -754,9 +752,12 @@ void pods_update(struct moatd *d)
 		e = table_find(&ps->t, g->gid.kube.pod_uid);
 		if (!e)
 			continue;	/* what it had, if anything, stays */
-		meta_of(g, e, &m);
-		if (!memcmp(&m, &g->meta, sizeof(m)))
+		if (meta_of(g, e, &m))
+			continue;	/* out of memory: what it had stays, tried again */
+		if (group_meta_eq(&m, &g->meta)) {
+			group_meta_free(&m);
 			continue;
+		}
 		if (m.label_class == MOAT_POD_LABEL_BAD &&
 		    g->gid.kind == MOAT_GROUP_POD &&
 		    (g->meta.label_class != MOAT_POD_LABEL_BAD || !g->meta.known))
@@ -771,6 +772,7 @@ void pods_update(struct moatd *d)
 			 m.rqlat_target_us != g->meta.rqlat_target_us)
 			pr_info("pod %s/%s: run-queue p99 target %lld us, its annotation %s",
 				m.ns, m.name, m.rqlat_target_us, MOAT_POD_TARGET_ANNOTATION);
+		group_meta_free(&g->meta);
 		g->meta = m;
 		changed = true;
 	}
