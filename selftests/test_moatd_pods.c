@@ -632,10 +632,12 @@ Test(moatd, ten_thousand_pods_in_one_page_are_listed_in_24_mib, .timeout = 240)
  * kubelet-shaped group each, the API client on (the pods listed and
  * watched, the Node's hints published), /metrics scraped as Prometheus
  * scrapes it (gzip), the pods as the API server sends them (8 KiB each).
- * Its RSS is held to moatd's memory budget (Documentation/deploy.rst);
+ * Its RSS is held to moatd's memory budget (Documentation/deploy.rst):
+ * the target, 16 MiB, and a quarter more for what another machine of
+ * this kind maps differently (15.1 MiB here, 2026-12-07).
  * tools/bench/memory.sh gives the same run by component.
  */
-#define BUDGET_1000_MIB	30
+#define BUDGET_1000_MIB	20
 
 Test(moatd, a_thousand_pods_with_the_api_client_stay_in_the_memory_budget, .timeout = 240)
 {

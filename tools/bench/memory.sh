@@ -26,7 +26,8 @@
 #   arenas       the other threads' malloc arenas (anonymous mappings
 #                that start on a 64 MiB boundary)
 #   scrape       the /metrics body's buffer, kept from one scrape to the
-#                next (http.c): the anonymous mapping of its size (gzipped)
+#                next (http.c): the anonymous mapping of its size (gzipped;
+#                http.c doubles it from 64 KiB, with 16 KiB to spare)
 #   anon-other   the rest of the anonymous memory: thread stacks, BPF
 #                objects' copies, large allocations
 #   memcg        where cgroup v2 has the memory controller (the guests;
@@ -108,7 +109,7 @@ anon_parts() {
 		if (!have) return
 		if (name == "[heap]") heap += rss
 		else if (name == "" && arena) arenas += rss
-		else if (name == "" && !scrape && size >= body / 1024 && size <= body / 1024 + 8192) {
+		else if (name == "" && !scrape && size >= body / 1024 && size <= 2 * body / 1024 + 96) {
 			scrape = rss
 		} else if (name == "" || name ~ /^\[(stack|anon)/) other += rss
 		have = 0
