@@ -261,13 +261,14 @@ struct conn {
 };
 
 /*
- * Wait until @fd is ready for @events, a tick at most; 0 to try again,
- * -1 when the request is to end (its time is up, its thread stops, its
- * reader said stop: why in c->why, or left empty for the last two).
+ * Whether the request is to end now: its time is up (why in c->why), its
+ * thread stops, or its reader said stop.  Asked before each wait and
+ * after each piece of a response, so that a watch whose events never
+ * pause ends as soon as one that waits.  Return: the milliseconds left,
+ * or -1.
  */
-static int wait_fd(struct conn *c, short events)
+static long long ended(struct conn *c)
 {
-	struct pollfd pfd = { .fd = c->fd, .events = events };
 	long long left = (c->by_ns - kube_mono_ns()) / 1000000;
 
 	if (cancelled(c->a)) {
@@ -283,6 +284,20 @@ static int wait_fd(struct conn *c, short events)
 		snprintf(c->why, sizeof(c->why), "no answer in time");
 		return -1;
 	}
+	return left;
+}
+
+/*
+ * Wait until @fd is ready for @events, a tick at most; 0 to try again,
+ * -1 when the request is to end (ended()).
+ */
+static int wait_fd(struct conn *c, short events)
+{
+	struct pollfd pfd = { .fd = c->fd, .events = events };
+	long long left = ended(c);
+
+	if (left < 0)
+		return -1;
 	if (poll(&pfd, 1, left < TICK_MS ? (int)left : TICK_MS) < 0 && errno != EINTR) {
 		snprintf(c->why, sizeof(c->why), "poll: %s", strerror(errno));
 		return -1;
@@ -382,7 +397,8 @@ static int tls_start(struct conn *c)
 			 rc ? gnutls_strerror(rc) : "no certificate in it");
 		return -1;
 	}
-	if (gnutls_init(&c->s, GNUTLS_CLIENT)) {
+	/* no SIGPIPE from a peer gone mid-request (MSG_NOSIGNAL) */
+	if (gnutls_init(&c->s, GNUTLS_CLIENT | GNUTLS_NO_SIGNAL)) {
 		snprintf(c->why, sizeof(c->why), "TLS: out of memory");
 		c->s = NULL;
 		return -1;
@@ -447,6 +463,8 @@ static int receive(struct conn *c)
 			err = moat_httpc_feed(h, buf, rc);
 			if (!err && moat_httpc_done(h))
 				break;	/* no wait for the server's close */
+			if (!err && ended(c) < 0)
+				err = -1;
 		} else if (rc == 0 || rc == GNUTLS_E_PREMATURE_TERMINATION) {
 			/* a body to the connection's end needs TLS's own end */
 			if (rc && !h->chunked && !h->has_length && h->status >= 200) {
