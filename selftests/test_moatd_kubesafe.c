@@ -166,6 +166,20 @@ static void sigterm_times(struct MHD_Daemon *api, double *restored_ms, double *e
 		    *restored_ms, *exited_ms);
 }
 
+/* moatd's log lines about the API server, for a failure's message. */
+static void log_kube_lines(void)
+{
+	char path[PATH_MAX], *text, *line, *save;
+
+	snprintf(path, sizeof(path), "%s/moatd.log", dir);
+	text = slurp(path);
+	for (line = text ? strtok_r(text, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save))
+		if (strstr(line, "kube"))
+			cr_log_info("moatd: %.300s", line);
+	free(text);
+}
+
 /* Throttling, and publishing: the stub saw the taint. */
 static struct MHD_Daemon *enforce_and_publish(void)
 {
@@ -182,8 +196,13 @@ static struct MHD_Daemon *enforce_and_publish(void)
 	contend("enforce");
 	cr_assert_geq(wait_throttled(100), 0, "the hog's group was never throttled");
 	expect_throttled();
-	cr_assert(wait_stub("PATCH", "/api/v1/nodes/test-node", "moat.io/interference", NULL,
-			    &r, 20000), "moatd never published its taint");
+	if (!wait_stub("PATCH", "/api/v1/nodes/test-node", "moat.io/interference", NULL, &r,
+		       20000)) {
+		log_kube_lines();
+		cr_assert_fail("moatd never published its taint (the stub had %d GETs and %d PATCHes of the node)",
+			       stub_count("GET", "/api/v1/nodes/test-node", NULL),
+			       stub_count("PATCH", "/api/v1/nodes/test-node", NULL));
+	}
 	return api;
 }
 
