@@ -512,6 +512,15 @@ static void condition_text(const struct moatd *d, struct kube_hints *out)
 	}
 }
 
+bool hints_over(const struct moatd *d)
+{
+	struct hints h;
+
+	compute(d, &h);
+	return h.cpu_interference >= 1 || h.memory_interference >= 1 ||
+	       h.cache_interference >= 1;
+}
+
 int hints_for_kube(const struct moatd *d, struct kube_hints *out)
 {
 	json_object *o;

@@ -25,5 +25,11 @@ struct kube_hints {
 	char *json;			/* /hints without its time: to free */
 };
 int hints_for_kube(const struct moatd *d, struct kube_hints *out);
+/*
+ * Whether an interference this period is 1 or more (an LC unit over its
+ * target, the node's memory pressure, a CPI victim): what taints the
+ * node.  Cheap (no JSON): asked every period.
+ */
+bool hints_over(const struct moatd *d);
 
 #endif /* MOATD_HINTS_H */

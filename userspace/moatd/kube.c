@@ -449,18 +449,25 @@ void kube_publish(struct moatd *d)
 	bool over, send;
 
 	kube_reap(d);
-	if (!k || now < k->next_ms)
+	if (!k)
 		return;
-	if (hints_for_kube(d, &h))
-		return;
-	over = h.cpu_interference >= 1 || h.memory_interference >= 1 ||
-	       h.cache_interference >= 1;
+	/*
+	 * Every period, sent or not: an LC pod over its target for a period
+	 * that falls between two updates (kube/interval_ms) still taints the
+	 * node, and the next update says so.  Judged only when an update was
+	 * due, such a period went unseen: one step of enforce can end it.
+	 */
+	over = hints_over(d);
 	if (over) {
 		k->over_ms = now;
 		k->tainted = true;
 	} else if (k->tainted && now - k->over_ms >= km->untaint_s * 1e3) {
 		k->tainted = false;
 	}
+	if (now < k->next_ms)
+		return;
+	if (hints_for_kube(d, &h))
+		return;
 	s.be_cpu_milli = isnan(h.be_cpus) ? -1 : llround(h.be_cpus * 1000);
 	s.be_memory = isnan(h.be_memory) ? -1 : llround(h.be_memory);
 	s.taint = k->tainted;
