@@ -7,10 +7,12 @@
 #
 #   tools/deps.sh            install what is missing
 #   tools/deps.sh --check    list what is missing; exit 1 if anything is
-#   tools/deps.sh --bench    also what tools/bench/protect.sh runs: nginx
-#                            and stress-ng (on a systemd machine Debian's
-#                            nginx package starts its own service on port
-#                            80; the benchmark runs a private instance)
+#   tools/deps.sh --bench    also what tools/bench/ runs: nginx and
+#                            stress-ng (protect.sh, stamp.sh; on a systemd
+#                            machine Debian's nginx package starts its own
+#                            service on port 80; the benchmark runs a
+#                            private instance), and libbpf-tools, bcc's
+#                            runqlat, overhead.sh's anchor
 #
 # And from the npm registry, where Node.js 20.19 or later is installed: the
 # CEL evaluator make check runs deploy/policy/'s admission policy with
@@ -41,7 +43,7 @@ PACKAGES="
 command -v kubectl >/dev/null || PACKAGES="$PACKAGES kubernetes-client"
 
 if [ "${1:-}" = "--bench" ]; then
-	PACKAGES="$PACKAGES nginx-light stress-ng"
+	PACKAGES="$PACKAGES nginx-light stress-ng libbpf-tools"
 	shift
 fi
 

@@ -31,10 +31,22 @@
 # Its pipe throughput is a column of the rounds too.  How far its waits
 # agree with moat's: tools/bench/stamp.sh.
 #
-# Targets: median throughput ratio >= 0.95, sched_switch <= 150 ns/event;
-# against the floor of the same run (issue: the hot path near the floor):
-# sched_switch <= floor + 50 ns, sched_wakeup <= floor + 30 ns, ratio no
-# more than 0.06 below the floor's (reported, not enforced).
+# The anchor: bcc's libbpf-tools runqlat (one global histogram of every
+# task's waits, no cgroups, no blame), RUNQLAT its path (default: the
+# runqlat on PATH, Debian's libbpf-tools package, which tools/deps.sh
+# --bench installs; RUNQLAT= skips it).  Its pipe throughput is a column
+# of the rounds, its programs are priced with moat's, and both are summed
+# above the floor over the programs one pipe operation runs (the events
+# each program saw, over the operations): moat's sum over runqlat's is
+# the figure the issue "the hot path at half of runqlat's cost" holds to
+# <= 0.5, and moat's pipe ratio to within 0.02 of the floor's.
+#
+# Targets, each against the same run (issue: the hot path at half of
+# runqlat's cost): moat's ns a pipe operation above the floor, blame on
+# (--watch /), <= 0.5 of runqlat's; moat's pipe ratio no more than 0.02
+# below the floor's.  The earlier absolute targets (ratio >= 0.95,
+# sched_switch <= 150 ns, floor + 50 and + 30 ns) are retired: their
+# figures are still printed.
 #
 # The counter path (bpf/pmu.bpf.c), with PMU_EVENTS (default cpu-clock,
 # the software event that stands in where there is no PMU; "cycles
@@ -56,6 +68,7 @@ PMU=$O/moat-pmu-attach
 FLOOR=$O/moat-floor-attach
 PARTS=$O/moat-rqlat-parts
 STAMP=$O/moat-stamp-attach
+RUNQLAT=${RUNQLAT-$(command -v runqlat || true)}
 PMU_EVENTS=${PMU_EVENTS-cpu-clock}
 
 die() { echo "overhead.sh: $*" >&2; exit 2; }
@@ -67,6 +80,10 @@ command -v jq >/dev/null || die "jq not found (tools/deps.sh installs it)"
 command -v bpftool >/dev/null || die "bpftool not found (tools/deps.sh installs it)"
 [ -x "$RQLAT" ] && [ -x "$PMU" ] && [ -x "$FLOOR" ] && [ -x "$PARTS" ] && [ -x "$STAMP" ] ||
 	make -C "$top" O="$O" all bench >/dev/null
+if [ -n "$RUNQLAT" ] && [ ! -x "$RUNQLAT" ]; then
+	die "RUNQLAT: '$RUNQLAT' is not an executable"
+fi
+[ -n "$RUNQLAT" ] || echo "# runqlat not found (tools/deps.sh --bench installs libbpf-tools): no anchor in this run"
 
 work=$(mktemp -d)
 rqlat_pid=
@@ -74,10 +91,11 @@ pmu_pid=
 floor_pid=
 parts_pid=
 stamp_pid=
+runqlat_pid=
 attached_pid=
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
 cleanup() {
-	for p in $rqlat_pid $pmu_pid $floor_pid $parts_pid $stamp_pid; do
+	for p in $rqlat_pid $pmu_pid $floor_pid $parts_pid $stamp_pid $runqlat_pid; do
 		kill "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
 	done
@@ -146,11 +164,21 @@ start_stamp() {
 
 stop_stamp() { detach stamp_pid; }
 
+# runqlat prints its banner on stdout, line-buffered by stdbuf so that it
+# reaches the log before runqlat's first (never reached) interval
+start_runqlat() {
+	# shellcheck disable=SC2016  # $0 is expanded by that sh
+	attach '^Tracing' "$work/runqlat.err" sh -c 'exec stdbuf -oL "$0" 999999 1 >&2' "$RUNQLAT"
+	runqlat_pid=$attached_pid
+}
+
+stop_runqlat() { detach runqlat_pid; }
+
 # Cumulative run_time_ns and run_cnt of the rqlat programs and the floor's
 # (bpftool here cannot tell which process loaded a program: go by name).
 prog_stats() {
 	bpftool prog show --json | jq -r '
-		.[] | select(.name | test("^(sched|pmu)_(switch|wakeup|wakeup_new)_(btf|raw)$|^floor_|^stamp_(switch|wakeup)"))
+		.[] | select(.name | test("^(sched|pmu)_(switch|wakeup|wakeup_new)_(btf|raw)$|^floor_|^stamp_(switch|wakeup)|^rqlat_fork$|^(handle_)?sched_(switch|wakeup|wakeup_new)$"))
 		| "\(.name) \(.run_time_ns // 0) \(.run_cnt // 0)"'
 }
 
@@ -163,10 +191,12 @@ stop_rqlat() { detach rqlat_pid; }
 
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -r), $(nproc) CPUs"
 echo "# perf bench sched pipe -l $LOOPS on CPU $CPU, $PAIRS pairs, moat-rqlat ${RQLAT_ARGS:-}"
-printf '%-6s %12s %12s %12s %12s %8s %8s %8s\n' round off_ops/s floor_ops/s moat_ops/s stamp_ops/s floor moat stamp
+printf '%-6s %12s %12s %12s %12s %12s %8s %8s %8s %8s\n' round off_ops/s floor_ops/s moat_ops/s stamp_ops/s runqlat_ops/s floor moat stamp runqlat
 : >"$work/ratios"
 : >"$work/floor_ratios"
 : >"$work/stamp_ratios"
+: >"$work/runqlat_ratios"
+ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", a / b }'; }
 for i in $(seq "$PAIRS"); do
 	off=$(pipe_ops)
 	start_floor
@@ -178,21 +208,33 @@ for i in $(seq "$PAIRS"); do
 	start_stamp all
 	st=$(pipe_ops)
 	stop_stamp
-	ratio=$(awk -v a="$on" -v b="$off" 'BEGIN { printf "%.4f", a / b }')
-	fratio=$(awk -v a="$fl" -v b="$off" 'BEGIN { printf "%.4f", a / b }')
-	sratio=$(awk -v a="$st" -v b="$off" 'BEGIN { printf "%.4f", a / b }')
+	rq=- rratio=-
+	if [ -n "$RUNQLAT" ]; then
+		start_runqlat
+		rq=$(pipe_ops)
+		stop_runqlat
+		rratio=$(ratio_of "$rq" "$off")
+		echo "$rratio" >>"$work/runqlat_ratios"
+	fi
+	ratio=$(ratio_of "$on" "$off")
+	fratio=$(ratio_of "$fl" "$off")
+	sratio=$(ratio_of "$st" "$off")
 	echo "$ratio" >>"$work/ratios"
 	echo "$fratio" >>"$work/floor_ratios"
 	echo "$sratio" >>"$work/stamp_ratios"
-	printf '%-6s %12s %12s %12s %12s %8s %8s %8s\n' "$i" "$off" "$fl" "$on" "$st" "$fratio" "$ratio" "$sratio"
+	printf '%-6s %12s %12s %12s %12s %12s %8s %8s %8s %8s\n' "$i" "$off" "$fl" "$on" "$st" "$rq" "$fratio" "$ratio" "$sratio" "$rratio"
 done
 
 median=$(median "$work/ratios")
 fmedian=$(median "$work/floor_ratios")
-echo "median throughput ratio (with/without): $median (target >= 0.95)"
-echo "median throughput ratio, the floor: $fmedian; moat below it by $(awk -v f="$fmedian" -v m="$median" 'BEGIN { printf "%.4f", f - m }') (target <= 0.06)"
+echo "median throughput ratio (with/without): $median"
+echo "median throughput ratio, the floor: $fmedian; moat below it by $(awk -v f="$fmedian" -v m="$median" 'BEGIN { printf "%.4f", f - m }') (target <= 0.02)"
 smedian=$(median "$work/stamp_ratios")
 echo "median throughput ratio, the scheduler's stamp (tools/bench/stamp.bpf.c, no blame): $smedian; below the floor's by $(awk -v f="$fmedian" -v m="$smedian" 'BEGIN { printf "%.4f", f - m }')"
+if [ -n "$RUNQLAT" ]; then
+	rmedian=$(median "$work/runqlat_ratios")
+	echo "median throughput ratio, runqlat ($RUNQLAT): $rmedian; below the floor's by $(awk -v f="$fmedian" -v m="$rmedian" 'BEGIN { printf "%.4f", f - m }')"
+fi
 
 # stats_of START STOP [ARG...]: one more pipe run, between START ARG...
 # and STOP, with the kernel's BPF stats on; the programs' in $work/stats.
@@ -225,7 +267,7 @@ tp_ns() {
 
 echo
 stats_of start_floor stop_floor
-floor_switch=$(tp_ns switch) floor_wakeup=$(tp_ns wakeup)
+floor_switch=$(tp_ns switch) floor_wakeup=$(tp_ns wakeup) floor_wakeup_new=$(tp_ns wakeup_new)
 echo "the floor (empty programs): sched_switch $floor_switch ns/event, sched_wakeup $floor_wakeup ns/event"
 echo "each part of the hot path, with the parts before it (tools/bench/rqlat_parts.h); in (): its own price"
 printf '%-8s %22s %22s\n' part sched_switch_ns sched_wakeup_ns
@@ -246,20 +288,53 @@ for part in wait cgroup all; do
 		'BEGIN { printf "%-8s %12.1f (%+6.1f), above the floor %+.1f\n", p, s, s - ls, s - f }'
 	last_switch=$sw
 done
+# ns above the floor that the programs in $work/stats ran per pipe
+# operation: each program's time less the floor's price of its events,
+# over the operations (a program on no tracepoint the floor has, such as
+# rqlat_fork, counts whole)
+per_op() {
+	awk -v ops="$LOOPS" -v fs="$floor_switch" -v fw="$floor_wakeup" -v fn="$floor_wakeup_new" '
+		$1 ~ /^floor_|^pmu_/ { next }
+		{ f = 0 }
+		$1 ~ /_switch(_btf|_raw)?$/ { f = fs }
+		$1 ~ /_wakeup(_btf|_raw)?$/ { f = fw }
+		$1 ~ /_wakeup_new(_btf|_raw)?$/ { f = fn }
+		{ t += $2 - f * $3 }
+		END { printf "%.1f", t / ops }' "$work/stats"
+}
+
+rq_op=
+if [ -n "$RUNQLAT" ]; then
+	echo "the anchor, runqlat ($RUNQLAT): one global histogram, no cgroups, no blame"
+	stats_of start_runqlat stop_runqlat
+	awk '$3 > 0 { printf "%-10s %-24s %12d %10.1f\n", "runqlat", $1, $3, $2 / $3 }' "$work/stats" | sort -k2
+	rq_op=$(per_op)
+	echo "runqlat: sched_switch $(tp_ns switch), sched_wakeup $(tp_ns wakeup) ns/event; $rq_op ns a pipe operation above the floor"
+fi
 printf '%-10s %-24s %12s %10s\n' blame program events ns/event
-worst=0
+declare -A op_ns
 for cfg in off root; do
 	if [ "$cfg" = off ]; then per_event; else per_event --watch /; fi
+	op_ns[$cfg]=$(per_op)
 	awk -v c="$cfg" '$3 > 0 { printf "%-10s %-24s %12d %10.1f\n", c, $1, $3, $2 / $3 }' \
 		"$work/stats" | sort -k2
 	ns=$(switch_ns)
-	echo "sched_switch, blame $cfg: $ns ns/event (target <= 150); above the floor: $(awk -v a="$ns" -v f="$floor_switch" 'BEGIN { printf "%.1f", a - f }') (target <= 50)"
-	echo "sched_wakeup, blame $cfg: $(tp_ns wakeup) ns/event; above the floor: $(awk -v a="$(tp_ns wakeup)" -v f="$floor_wakeup" 'BEGIN { printf "%.1f", a - f }') (target <= 30)"
-	worst=$(awk -v a="$worst" -v b="$ns" 'BEGIN { print (b > a) ? b : a }')
+	echo "sched_switch, blame $cfg: $ns ns/event; above the floor: $(awk -v a="$ns" -v f="$floor_switch" 'BEGIN { printf "%.1f", a - f }')"
+	echo "sched_wakeup, blame $cfg: $(tp_ns wakeup) ns/event; above the floor: $(awk -v a="$(tp_ns wakeup)" -v f="$floor_wakeup" 'BEGIN { printf "%.1f", a - f }')"
+	echo "blame $cfg: ${op_ns[$cfg]} ns a pipe operation above the floor"
 done
 
 ok=1
-awk -v m="$median" -v s="$worst" 'BEGIN { exit !(m >= 0.95 && s > 0 && s <= 150) }' || ok=0
+awk -v f="$fmedian" -v m="$median" 'BEGIN { exit !(f - m <= 0.02) }' || ok=0
+if [ -n "$rq_op" ]; then
+	printf '%-10s %14s %14s %8s\n' blame moat_ns/op runqlat_ns/op ratio
+	for cfg in off root; do
+		awk -v c="$cfg" -v m="${op_ns[$cfg]}" -v r="$rq_op" \
+			'BEGIN { printf "%-10s %14.1f %14.1f %8.3f\n", c, m, r, (r > 0 ? m / r : 0) }'
+	done
+	echo "target: moat's ns a pipe operation above the floor, blame root, <= 0.5 of runqlat's"
+	awk -v m="${op_ns[root]}" -v r="$rq_op" 'BEGIN { exit !(r > 0 && m / r <= 0.5) }' || ok=0
+fi
 
 if [ -n "$PMU_EVENTS" ]; then
 	start_pmu() {
