@@ -6,8 +6,27 @@
  * becomes runnable to the sched_switch that gives it a CPU.  It becomes
  * runnable at sched_wakeup / sched_wakeup_new, or at a sched_switch that
  * takes the CPU away while it can still run (preemption, or a yield).
- * The start is bpf_ktime_get_ns(), kept with the task; the switch-in
- * reads it and zeroes it, in place through the pointer.
+ * The start is on bpf_ktime_get_ns()'s clock, kept with the task; the
+ * switch-in reads it and zeroes it, in place through the pointer.
+ *
+ * The wake-up's clock.  A switch reads bpf_ktime_get_ns(); a wake-up
+ * mostly does not.  The scheduler has just updated the runqueue's clock
+ * for the enqueue (update_rq_clock() in ttwu_queue(), ttwu_runnable(),
+ * sched_ttwu_pending() and wake_up_new_task(), before the tracepoint):
+ * rq->clock is then the enqueue's time on sched_clock_cpu()'s clock.  A
+ * wake-up's start is rq->clock plus how far the two clocks are apart on
+ * that runqueue's CPU.  Every 16th switch on a CPU samples that,
+ * bpf_ktime_get_ns() - rq->clock, and the least sample is kept
+ * (rq->clock at a switch is only ever late: by the pick since
+ * __schedule() updated it, and by much more after a wake-up preemption,
+ * whose __schedule() skips the update), let to grow by 1/2048 of the
+ * time since it was taken, more than the clocks' rates differ.  A switch
+ * writes only a sample below that, so the line the wake-ups of other
+ * CPUs read stays shared.  Where the CPU kept none in the last 10 ms
+ * (idle), the wake-up reads bpf_ktime_get_ns() and samples; the raw_tp
+ * programs, and kernels without se.cfs_rq (CONFIG_FAIR_GROUP_SCHED),
+ * read it at every wake-up.  tools/bench/overhead.sh prices it, and
+ * Documentation/rqlat.rst gives its error.
  *
  * Where the start is kept.  In the task's own local storage (the starts
  * map) where the task has it: the lookup is a load from the task and one
@@ -130,6 +149,50 @@ struct {
 	__type(value, struct moat_blame_val);
 } blame SEC(".maps");
 
+/*
+ * The task each CPU switched to last and its cgroup, computed for its
+ * wait at that switch: at the next switch that task is prev, and blame
+ * needs its cgroup.  pid 0 where it was not computed (no wait was
+ * recorded).  A task moved to another cgroup while it runs has that
+ * slice blamed on the one it started it in.
+ */
+struct moat_running {
+	__u64 cgid;
+	__u32 pid;
+	__u32 switches;	/* counts them: the clock is sampled at every 16th */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct moat_running);
+} running SEC(".maps");
+
+/*
+ * Per CPU, indexed by its number (the array sized to the possible CPUs
+ * by userspace), read by the wake-ups onto it from any CPU: the least
+ * sample lately of bpf_ktime_get_ns() - rq->clock, and when it was
+ * taken (0: never).  Written only when a sample is lower (see "The
+ * wake-up's clock"); one cache line each.
+ */
+struct moat_clock {
+	__u64 off;
+	__u64 at;
+	__u64 pad[6];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct moat_clock);
+} clocks SEC(".maps");
+
+#define CLOCK_FRESH_NS	10000000ULL	/* an offset older than this is not used */
+#define CLOCK_SLEW_SHIFT 11		/* the offset grows by 1/2048 of the time */
+#define CLOCK_SAMPLE_EVERY 16		/* switches a CPU samples its clocks at */
+
 /* A new entry's watch_gen never matches: its first event looks it up. */
 static const struct moat_rqlat_cg new_cg = { .watch_gen = ~0U };
 static const struct moat_blame_val zero_blame;
@@ -173,18 +236,27 @@ static __always_inline bool is_watched(struct moat_rqlat_cg *cg, __u64 cgid)
 
 static __always_inline void record_wait(struct task_struct *next,
 					struct task_struct *prev,
-					__u32 prev_pid, __u64 wait, bool limit,
-					bool btf)
+					__u32 next_pid, __u32 prev_pid,
+					struct moat_running *run, __u64 wait,
+					bool limit, bool btf)
 {
 	__u64 cgid = moat_task_cpu_cgroup_id(next, btf);
 	__u32 slot = hist_slot(wait);
 	struct moat_rqlat_cg *cg;
 	struct moat_blame_key bk;
 	struct moat_blame_val *bv;
+	__u64 culprit = 0;
+	bool ran = false;
 
 	barrier_var(cgid);	/* computed here, not sunk past the next test */
 	if (CUT(MOAT_PART_CGROUP))
 		return;
+	if (run) {
+		ran = run->pid == prev_pid;
+		culprit = run->cgid;
+		run->pid = next_pid;
+		run->cgid = cgid;
+	}
 	cg = lookup_or_init(&hists, &cgid, &new_cg, MOAT_DROP_HIST);
 	if (!cg)
 		return;
@@ -203,12 +275,66 @@ static __always_inline void record_wait(struct task_struct *next,
 		return;
 	bk.victim = cgid;
 	bk.culprit = limit ? MOAT_CULPRIT_LIMIT :
-		     prev_pid ? moat_task_cpu_cgroup_id(prev, btf) : MOAT_CULPRIT_IDLE;
+		     !prev_pid ? MOAT_CULPRIT_IDLE :
+		     ran ? culprit : moat_task_cpu_cgroup_id(prev, btf);
 	bv = lookup_or_init(&blame, &bk, &zero_blame, MOAT_DROP_BLAME);
 	if (bv) {
 		bv->wait_ns += wait;
 		bv->count++;
 	}
+}
+
+/* The runqueue @t is queued on, or NULL where the kernel cannot say. */
+static __always_inline struct rq *task_rq_of(struct task_struct *t, bool btf)
+{
+	struct rq *rq = NULL;
+
+	if (!btf || !bpf_core_field_exists(t->se.cfs_rq) ||
+	    !bpf_core_field_exists(rq->cpu))
+		return NULL;
+	return t->se.cfs_rq->rq;
+}
+
+/*
+ * On @rq's CPU at @now: keep rq->clock's offset if it is below the last
+ * one kept, grown by 1/2048 of the time since.
+ */
+static __always_inline void sample_clock(struct moat_clock *c, struct rq *rq,
+					 __u64 now)
+{
+	__u64 off = now - rq->clock, at = c->at;
+
+	/* signed: the offset is negative where sched_clock is ahead */
+	if (at && (__s64)(off - c->off) >= (__s64)((now - at) >> CLOCK_SLEW_SHIFT))
+		return;
+	c->off = off;
+	c->at = now;
+}
+
+/* The clocks entry of @cpu, whose runqueue is @rq; NULL without one. */
+static __always_inline struct moat_clock *clock_of(struct rq *rq, __u32 cpu)
+{
+	return rq ? bpf_map_lookup_elem(&clocks, &cpu) : NULL;
+}
+
+/* When @t, woken now, was queued, on bpf_ktime_get_ns()'s clock. */
+static __always_inline __u64 wakeup_time(struct task_struct *t, bool btf)
+{
+	struct rq *rq = task_rq_of(t, btf);
+	struct moat_clock *c;
+	__u64 at, clock, now;
+
+	c = rq ? clock_of(rq, rq->cpu) : NULL;
+	if (!c)
+		return bpf_ktime_get_ns();
+	clock = rq->clock;
+	at = c->at;
+	/* racy against the CPU's own switch: at most the older sample */
+	if (at && (__s64)(clock + c->off - at) < (__s64)CLOCK_FRESH_NS)
+		return clock + c->off;
+	now = bpf_ktime_get_ns();
+	sample_clock(c, rq, now);
+	return now;
 }
 
 /* Where @t's start is kept: its local storage, or NULL. */
@@ -253,9 +379,24 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	__u32 prev_pid = moat_task_pid(prev, btf);
 	__u32 next_pid = moat_task_pid(next, btf);
 	__u64 *since, wait, start;
+	struct moat_running *run;
+	struct moat_clock *c;
+	__u32 zero = 0;
+	struct rq *rq;
 
 	barrier_var(prev_pid);	/* read here, as the part says */
 	barrier_var(next_pid);
+	/*
+	 * The runqueue's clock, at every 16th switch (the least of many
+	 * samples is what counts): next's, or prev's on a switch to idle.
+	 */
+	run = bpf_map_lookup_elem(&running, &zero);
+	if (run && !(++run->switches & (CLOCK_SAMPLE_EVERY - 1))) {
+		rq = task_rq_of(next_pid ? next : prev, btf);
+		c = clock_of(rq, bpf_get_smp_processor_id());
+		if (c)
+			sample_clock(c, rq, now);
+	}
 	if (CUT(MOAT_PART_CLOCK))
 		return 0;
 	/*
@@ -266,18 +407,20 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 		mark_runnable(prev, prev_pid, now, false, btf);
 	if (CUT(MOAT_PART_MARK) || !next_pid)
 		return 0;
-
 	since = task_start(next, btf);
 	if (!since)
 		since = bpf_map_lookup_elem(&runnable, &next_pid);
-	if (!since || !*since)
+	if (!since || !*since) {
+		if (run)	/* next's cgroup is not known */
+			run->pid = 0;
 		return 0;
+	}
 	start = *since;
 	*since = 0;
 	wait = now > (start & ~START_LIMIT) ? now - (start & ~START_LIMIT) : 0;
 	if (CUT(MOAT_PART_WAIT))
 		return 0;
-	record_wait(next, prev, prev_pid, wait, start & START_LIMIT, btf);
+	record_wait(next, prev, next_pid, prev_pid, run, wait, start & START_LIMIT, btf);
 	return 0;
 }
 
@@ -293,7 +436,7 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 
 	if (moat_task_on_cpu(p, btf))
 		return 0;
-	now = bpf_ktime_get_ns();
+	now = wakeup_time(p, btf);
 	pid = moat_task_pid(p, btf);
 	barrier_var(pid);
 	if (CUT(MOAT_PART_CLOCK))

@@ -52,6 +52,8 @@ int main(int argc, char **argv)
 	bpf_program__set_autoload(skel->progs.sched_wakeup_new_raw, false);
 	bpf_program__set_autoload(skel->progs.sched_process_exit_raw, false);
 	bpf_program__set_autoattach(skel->progs.seed_starts, false);
+	/* as moat's loader does: an entry for each possible CPU */
+	bpf_map__set_max_entries(skel->maps.clocks, libbpf_num_possible_cpus());
 	err = rqlat_parts__load(skel);
 	if (!err)
 		err = rqlat_parts__attach(skel);

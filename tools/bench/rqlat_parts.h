@@ -11,7 +11,10 @@
 
 enum moat_rqlat_part {
 	MOAT_PART_ALL,		/* everything: moat's programs */
-	MOAT_PART_CLOCK,	/* the clock and the tasks' pids */
+	MOAT_PART_CLOCK,	/* the clock and the tasks' pids: at a
+				   switch bpf_ktime_get_ns() and its
+				   sample of rq->clock, at a wake-up the
+				   start from the runqueue's clock */
 	MOAT_PART_MARK,		/* + the runnable mark: prev's at a switch,
 				   the woken task's at a wake-up */
 	MOAT_PART_WAIT,		/* + next's start looked up and cleared */

@@ -103,6 +103,8 @@ int moat_rqlat_open(const struct moat_rqlat_opts *opts, struct moat_rqlat **out)
 		 moat_probe_tp_btf("sched_process_fork") &&
 		 libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1;
 	choose_programs(r, opts->force_raw_tp || !tp_btf);
+	/* indexed by a runqueue's cpu, below the possible CPUs */
+	bpf_map__set_max_entries(r->skel->maps.clocks, r->ncpus);
 	pr_info("rqlat: kernel BTF found, tp_btf and task storage %s: attaching %s programs",
 		tp_btf ? "supported" : "unsupported",
 		r->raw_tp ? "raw_tp" : "tp_btf");
