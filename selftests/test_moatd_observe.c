@@ -378,15 +378,25 @@ Test(moatd, counters_give_each_group_its_cpi)
 	tcg_kill(hog);
 	cr_assert_geq(n, 3, "fewer than 3 windows with a CPI: %s", out);
 	/*
-	 * Every window: a read of the sums map during a charge, cycles
-	 * already and instructions not yet, once made one window 0.984 in a
-	 * 6.1 guest; such a copy is now read again (bpf/pmu.h).
+	 * The same clock counted twice is a CPI of 1, but not exactly in
+	 * every window: a switch reads the two counters one after the
+	 * other, so each charge's two growths differ by how much longer the
+	 * gap between the reads was than at the switch before.  On the host
+	 * that is ns; in an emulated guest whose vCPU thread the host
+	 * deschedules (CI runs two side by side on two CPUs) it can be a
+	 * millisecond, and a window of short slices has read 0.981 (6.12)
+	 * and 1.003.  So the median window is held to 1%, and every window
+	 * to 5%: a charge of one event without the other (a torn read of the
+	 * sums map once made a window 0.984 in a 6.1 guest; such a copy is
+	 * now read again, bpf/pmu.h, which pmu_bpf/a_copy_taken_during_a_
+	 * charge_is_read_again_not_summed holds exactly) is a slice's worth.
 	 */
 	qsort(w, n, sizeof(w[0]), by_value);
 	cr_log_info("CPI with cpu-clock for cycles and instructions: %.4f to %.4f in %d windows (%s)",
 		    w[0], w[n - 1], n, out);
+	cr_expect(fabs(w[n / 2] - 1) < 0.01, "the median window's CPI %.4f: %s", w[n / 2], out);
 	for (i = 0; i < n; i++)
-		cr_expect(fabs(w[i] - 1) < 0.01, "a window's CPI %.4f: %s", w[i], out);
+		cr_expect(fabs(w[i] - 1) < 0.05, "a window's CPI %.4f: %s", w[i], out);
 	cr_assert_eq(ctl(out, err, "get", "groups/web.web-cpi/cpi2_victim", NULL), 0,
 		     "%s", err);
 	cr_expect_str_eq(out, "0\n", "a victim of a steady hog of its own");
