@@ -30,6 +30,14 @@
 #   burst2       two burstable batch pods requesting 1 and 0.5 CPU, each
 #                with the BE work: their CPU split is reported
 #   burst2-moatd burst2, plus moatd, both batch pods classed be
+#   burst3       three burstable batch pods requesting 1, 0.5 and 0.5 CPU
+#   burst3-moatd burst3, plus moatd, the three classed be
+#   hungry-alone LC only, at HUNGRY_RATE (80000 requests/s), a CPU-hungry
+#                LC service: nginx needs 60-80% of a CPU
+#   hungry       hungry-alone's LC beside burst's batch pod
+#   hungry-moatd hungry, plus moatd, the batch pod classed be
+#                (the hungry* scenarios are judged against hungry-alone,
+#                and report the LC's throughput and CPU beside its latency)
 #   burst-quota  burst, the batch pod held to QUOTA (CPUs/period in us,
 #                0.5/100000) from the start: the quota lever, by hand
 #   burst-slices burst, the slices set by hand from the start: nginx's
@@ -73,11 +81,16 @@
 # under 1.5x alone) is reported on its own.  BE throughput is stress-ng's
 # bogo-ops per second of wall time, per stressor.
 #
-# Environment: RATE (requests/s, 4000: nginx needs ~35% of a CPU, enough
-# to lose its wake-up preemption to a hog), PERIOD_MS (moatd; 1000 for
+# Environment: RATE (requests/s, 4000: nginx needs 0.13-0.35 of a CPU on
+# this project's machines, enough to lose its wake-up preemption to a
+# hog), HUNGRY_RATE (the hungry* scenarios': the lc_cpu column says what
+# nginx needed alone, 0.68 of a CPU at 80000 on the machine of
+# 2026-12-07, and rps/al whether it was served), PERIOD_MS (moatd; 1000 for
 # kubelet, 500 for flat), TARGET_US (lc/rqlat_p99_target_us, 500), SIGNAL
 # (lc/rqlat_signal), SCENARIOS, TREE, KNOBS (more config lines for moatd,
-# e.g. KNOBS='enforce/cpu_prio_decrease_pct = 99').
+# e.g. KNOBS='enforce/cpu_prio_decrease_pct = 99'), TRACE (seconds: each
+# run records the scheduler's events for that long with perf and says,
+# wait by wait, what ran while nginx waited: tools/bench/lcwaits.py).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -85,13 +98,14 @@ O=${O:-$top/build}
 REPS=${1:-3}
 SECS=${2:-12}
 RATE=${RATE:-4000}
+HUNGRY_RATE=${HUNGRY_RATE:-80000}
 TREE=${TREE:-kubelet}
 TARGET_US=${TARGET_US:-500}
 SIGNAL=${SIGNAL:-}
 case $TREE in
 kubelet)
 	PERIOD_MS=${PERIOD_MS:-1000}
-	SCENARIOS=${SCENARIOS:-alone none k8s moatd-pod burst burst-moatd burst2 burst2-moatd} ;;
+	SCENARIOS=${SCENARIOS:-alone none k8s moatd-pod burst burst-moatd burst2 burst2-moatd burst3 burst3-moatd hungry-alone hungry hungry-moatd} ;;
 	# (unlimited limit limit-moatd: named in SCENARIOS)
 flat)
 	PERIOD_MS=${PERIOD_MS:-500}
@@ -115,6 +129,10 @@ die() { echo "protect.sh: $*" >&2; exit 2; }
 	die "SECONDS: '$SECS' must be an integer over $((SKIP + 2))"
 command -v nginx >/dev/null && command -v stress-ng >/dev/null ||
 	die "needs nginx and stress-ng: run tools/deps.sh --bench"
+[ -z "${TRACE:-}" ] || { [[ "$TRACE" =~ ^[1-9][0-9]*$ ]] && [ "$TRACE" -le $((SECS - SKIP)) ]; } ||
+	die "TRACE: '$TRACE' is not a whole number of seconds within the $((SECS - SKIP)) s after $SKIP s"
+[ -z "${TRACE:-}" ] || command -v perf >/dev/null || die "TRACE needs perf (linux-perf)"
+[[ "$HUNGRY_RATE" =~ ^[1-9][0-9]*$ ]] || die "HUNGRY_RATE: '$HUNGRY_RATE' is not a positive integer"
 [ -x "$O/moatd" ] && [ -x "$O/moat-loadgen" ] || make -C "$top" O="$O" all bench >/dev/null
 [ "$(nproc)" -ge 2 ] || die "needs 2 CPUs: one shared by LC and BE, one for the client"
 
@@ -221,6 +239,7 @@ LC_UID=0a1b2c3d-4e5f-6789-abcd-ef0123456789
 BE_UID=aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee
 BATCH_UID=bbbbbbbb-cccc-dddd-eeee-ffffffffffff
 BATCH2_UID=cccccccc-dddd-eeee-ffff-000000000000
+BATCH3_UID=dddddddd-eeee-ffff-0000-111111111111
 if [ "$TREE" = kubelet ]; then
 	LC_POD=kubepods/burstable/pod$LC_UID
 	LC=$LC_POD/$(ctr 1)
@@ -231,6 +250,7 @@ if [ "$TREE" = kubelet ]; then
 	set_shares "$LC" 512
 else
 	LC=lc
+	LC_POD=lc	# its usage and limits: the flat tree's one group
 	mk_group lc
 fi
 (join_group "$LC" "$BASHPID"
@@ -277,7 +297,25 @@ cg_throttled() {
 	done <"$prefix/$1/cpu.stat"
 }
 # Whether scenario $1 has BE work.
-has_be() { case $1 in limited-be*) return 0 ;; alone | unlimited | limit*) return 1 ;; esac; }
+has_be() {
+	case $1 in limited-be*) return 0 ;; alone | hungry-alone | unlimited | limit*) return 1 ;; esac
+}
+# The batch pods of scenario $1 on the kubelet tree, "UID SHARES" each,
+# the first the one every burst*, hungry* and limited-be* scenario has.
+batch_pods() {
+	case $1 in
+	burst2*) printf '%s\n' "$BATCH_UID 1024" "$BATCH2_UID 512" ;;
+	burst3*) printf '%s\n' "$BATCH_UID 1024" "$BATCH2_UID 512" "$BATCH3_UID 512" ;;
+	burst* | limited-be* | hungry | hungry-moatd) echo "$BATCH_UID 1024" ;;
+	esac
+}
+# Whether moatd enforces in scenario $1 (kubelet tree).
+enforces() {
+	case $1 in moatd-pod | burst*-moatd | limit-moatd* | limited-be-moatd | hungry-moatd) return 0 ;; esac
+	return 1
+}
+# The scenario that judges scenario $1's LC latency: its own LC without BE.
+alone_of() { case $1 in hungry*) echo hungry-alone ;; *) echo alone ;; esac; }
 
 set_quota() {	# CPUs
 	local q
@@ -395,59 +433,63 @@ cg_usage_us() {
 }
 
 # One run: "p50 p99 p999 cpu_ops cache_ops first_action_s recovery_s
-# be_split stalled throttled lc_cpus"; be_split is the first batch pod's
-# CPU over the second's from the latency window's start to the end
-# (burst2*; "-" elsewhere); throttled, the LC pod's and container's
-# throttled periods over the run, and lc_cpus its pod's CPU over the run
-# (unlimited and limit*; "-" elsewhere).
+# be_split stalled throttled lc_cpus lc_rate"; be_split is the first
+# batch pod's CPU over each other's, ":" between, from the latency
+# window's start to the end (burst2*, burst3*; "-" elsewhere); throttled,
+# the LC pod's and container's throttled periods over the run (unlimited
+# and limit*; "-" elsewhere), lc_cpus its pod's CPU over the run, and
+# lc_rate the requests the client had answered per second.
 # On the kubelet tree, the run's windows go to $work/$sc.sig as
 # "run window_s client_p99_us wp99_us ap99_us".
 run_one() {
-	local sc=$1 run=$2 lg=$work/lg.out be_pid= be2_pid= helper= t0= first=- ops mode=
-	local split=- u0= u1= stalled=- thr=- lcpu=- th0= c0= tl0= lg_args=()
+	local sc=$1 run=$2 lg=$work/lg.out be_pids=() helper= t0= first=- ops mode=
+	local split=- u0= u1= stalled=- thr=- lcpu=- th0= c0= tl0= lg_args=() uid shares i
+	local pods=() y=()
 	moatd_pid=
-	BE= BE2=
+	lc_gid=
+	BE=
+	BES=()
 	if [ "$TREE" = kubelet ]; then
 		case $sc in
 		none | k8s | moatd-pod)
 			BE=kubepods/besteffort/pod$BE_UID/$(ctr 2)
 			mk_group "$BE"
+			BES=("$BE")
 			# none: the LC pod's weight at every level
 			local w=2
 			[ "$sc" = none ] && w=512
 			set_shares kubepods/besteffort "$w"
 			set_shares "$(dirname "$BE")" "$w"
 			set_shares "$BE" "$w" ;;
-		burst2*)
-			BE=kubepods/burstable/pod$BATCH_UID/$(ctr 3)
-			BE2=kubepods/burstable/pod$BATCH2_UID/$(ctr 4)
-			mk_group "$BE"
-			mk_group "$BE2"
-			set_shares kubepods/burstable $((512 + 1024 + 512))
-			set_shares "$(dirname "$BE")" 1024
-			set_shares "$BE" 1024
-			set_shares "$(dirname "$BE2")" 512
-			set_shares "$BE2" 512 ;;
-		burst* | limited-be*)
-			BE=kubepods/burstable/pod$BATCH_UID/$(ctr 3)
-			mk_group "$BE"
-			set_shares kubepods/burstable $((512 + 1024))
-			set_shares "$(dirname "$BE")" 1024
-			set_shares "$BE" 1024 ;;
+		*)
+			# burstable batch pods: the tier's weight is the sum of its pods'
+			local tier=512
+			while read -r uid shares; do
+				pods+=("$uid")
+				BES+=("kubepods/burstable/pod$uid/$(ctr $((2 + ${#pods[@]})))")
+				mk_group "${BES[-1]}"
+				set_shares "$(dirname "${BES[-1]}")" "$shares"
+				set_shares "${BES[-1]}" "$shares"
+				tier=$((tier + shares))
+			done < <(batch_pods "$sc")
+			set_shares kubepods/burstable "$tier"
+			BE=${BES[0]:-} ;;
 		esac
 		case $sc in
 		limit*) lc_limit "$LIMIT" ;;
 		esac
 		mode=observe
-		case $sc in moatd-pod | burst-moatd | burst2-moatd | limit-moatd* | limited-be-moatd)
-			mode=enforce ;; esac
+		enforces "$sc" && mode=enforce
 		start_moatd "$mode"
 		[ "$sc" = limit-moatd-lift ] && ctl set --runtime burst/lift 1 >/dev/null
-		case $sc in burst-moatd | burst2-moatd | limited-be-moatd)
-			ctl set --runtime "groups/$BATCH_UID/class" be >/dev/null ;; esac
-		[ "$sc" = burst2-moatd ] && ctl set --runtime "groups/$BATCH2_UID/class" be >/dev/null
+		if [ "$mode" = enforce ]; then
+			for uid in "${pods[@]}"; do
+				ctl set --runtime "groups/$uid/class" be >/dev/null
+			done
+		fi
 	else
 		BE=be
+		BES=(be)
 		mk_group be
 		if [ "$sc" = k8s ] || [ "$sc" = static ] || [ "$sc" = moatd ] ||
 		   [ "$sc" = moatd-pod ]; then
@@ -459,30 +501,29 @@ run_one() {
 		esac
 	fi
 	lg_args=(-r "$RATE")
-	case $sc in unlimited | limit*)
+	case $sc in
+	unlimited | limit*)
 		lg_args=(-r "$LIMIT_RATE" -b "$ON_MS:$OFF_MS")
-		th0=$(($(cg_throttled "$LC_POD") + $(cg_throttled "$LC")))
-		c0=$(cg_usage_us "$LC_POD")
-		tl0=$(now) ;;
+		th0=$(($(cg_throttled "$LC_POD") + $(cg_throttled "$LC"))) ;;
+	hungry*)
+		lg_args=(-r "$HUNGRY_RATE") ;;
 	esac
+	c0=$(cg_usage_us "$LC_POD")
+	tl0=$(now)
 	taskset -c "$CLIENT_CPU" "$O/moat-loadgen" "${lg_args[@]}" -d "$SECS" -c 32 \
 		-s "$SKIP" 127.0.0.1 "$PORT" /index.html >"$lg" &
 	local lg_pid=$!
 	sleep "$BE_AT"
 	if has_be "$sc"; then
 		t0=$(now)
-		(join_group "$BE" "$BASHPID"
-		 exec taskset -c "$SHARED_CPU" stress-ng --cpu 1 --cache 1 \
-			--timeout "$((SECS - BE_AT))s" --metrics-brief \
-			--yaml "$work/be.yaml" >/dev/null 2>&1) &
-		be_pid=$!
-		if [ -n "$BE2" ]; then
-			(join_group "$BE2" "$BASHPID"
+		for i in "${!BES[@]}"; do
+			(join_group "${BES[$i]}" "$BASHPID"
 			 exec taskset -c "$SHARED_CPU" stress-ng --cpu 1 --cache 1 \
 				--timeout "$((SECS - BE_AT))s" --metrics-brief \
-				--yaml "$work/be2.yaml" >/dev/null 2>&1) &
-			be2_pid=$!
-		fi
+				--yaml "$work/be$i.yaml" >/dev/null 2>&1) &
+			be_pids+=($!)
+			y+=("$work/be$i.yaml")
+		done
 		[ "$sc" = static ] && { static_suppress & helper=$!; pids+=("$helper"); }
 		[ "$sc" = burst-quota ] && pod_quota "$(dirname "$BE")"
 		if [ "$sc" = burst-slices ]; then
@@ -493,24 +534,45 @@ run_one() {
 				set_slices "${BE_SLICE_US:-100}" $(cat "$prefix/$BE/tasks")
 		fi
 	fi
-	if [ -n "$BE2" ]; then
+	if [ "${#BES[@]}" -gt 1 ]; then
 		nap "$((SKIP - BE_AT))"
-		u0="$(cg_usage_us "$(dirname "$BE")") $(cg_usage_us "$(dirname "$BE2")")"
+		for i in "${!BES[@]}"; do u0+="$(cg_usage_us "$(dirname "${BES[$i]}")") "; done
+	fi
+	# TRACE: the scheduler's switches and wake-ups for TRACE seconds from
+	# SKIP (perf on the client's CPU, which it disturbs), nginx's waits
+	# read from them once the run is done (tools/bench/lcwaits.py)
+	local trace_pid=
+	if [ -n "${TRACE:-}" ]; then
+		(nap "$((SKIP - BE_AT))"
+		 exec perf record -q -e sched:sched_switch -e sched:sched_wakeup -a \
+			-o "$work/trace.data" -- sleep "$TRACE" >/dev/null 2>&1) &
+		trace_pid=$!
 	fi
 	wait "$lg_pid"
+	if [ -n "$trace_pid" ]; then
+		wait "$trace_pid" || echo "protect.sh: perf record failed" >&2
+		perf script -i "$work/trace.data" -F time,cpu,event,trace 2>/dev/null |
+			"$top/tools/bench/lcwaits.py" nginx "$SHARED_CPU" |
+			sed "s/^/# trace $sc run $run: /" >&2 || true
+		rm -f "$work/trace.data"
+	fi
+	lcpu=$(awk -v a="$c0" -v b="$(cg_usage_us "$LC_POD")" -v t0="$tl0" -v t1="$(now)" \
+		'BEGIN { printf "%.3f", (b - a) / 1e6 / (t1 - t0) }')
 	if [ -n "$th0" ]; then
 		thr=$(($(cg_throttled "$LC_POD") + $(cg_throttled "$LC") - th0))
-		lcpu=$(awk -v a="$c0" -v b="$(cg_usage_us "$LC_POD")" -v t0="$tl0" -v t1="$(now)" \
-			'BEGIN { printf "%.3f", (b - a) / 1e6 / (t1 - t0) }')
 		# moatd's first burst, from the load's start
 		[ "$mode" = enforce ] && first=$(awk -v t0="$tl0" '/burst: group .* throttled by its own/ {
 			printf "%.2f", $1 - t0; f = 1; exit } END { if (!f) print "-" }' "$work/moatd.log")
 	fi
-	if [ -n "$BE2" ]; then
-		u1="$(cg_usage_us "$(dirname "$BE")") $(cg_usage_us "$(dirname "$BE2")")"
-		split=$(awk -v a="$u0" -v b="$u1" 'BEGIN { split(a, x, " "); split(b, y, " ")
-			d1 = y[1] - x[1]; d2 = y[2] - x[2]
-			if (d2 > 0) printf "%.2f", d1 / d2; else print "-" }')
+	if [ "${#BES[@]}" -gt 1 ]; then
+		for i in "${!BES[@]}"; do u1+="$(cg_usage_us "$(dirname "${BES[$i]}")") "; done
+		split=$(awk -v a="$u0" -v b="$u1" 'BEGIN { n = split(a, x, " "); split(b, y, " ")
+			s = ""
+			for (i = 2; i <= n; i++) {
+				d = y[i] - x[i]
+				s = s (i > 2 ? ":" : "") (d > 0 ? sprintf("%.2f", (y[1] - x[1]) / d) : "-")
+			}
+			print s }')
 	fi
 	# moatd's first step down, from its log's times.  Not by polling for
 	# it during the run: a watcher that woke every 100 ms on the client's
@@ -539,8 +601,7 @@ run_one() {
 		stalled=$(awk -v run="$run" '$1 == run && $3 >= 50000 && $5 != "-" && $5 < 5000 { n++ }
 			END { print n + 0 }' "$work/$sc.sig")
 	fi
-	[ -n "$be_pid" ] && wait "$be_pid"
-	[ -n "$be2_pid" ] && wait "$be2_pid"
+	for i in "${be_pids[@]}"; do wait "$i"; done
 	[ -n "$helper" ] && { kill "$helper"; wait "$helper" 2>/dev/null || true; }
 	# nginx serves every run: its threads' default slice back (0: default)
 	[ "$sc" = burst-slices ] && set_slices 0 $(cat "$prefix/$LC/tasks")
@@ -552,82 +613,104 @@ run_one() {
 		wait "$moatd_pid" || true
 		moatd_pid=
 	fi
-	[ -z "$BE" ] || rm_group "$BE"
-	[ -z "$BE2" ] || rm_group "$BE2"
+	for i in "${BES[@]}"; do rm_group "$i"; done
 	case $sc in limit*) lc_limit max ;; esac
 	[ "$TREE" = kubelet ] && set_shares kubepods/burstable 512
 	ops="- -"
-	if [ -n "$be_pid" ]; then
-		# both batch pods' stressors, where there are two
+	if [ "${#be_pids[@]}" -gt 0 ]; then
+		# every batch pod's stressors together
 		ops=$(awk '/stressor: cpu/ { s = "cpu" } /stressor: cache/ { s = "cache" }
 			/bogo-ops-per-second-real-time/ { v[s] += $2 }
-			END { print v["cpu"], v["cache"] }' "$work/be.yaml" ${be2_pid:+"$work/be2.yaml"})
+			END { print v["cpu"], v["cache"] }' "${y[@]}")
+		rm -f "${y[@]}"
 	fi
-	awk -v ops="$ops" -v first="$first" -v be="$BE_AT" -v alone="${ALONE_P99:-0}" \
+	awk -v ops="$ops" -v first="$first" -v be="$BE_AT" -v alone="${ALONE_P99[$(alone_of "$sc")]:-0}" \
 		-v bsplit="$split" -v stalled="$stalled" -v thr="$thr" -v lcpu="$lcpu" '
 		$1 == "p50_us" { p50 = $2 } $1 == "p99_us" { p99 = $2 }
-		$1 == "p999_us" { p999 = $2 } $1 == "errors" { errors = $2 }
+		$1 == "p999_us" { p999 = $2 } $1 == "errors" { errors = $2 } $1 == "rate" { rate = $2 }
 		$1 == "window" && $2 >= be && rec == "" && alone > 0 && $4 <= 1.5 * alone {
 			rec = sprintf("%.0f", $2 + 1 - be) }
 		END { if (errors > 0) print "errors", errors > "/dev/stderr"
 		      print p50, p99, p999, ops, first, (rec == "" ? "-" : rec), bsplit,
-			    stalled, thr, lcpu }' "$lg"
+			    stalled, thr, lcpu, rate }' "$lg"
 }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : "-" }'; }
 
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -r), $(getconf _NPROCESSORS_ONLN) CPUs, cgroup $([ "$v2" = 1 ] && echo v2 || echo v1)," \
-	"$RATE req/s, ${SECS} s runs, BE from ${BE_AT} s, latency from ${SKIP} s, $REPS reps," \
+	"$RATE req/s (hungry*: $HUNGRY_RATE), ${SECS} s runs, BE from ${BE_AT} s, latency from ${SKIP} s, $REPS reps," \
 	"moatd period ${PERIOD_MS} ms, rqlat target ${TARGET_US} us"
-declare -A res
+declare -A res ALONE_P99
 for sc in $SCENARIOS; do
 	: >"$work/$sc.runs"
 	: >"$work/$sc.sig"
 done
 # Rep by rep, each scenario in turn: this VM's noise drifts over minutes,
 # and all of one scenario's runs before the next one's would charge the
-# drift to the scenarios.  A run's recovery is against the median of the
-# alone runs so far.
+# drift to the scenarios.  A run's recovery is against the median of its
+# alone runs so far (alone's, or hungry-alone's).
 for r in $(seq "$REPS"); do
 	for sc in $SCENARIOS; do
 		run_one "$sc" "$r" >"$work/line"	# not $(...): its pids stay ours
 		line=$(cat "$work/line")
-		echo "# $sc run $r: p50 p99 p999 (us), cpu cache (bogo-ops/s), first action (s), recovery (s), BE split, stalled windows, LC throttled periods, LC CPUs: $line"
+		echo "# $sc run $r: p50 p99 p999 (us), cpu cache (bogo-ops/s), first action (s), recovery (s), BE split, stalled windows, LC throttled periods, LC CPUs, LC req/s: $line"
 		echo "$line" >>"$work/$sc.runs"
-		[ "$sc" = alone ] && ALONE_P99=$(awk '{ print $2 }' "$work/alone.runs" | median)
+		case $sc in alone | hungry-alone)
+			ALONE_P99[$sc]=$(awk '{ print $2 }' "$work/$sc.runs" | median) ;;
+		esac
 	done
 done
 for sc in $SCENARIOS; do
-	for f in 1 2 3 4 5 6 7 8 10 11; do
+	for f in 1 2 3 4 5 6 7 10 11 12; do
 		res[$sc,$f]=$(awk -v f=$f '$f != "-" { print $f }' "$work/$sc.runs" | median)
 	done
+	# the BE split, each pair's median
+	res[$sc,8]=$(awk '$8 != "-" { n = split($8, v, ":"); for (i = 1; i <= n; i++) print i, v[i] }' \
+		"$work/$sc.runs" | sort -k1,1n -k2,2g | awk '
+		{ v[$1, ++c[$1]] = $2; if ($1 > n) n = $1 }
+		END { if (!n) { print "-"; exit }
+		      for (i = 1; i <= n; i++) s = s (i > 1 ? ":" : "") v[i, int((c[i] + 1) / 2)]
+		      print s }')
 	# the runs no stall disturbed, and the p99 and p99.9 of those
 	res[$sc,calm]=$(awk '$9 == 0' "$work/$sc.runs" | wc -l)
 	res[$sc,p99calm]=$(awk '$9 == 0 { print $2 }' "$work/$sc.runs" | median)
 	res[$sc,p999calm]=$(awk '$9 == 0 { print $3 }' "$work/$sc.runs" | median)
+	# paired: each run's p99, p99.9 and req/s over its alone's in the same round
+	a=$(alone_of "$sc")
+	for f in 2 3 12; do
+		res[$sc,pair$f]=-
+		[ -s "$work/$a.runs" ] || continue
+		res[$sc,pair$f]=$(awk -v f=$f 'NR == FNR { a[FNR] = $f; next }
+			a[FNR] > 0 && $f != "-" { printf "%.2f\n", $f / a[FNR] }' \
+			"$work/$a.runs" "$work/$sc.runs" | median)
+	done
 done
 
-# BE's throughput against the scenario without moat of its kind: burst's
-# and burst2's own, the others' against "none".
-printf '\n%-12s %10s %10s %10s %12s %12s %8s %8s %9s %9s %8s %6s %10s %10s\n' scenario p50_us \
-	p99_us p999_us cpu_ops/s cache_ops/s p99/alone BE/ref first_s recover_s BE_split calm \
-	calm_p99 calm_p999
+# BE's throughput against the scenario without moat of its kind: burst's,
+# burst2's, burst3's and hungry's own, the others' against "none".
+# p99/alone and p999/alone are paired, the median of each run's ratio to
+# its alone's (hungry-alone's for hungry*) in the same round.
+printf '\n%-12s %8s %8s %8s %11s %11s %7s %7s %6s %7s %7s %9s %6s %8s %8s %6s %7s\n' \
+	scenario p50_us p99_us p999_us cpu_ops/s cache_ops/s p99/al p999/al BE/ref first_s \
+	recov_s BE_split calm calm_p99 calm_999 lc_cpu rps/al
 for sc in $SCENARIOS; do
-	case $sc in burst2*) ref=burst2 ;; burst*) ref=burst ;; limited-be*) ref=limited-be ;;
-	*) ref=none ;; esac
+	case $sc in burst2*) ref=burst2 ;; burst3*) ref=burst3 ;; burst*) ref=burst ;;
+	limited-be*) ref=limited-be ;; hungry*) ref=hungry ;; *) ref=none ;; esac
 	awk -v sc="$sc" -v p50="${res[$sc,1]}" -v p99="${res[$sc,2]}" -v p999="${res[$sc,3]}" \
 		-v cpu="${res[$sc,4]}" -v cache="${res[$sc,5]}" -v first="${res[$sc,6]}" \
-		-v rec="${res[$sc,7]}" -v bsplit="${res[$sc,8]}" -v a99="${res[alone,2]:-}" \
-		-v ncpu="${res[$ref,4]:-}" -v ncache="${res[$ref,5]:-}" \
+		-v rec="${res[$sc,7]}" -v bsplit="${res[$sc,8]}" \
+		-v r99="${res[$sc,pair2]}" -v r999="${res[$sc,pair3]}" -v rrate="${res[$sc,pair12]}" \
+		-v ncpu="${res[$ref,4]:-}" -v ncache="${res[$ref,5]:-}" -v lcpu="${res[$sc,11]}" \
 		-v calm="${res[$sc,calm]}/$REPS" -v c99="${res[$sc,p99calm]}" \
 		-v c999="${res[$sc,p999calm]}" 'BEGIN {
-		r = (a99 > 0) ? sprintf("%.2f", p99 / a99) : "-"
 		be = (ncpu > 0 && cpu != "-") ? sprintf("%.2f", (cpu / ncpu + cache / ncache) / 2) : "-"
-		printf "%-12s %10s %10s %10s %12s %12s %8s %8s %9s %9s %8s %6s %10s %10s\n", sc, p50,
-			p99, p999, cpu, cache, r, be, first, rec, bsplit, calm, c99, c999 }'
+		printf "%-12s %8s %8s %8s %11s %11s %7s %7s %6s %7s %7s %9s %6s %8s %8s %6s %7s\n",
+			sc, p50, p99, p999, cpu, cache, r99, r999, be, first, rec, bsplit, calm,
+			c99, c999, lcpu, rrate }'
 done
 echo "# calm: runs with no window a stall outside nginx's run queue disturbed (its client p99 over"
-echo "# 50 ms, nginx's ap99 under 5 ms); calm_p99, calm_p999: their medians. Every run is listed above."
+echo "# 50 ms, nginx's ap99 under 5 ms); calm_p99, calm_999: their medians. lc_cpu: the LC pod's"
+echo "# CPUs over the run; rps/al: its answered requests/s over alone's, paired. Every run is listed above."
 
 # nginx held back by its own limit: against unlimited's p99 and limit's
 # throttling, and its CPU against the limit.
@@ -718,3 +801,4 @@ for col, name in ((4, "wp99"), (5, "ap99")):
         spearman([a for a, _ in sc_pairs], [b for _, b in sc_pairs]),
         st.median(err) if err else float("nan")))
 PY
+
