@@ -808,17 +808,17 @@ Test(control, a_group_with_bounds_of_its_own_keeps_to_them)
 	both[0] = be;
 	both[1] = rule;
 	p.culprits = 2;
+	/* a pod's factor goes to its snap at once; a rule's weight steps */
 	moat_control_step(&p, &st, &bad, 1, blame, NULL, both, 2);
-	cr_assert_float_eq(both[0].lim[MOAT_RES_CPU_PRIO].limit, 0.1, 1e-9);
+	cr_assert_float_eq(both[0].lim[MOAT_RES_CPU_PRIO].limit, 0.004, 1e-9);
 	cr_assert_float_eq(both[1].lim[MOAT_RES_CPU_PRIO].limit, 10, 1e-9);
-	moat_control_step(&p, &st, &bad, 1, blame, NULL, both, 2);
-	cr_assert_float_eq(both[0].lim[MOAT_RES_CPU_PRIO].limit, 0.01, 1e-9);
-	cr_assert_float_eq(both[1].lim[MOAT_RES_CPU_PRIO].limit, 1, 1e-9);
-	/* 0.001 is under the pod's snap: the lever; the rule's 0.1: idle */
+	/* then the pod's lever, its own step */
 	moat_control_step(&p, &st, &bad, 1, blame, NULL, both, 2);
 	cr_assert_eq(both[0].lim[MOAT_RES_CPU_PRIO].limit, 0);
-	cr_assert_eq(both[1].lim[MOAT_RES_CPU_PRIO].limit, 0);
+	cr_assert_float_eq(both[1].lim[MOAT_RES_CPU_PRIO].limit, 1, 1e-9);
+	/* the rule's 0.1 is under its snap: idle; the pod's quota */
 	moat_control_step(&p, &st, &bad, 1, blame, NULL, both, 2);
+	cr_assert_eq(both[1].lim[MOAT_RES_CPU_PRIO].limit, 0);
 	cr_assert_eq(both[0].action[MOAT_RES_CPU_PRIO], MOAT_CTL_NONE);
 	cr_assert_eq(both[0].action[MOAT_RES_CPU], MOAT_CTL_THROTTLE, "the quota, after the lever");
 	/* released: the quota first, then the factor up through the snap */
@@ -837,10 +837,20 @@ Test(control, a_group_with_bounds_of_its_own_keeps_to_them)
 	/* no lever: the snap is its floor, and the quota is next */
 	be.least[MOAT_RES_CPU_PRIO] = 0.004;
 	memset(&st, 0, sizeof(st));
-	for (i = 0; i < 3; i++)
-		moat_control_step(&p, &st, &bad, 1, blame, NULL, &be, 1);
+	moat_control_step(&p, &st, &bad, 1, blame, NULL, &be, 1);
 	cr_assert_float_eq(be.lim[MOAT_RES_CPU_PRIO].limit, 0.004, 1e-9);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_NONE);
 	moat_control_step(&p, &st, &bad, 1, blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
+
+	/* no weight moat may lower (snap 1): the lever at once */
+	be = be_using(1);
+	be.orig[MOAT_RES_CPU_PRIO] = 1;
+	be.own[MOAT_RES_CPU_PRIO] = true;
+	be.least[MOAT_RES_CPU_PRIO] = 0;
+	be.snap[MOAT_RES_CPU_PRIO] = 1;
+	memset(&st, 0, sizeof(st));
+	moat_control_step(&p, &st, &bad, 1, blame, NULL, &be, 1);
+	cr_assert_eq(be.action[MOAT_RES_CPU_PRIO], MOAT_CTL_THROTTLE);
+	cr_assert_eq(be.lim[MOAT_RES_CPU_PRIO].limit, 0);
 }

@@ -112,7 +112,7 @@ static double step_down_to(const struct moat_ctl_params *p,
 {
 	const struct moat_ctl_step *s = &p->step[r];
 	struct moat_ctl_limit l = b->lim[r];
-	double usage = b->usage[r], base, to, floor;
+	double usage = b->usage[r], base, to, floor, snap;
 
 	if (l.cooldown || l.backoff)
 		return INFINITY;
@@ -126,7 +126,18 @@ static double step_down_to(const struct moat_ctl_params *p,
 	}
 	floor = moat_ctl_floor(p, b, r, &l);
 	to = fmax(floor, base * (100 - s->decrease_pct) / 100);
-	if (to < snap_below(p, b, r))
+	snap = snap_below(p, b, r);
+	if (b->own[r] && r == MOAT_RES_CPU_PRIO)
+		/*
+		 * A pod's weight: to the least factor in one step (none where
+		 * the pod has no weight moat may lower: 1), then the per-task
+		 * lever under it.  A weight costs the pod nothing while the LC
+		 * pods sleep, and the factors between leave waits too rare for
+		 * an arrival p99 to meet that still set the client's tail
+		 * (enforce.rst, "Several batch pods").
+		 */
+		to = l.limit > snap && snap < b->orig[r] ? snap : floor;
+	else if (to < snap)
 		to = floor;
 	if (to >= l.limit || to >= b->orig[r])
 		return INFINITY;	/* at the floor, or no lower than set */
