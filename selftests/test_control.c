@@ -843,6 +843,18 @@ Test(control, a_group_with_bounds_of_its_own_keeps_to_them)
 	moat_control_step(&p, &st, &bad, 1, blame, NULL, &be, 1);
 	cr_assert_eq(be.action[MOAT_RES_CPU], MOAT_CTL_THROTTLE);
 
+	/* a floor over the snap is kept: the step goes no lower */
+	be = be_using(1);
+	be.orig[MOAT_RES_CPU_PRIO] = 1;
+	be.own[MOAT_RES_CPU_PRIO] = true;
+	be.least[MOAT_RES_CPU_PRIO] = 0;
+	be.snap[MOAT_RES_CPU_PRIO] = 0.004;
+	p.step[MOAT_RES_CPU_PRIO].min_pct = 50;
+	memset(&st, 0, sizeof(st));
+	moat_control_step(&p, &st, &bad, 1, blame, NULL, &be, 1);
+	cr_assert_float_eq(be.lim[MOAT_RES_CPU_PRIO].limit, 0.5, 1e-9);
+	p.step[MOAT_RES_CPU_PRIO].min_pct = 0;
+
 	/* no weight moat may lower (snap 1): the lever at once */
 	be = be_using(1);
 	be.orig[MOAT_RES_CPU_PRIO] = 1;

@@ -136,7 +136,7 @@ static double step_down_to(const struct moat_ctl_params *p,
 		 * an arrival p99 to meet that still set the client's tail
 		 * (enforce.rst, "Several batch pods").
 		 */
-		to = l.limit > snap && snap < b->orig[r] ? snap : floor;
+		to = l.limit > snap && snap < b->orig[r] ? fmax(snap, floor) : floor;
 	else if (to < snap)
 		to = floor;
 	if (to >= l.limit || to >= b->orig[r])
