@@ -123,6 +123,7 @@ struct pod {
 	double mem_stall_pct;		/* this period's memory stall, % of it */
 	/* an LC pod far over its target: since when, and BE steps since */
 	unsigned long over_since, steps_then;
+	double first_weight;		/* the first weight moat wrote on it; 0: none */
 };
 
 struct plant {
@@ -275,6 +276,9 @@ static void wrote(int cg, const char *file)
 
 	if (p && p->class == MOAT_CLASS_BE)
 		P->be_steps++;
+	if (p && !container && !p->first_weight &&
+	    !strcmp(file, simk.v2 ? "cpu.weight" : "cpu.shares"))
+		p->first_weight = atof(sim_get(cg, file));
 }
 
 static struct moatd_group *add_group(const char *id, enum moat_group_kind kind,
@@ -1458,6 +1462,62 @@ static void small_be(bool v2)
 			fail("the culprit's weight never under %.2f of its own", least);
 		run_end(s);
 	}
+}
+
+/*
+ * Three batch pods requesting 1, 0.5 and 0.5 CPU beside an LC service
+ * (protect.sh's burst3): a pod's first weight step goes straight to the
+ * least factor, the one that puts the least-weighted batch pod at the
+ * kernel's least weight (v1 2 shares, v2 1), never to a factor between:
+ * with several batch pods the steps between leave the LC's tail where it
+ * was (enforce.rst, "Several batch pods").  On v1 the rule before went
+ * to 0.01x first (1024 shares to 10); kubelet's v2 weights for these
+ * requests (39 and 20) are coarse enough that 0.01x was under the least
+ * already, and both rules land there.
+ */
+static void several_be(bool v2)
+{
+	static const double req[3] = { 1, 0.5, 0.5 };
+	unsigned long s, i, n = periods(600);
+	struct pod *be[3];
+	double least, kmin = v2 ? 1 : 2;
+	int k;
+
+	sim_log();
+	for (s = 1; s <= seeds(8); s++) {
+		if (!seed_runs(s))
+			continue;
+		plant_start(v2, s);
+		pod_new(GUARANTEED, MOAT_CLASS_LC, 1, 1, 0.6 + 0.2 * rnd(), 1);
+		for (k = 0; k < 3; k++)
+			be[k] = pod_new(BURSTABLE, MOAT_CLASS_BE, req[k], 0, 2 + rnd(), 1);
+		least = v2 ? weight_of(shares_of(0.5)) : shares_of(0.5);
+		for (i = 0; i < n && !P->failed[0]; i++) {
+			period();
+			invariants();
+		}
+		for (k = 0; k < 3 && !P->failed[0]; k++) {
+			double orig = v2 ? weight_of(shares_of(req[k])) : shares_of(req[k]);
+			double want = fmax(kmin, orig * kmin / least);
+
+			if (!be[k]->first_weight)
+				fail("batch pod %d (weight %.0f) never stepped", k, orig);
+			else if (fabs(be[k]->first_weight - want) > 1)
+				fail("batch pod %d's first step %.0f -> %.0f, not the least factor's %.2f",
+				     k, orig, be[k]->first_weight, want);
+		}
+		run_end(s);
+	}
+}
+
+Test(sim, several_batch_pods_step_to_the_least_factor_at_once_cgroup_v2)
+{
+	several_be(true);
+}
+
+Test(sim, several_batch_pods_step_to_the_least_factor_at_once_cgroup_v1)
+{
+	several_be(false);
 }
 
 /*
