@@ -6,27 +6,41 @@
  * becomes runnable to the sched_switch that gives it a CPU.  It becomes
  * runnable at sched_wakeup / sched_wakeup_new, or at a sched_switch that
  * takes the CPU away while it can still run (preemption, or a yield).
- * The start is on bpf_ktime_get_ns()'s clock, kept with the task; the
- * switch-in reads it and zeroes it, in place through the pointer.
+ * The start is on bpf_ktime_get_ns()'s clock (below), kept with the
+ * task; the switch-in reads it and zeroes it, in place through the
+ * pointer.
  *
- * The wake-up's clock.  A switch reads bpf_ktime_get_ns(); a wake-up
- * mostly does not.  The scheduler has just updated the runqueue's clock
- * for the enqueue (update_rq_clock() in ttwu_queue(), ttwu_runnable(),
- * sched_ttwu_pending() and wake_up_new_task(), before the tracepoint):
- * rq->clock is then the enqueue's time on sched_clock_cpu()'s clock.  A
- * wake-up's start is rq->clock plus how far the two clocks are apart on
- * that runqueue's CPU.  Every 16th switch on a CPU samples that,
- * bpf_ktime_get_ns() - rq->clock, and the least sample is kept
- * (rq->clock at a switch is only ever late: by the pick since
- * __schedule() updated it, and by much more after a wake-up preemption,
- * whose __schedule() skips the update), let to grow by 1/2048 of the
- * time since it was taken, more than the clocks' rates differ.  A switch
- * writes only a sample below that, so the line the wake-ups of other
- * CPUs read stays shared.  Where the CPU kept none in the last 10 ms
- * (idle), the wake-up reads bpf_ktime_get_ns() and samples; the raw_tp
- * programs, and kernels without se.cfs_rq (CONFIG_FAIR_GROUP_SCHED),
- * read it at every wake-up.  tools/bench/overhead.sh prices it, and
- * Documentation/rqlat.rst gives its error.
+ * The clocks.  Both ends mostly read the runqueue's clock, not
+ * bpf_ktime_get_ns(), the largest single cost of the hot path.  The
+ * scheduler has just updated rq->clock for the enqueue at a wake-up
+ * (update_rq_clock() in ttwu_queue(), ttwu_runnable(),
+ * sched_ttwu_pending() and wake_up_new_task(), before the tracepoint),
+ * and at the start of __schedule() for a switch: rq->clock is then that
+ * moment on sched_clock_cpu()'s clock.  A time is rq->clock plus how far
+ * the two clocks are apart on that runqueue's CPU.  Every 16th switch on
+ * a CPU samples that, bpf_ktime_get_ns() - rq->clock, and the least
+ * sample is kept (rq->clock at a switch is only ever late: by the pick
+ * since __schedule() updated it, and by much more where the update was
+ * skipped, below), let to grow by 1/2048 of the time since it was taken,
+ * more than the clocks' rates differ.  A switch writes only a sample
+ * below that, so the line the wake-ups of other CPUs read stays shared.
+ * Where the CPU kept none in the last 10 ms (idle), bpf_ktime_get_ns()
+ * is read and sampled; the raw_tp programs, and kernels without
+ * se.cfs_rq (CONFIG_FAIR_GROUP_SCHED), read it at every event.
+ *
+ * The switch's clock.  __schedule() skips its update where a wake-up
+ * that will preempt asked it to (rq_clock_skip_update(): the enqueue has
+ * just updated it), and nothing at the tracepoint says so (6.6+ resets
+ * the flags before the pick).  A stale clock would read the wait of the
+ * task that preempts as zero.  So a switch reads bpf_ktime_get_ns()
+ * where the update may have been skipped: a preemption, a CPU coming out
+ * of idle, and a switch whose runqueue time is no later than next's
+ * start (the clock not updated since next's wake-up).  What is left: a
+ * skipped update after another (a second wake-up onto the CPU) reads
+ * the switch that much early, and any switch reads the time
+ * __schedule() began, early by how much longer its pick took than the
+ * quickest; tools/bench/overhead.sh prices the clocks and
+ * Documentation/rqlat.rst gives their error.
  *
  * Where the start is kept.  In the task's own local storage (the starts
  * map) where the task has it: the lookup is a load from the task and one
@@ -372,30 +386,62 @@ static __always_inline void mark_runnable(struct task_struct *t, __u32 pid,
 		count_drop(MOAT_DROP_START);
 }
 
+/*
+ * The switch's time, on bpf_ktime_get_ns()'s clock: rq->clock, which
+ * __schedule() has just updated, plus this CPU's offset, where that is
+ * fresh (see "The switch's clock"); otherwise bpf_ktime_get_ns(), which
+ * samples the offset, as does every 16th switch.  @skipped: the update
+ * may have been skipped (a preemption, or the CPU out of idle).
+ * *@exact: read from bpf_ktime_get_ns().
+ */
+static __always_inline __u64 switch_time(struct task_struct *t, struct moat_running *run,
+					 bool skipped, bool btf, bool *exact)
+{
+	struct rq *rq = task_rq_of(t, btf);
+	struct moat_clock *c = clock_of(rq, bpf_get_smp_processor_id());
+	__u64 now, clock;
+
+	*exact = true;
+	if (!c)
+		return bpf_ktime_get_ns();
+	if (!skipped && run && (++run->switches & (CLOCK_SAMPLE_EVERY - 1))) {
+		clock = rq->clock;
+		/* racy against a wake-up's sample: at most the older one */
+		if (c->at && (__s64)(clock + c->off - c->at) < (__s64)CLOCK_FRESH_NS) {
+			*exact = false;
+			return clock + c->off;
+		}
+	}
+	now = bpf_ktime_get_ns();
+	sample_clock(c, rq, now);
+	return now;
+}
+
 static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 				     struct task_struct *next, bool btf)
 {
-	__u64 now = bpf_ktime_get_ns();
 	__u32 prev_pid = moat_task_pid(prev, btf);
 	__u32 next_pid = moat_task_pid(next, btf);
-	__u64 *since, wait, start;
+	__u64 *since = NULL, wait, start = 0, now;
 	struct moat_running *run;
-	struct moat_clock *c;
 	__u32 zero = 0;
-	struct rq *rq;
+	bool exact;
 
 	barrier_var(prev_pid);	/* read here, as the part says */
 	barrier_var(next_pid);
-	/*
-	 * The runqueue's clock, at every 16th switch (the least of many
-	 * samples is what counts): next's, or prev's on a switch to idle.
-	 */
 	run = bpf_map_lookup_elem(&running, &zero);
-	if (run && !(++run->switches & (CLOCK_SAMPLE_EVERY - 1))) {
-		rq = task_rq_of(next_pid ? next : prev, btf);
-		c = clock_of(rq, bpf_get_smp_processor_id());
-		if (c)
-			sample_clock(c, rq, now);
+	now = switch_time(next_pid ? next : prev, run, preempt || !prev_pid, btf, &exact);
+	if (next_pid) {
+		since = task_start(next, btf);
+		if (!since)
+			since = bpf_map_lookup_elem(&runnable, &next_pid);
+		start = since ? *since : 0;
+		/*
+		 * No later than next's start: the clock was not updated since
+		 * its wake-up, a skipped update (a wake-up preemption).
+		 */
+		if (!exact && start && now <= (start & ~START_LIMIT))
+			now = bpf_ktime_get_ns();
 	}
 	if (CUT(MOAT_PART_CLOCK))
 		return 0;
@@ -407,15 +453,11 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 		mark_runnable(prev, prev_pid, now, false, btf);
 	if (CUT(MOAT_PART_MARK) || !next_pid)
 		return 0;
-	since = task_start(next, btf);
-	if (!since)
-		since = bpf_map_lookup_elem(&runnable, &next_pid);
-	if (!since || !*since) {
+	if (!start) {
 		if (run)	/* next's cgroup is not known */
 			run->pid = 0;
 		return 0;
 	}
-	start = *since;
 	*since = 0;
 	wait = now > (start & ~START_LIMIT) ? now - (start & ~START_LIMIT) : 0;
 	if (CUT(MOAT_PART_WAIT))

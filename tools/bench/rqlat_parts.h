@@ -12,12 +12,15 @@
 enum moat_rqlat_part {
 	MOAT_PART_ALL,		/* everything: moat's programs */
 	MOAT_PART_CLOCK,	/* the clock and the tasks' pids: at a
-				   switch bpf_ktime_get_ns() and its
-				   sample of rq->clock, at a wake-up the
-				   start from the runqueue's clock */
+				   switch the runqueue's clock, next's
+				   start looked up to tell a skipped
+				   update, bpf_ktime_get_ns() where it
+				   may be and at every 16th (the
+				   sample); at a wake-up the start from
+				   the runqueue's clock */
 	MOAT_PART_MARK,		/* + the runnable mark: prev's at a switch,
 				   the woken task's at a wake-up */
-	MOAT_PART_WAIT,		/* + next's start looked up and cleared */
+	MOAT_PART_WAIT,		/* + next's start cleared, the wait */
 	MOAT_PART_CGROUP,	/* + next's cgroup id */
 	MOAT_PART_HIST,		/* + its histogram; blame's check not run */
 	MOAT_PART_NR,

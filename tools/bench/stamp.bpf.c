@@ -24,9 +24,10 @@
  * stamp_part (set before load) cuts the switch program after a part, as
  * rqlat's bench_parts does: STAMP_PART_WAIT reads the wait and moves the
  * cursor, STAMP_PART_CGROUP adds next's cgroup id, STAMP_PART_ALL the
- * histogram.  stamp_compare also runs rqlat's way in the same programs
- * (bpf_ktime_get_ns() at the wake-up or preemption and at the switch)
- * and counts, wait by wait, where the two disagree.
+ * histogram.  stamp_compare also runs the exact way in the same programs
+ * (bpf_ktime_get_ns() at the wake-up or preemption and at the switch;
+ * rqlat reads the runqueue's clock where it can, within 1 us of that in
+ * 99% of events) and counts, wait by wait, where the two disagree.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>

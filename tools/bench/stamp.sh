@@ -9,8 +9,10 @@
 #   tools/bench/stamp.sh          (root)
 #
 # Attaches build/moat-stamp-attach --compare, which runs both ways in the
-# same programs (moat's: bpf_ktime_get_ns() at the wake-up or preemption
-# and at the switch; the stamp's: task->sched_info against rq->clock), and
+# same programs (the exact way: bpf_ktime_get_ns() at the wake-up or
+# preemption and at the switch, where moat's own reads the runqueue's
+# clock mostly, Documentation/rqlat.rst; the stamp's: task->sched_info
+# against rq->clock), and
 # prints for each load how many switch-ins had a wait both ways, how
 # often the stamp read zero where moat's did not, how many of the waits of
 # 100 us and 1 ms or more (moat's) it read at under half, and how the
