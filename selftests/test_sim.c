@@ -23,7 +23,8 @@
  * and it stalls in reclaim the more the further under; a node short of
  * memory stalls every pod; the node's pressure is the union of the
  * pods' stalls.  What it does not model: tasks and slices per task (the
- * per-task lever is off), caches and memory bandwidth, page cache and
+ * per-task lever is off, but in one scenario that has it on to check the
+ * chain through it), caches and memory bandwidth, page cache and
  * reclaim that frees it, wake-up placement across CPUs, the kernel's
  * timing noise.
  *
@@ -124,6 +125,8 @@ struct pod {
 	/* an LC pod far over its target: since when, and BE steps since */
 	unsigned long over_since, steps_then;
 	double first_weight;		/* the first weight moat wrote on it; 0: none */
+	char first_step[64];		/* where its first CPU-priority step of
+					   its own went (first_steps()) */
 };
 
 struct plant {
@@ -143,11 +146,15 @@ struct plant {
 	bool slice_next;		/* the next pod's containers have no limit */
 	bool lift;			/* burst/lift on */
 	bool evict;			/* evict/mode on, evict/cpu 1 */
+	bool lever;			/* enforce/task_levers on: no threads to
+					   change, the policy's steps to it */
 	bool faults;			/* writes refused, saves failed, pods gone mid-period, crashes */
 	double steady_from;		/* from when the plant is steady, s */
 	double shortage_pct;		/* the node short of memory: every pod's stall, % */
 	/* what the invariants follow */
 	unsigned long be_steps;		/* moat's writes to BE pods' files */
+	unsigned long lever_steps;	/* steps to the per-task lever, in the
+					   history as first_steps() read it */
 	unsigned long crashes;
 	/* evictions the API server took, and when the last were asked */
 	unsigned long evictions;
@@ -1135,6 +1142,8 @@ static void plant_start(bool v2, unsigned long long seed)
 /* The scenario's knobs, as it turned them on: at its start, and again after a crash. */
 static void scenario_knobs(void)
 {
+	if (P->lever)
+		knob("enforce/task_levers", "1");
 	if (P->lift)
 		knob("burst/lift", "1");
 	if (P->evict) {
@@ -1465,6 +1474,36 @@ static void small_be(bool v2)
 }
 
 /*
+ * Where each of @n pods' first CPU-priority step of its own went (the
+ * controller's history, read every period: a period adds fewer steps
+ * than it keeps), into first_step.
+ */
+static void first_steps(struct pod **pods, int n)
+{
+	char path[64], v[512], name[128], to[128];
+	unsigned int i;
+	int k;
+
+	for (i = 0; i < 32; i++) {
+		snprintf(path, sizeof(path), "enforce/history/%02u", i);
+		if (moat_knob_get(P->d->tree, path, v, sizeof(v)) || !v[0])
+			break;
+		/* "<time> throttle <group> cpu_prio <from> -> <to>: <cause>" */
+		if (sscanf(v, "%*s throttle %127s cpu_prio %*s -> %127[^:]", name, to) != 2)
+			continue;
+		P->lever_steps += !!strstr(to, ",threads-");
+		for (k = 0; k < n; k++) {
+			char who[128];
+
+			snprintf(who, sizeof(who), "%s/%s", pods[k]->ns, pods[k]->name);
+			if (!strcmp(who, name) && !pods[k]->first_step[0])
+				snprintf(pods[k]->first_step, sizeof(pods[k]->first_step),
+					 "%.*s", (int)sizeof(pods[k]->first_step) - 1, to);
+		}
+	}
+}
+
+/*
  * Three batch pods requesting 1, 0.5 and 0.5 CPU beside an LC service
  * (protect.sh's burst3): a pod's first weight step goes straight to the
  * least factor, the one that puts the least-weighted batch pod at the
@@ -1475,26 +1514,39 @@ static void small_be(bool v2)
  * requests (39 and 20) are coarse enough that 0.01x was under the least
  * already, and both rules land there.
  */
-static void several_be(bool v2)
+static void several_be(bool v2, bool lever)
 {
 	static const double req[3] = { 1, 0.5, 0.5 };
 	unsigned long s, i, n = periods(600);
 	struct pod *be[3];
 	double least, kmin = v2 ? 1 : 2;
-	int k;
+	int k, stepped;
 
 	sim_log();
 	for (s = 1; s <= seeds(8); s++) {
 		if (!seed_runs(s))
 			continue;
 		plant_start(v2, s);
+		P->lever = lever;
+		scenario_knobs();
+		/*
+		 * With the lever, a target the least factor alone does not
+		 * meet (the plant's LC waits 40 us on an idle node, 45-100
+		 * at the least factor): the chain goes on to the lever, which
+		 * the plant does not model, so it is judged useless and
+		 * undone, and on to the quota.
+		 */
+		if (lever)
+			knob("lc/rqlat_p99_target_us", "44");
 		pod_new(GUARANTEED, MOAT_CLASS_LC, 1, 1, 0.6 + 0.2 * rnd(), 1);
 		for (k = 0; k < 3; k++)
 			be[k] = pod_new(BURSTABLE, MOAT_CLASS_BE, req[k], 0, 2 + rnd(), 1);
 		least = v2 ? weight_of(shares_of(0.5)) : shares_of(0.5);
+		stepped = 0;
 		for (i = 0; i < n && !P->failed[0]; i++) {
 			period();
 			invariants();
+			first_steps(be, 3);
 		}
 		for (k = 0; k < 3 && !P->failed[0]; k++) {
 			double orig = v2 ? weight_of(shares_of(req[k])) : shares_of(req[k]);
@@ -1505,19 +1557,45 @@ static void several_be(bool v2)
 			else if (fabs(be[k]->first_weight - want) > 1)
 				fail("batch pod %d's first step %.0f -> %.0f, not the least factor's %.2f",
 				     k, orig, be[k]->first_weight, want);
+			/* the pods stepped themselves, not held by the one factor */
+			else if (strstr(be[k]->first_step, ",threads-"))
+				fail("batch pod %d's first step to %s: the lever with it, not a step of its own",
+				     k, be[k]->first_step);
+			stepped += !!be[k]->first_step[0];
 		}
+		if (!P->failed[0] && !stepped)
+			fail("no batch pod's CPU priority stepped");
+		if (!P->failed[0] && lever && !P->lever_steps)
+			fail("no step to the per-task lever");
 		run_end(s);
 	}
 }
 
 Test(sim, several_batch_pods_step_to_the_least_factor_at_once_cgroup_v2)
 {
-	several_be(true);
+	several_be(true, false);
 }
 
 Test(sim, several_batch_pods_step_to_the_least_factor_at_once_cgroup_v1)
 {
-	several_be(false);
+	several_be(false, false);
+}
+
+/*
+ * The same with the per-task lever on (enforce/task_levers; the plant has
+ * no threads for it to change, and does not model what it does): the
+ * lever is a step of its own under the least factor, never part of the
+ * first, and the invariants hold with it in the chain, through the steps
+ * to it and the releases from it.
+ */
+Test(sim, several_batch_pods_step_to_the_least_factor_with_the_lever_on_cgroup_v2)
+{
+	several_be(true, true);
+}
+
+Test(sim, several_batch_pods_step_to_the_least_factor_with_the_lever_on_cgroup_v1)
+{
+	several_be(false, true);
 }
 
 /*
