@@ -162,6 +162,29 @@ docs_rst() {
 		why "docutils reports: $out"
 }
 
+# --- the benchmarks' tools ------------------------------------------------
+# protect_ab.py on made-up logs (selftests/fixtures/protect): a scenario
+# whose every run on one side is under every run on the other is told
+# apart, one whose runs are the same values dealt otherwise is not, and
+# a run line with a latency that is not a number is refused by its file
+# and line, nothing printed for the rest.
+protect_ab() {
+	local f=$top/selftests/fixtures/protect out
+	out=$(python3 "$top/tools/bench/protect_ab.py" "$f/a.log" -- "$f/b.log" 2>&1) ||
+		{ why "protect_ab.py on a.log and b.log failed: $out"; return; }
+	grep -qE '^burst3-moatd +p99 +6 +420 +6 +1220 .* A lower$' <<<"$out" ||
+		why "burst3-moatd's p99, 400-450 against 1200-1250 us, not told apart: $out"
+	grep -qE '^burst2-moatd +p99 +6 +300 +6 +300 .* not distinguishable$' <<<"$out" ||
+		why "burst2-moatd's p99, the same runs dealt otherwise, told apart: $out"
+	grep -qE '^# burst3-moatd p99 A: 400 410 420 430 440 450; B: 1200 ' <<<"$out" ||
+		why "the runs are not listed: $out"
+	out=$(python3 "$top/tools/bench/protect_ab.py" "$f/a.log" -- "$f/bad.log" 2>&1) &&
+		why "a log with a latency 'fast' was taken: $out"
+	grep -q "bad.log:3: a latency that is not a number" <<<"$out" ||
+		why "the refusal does not name the file and line: $out"
+	! grep -q "^scenario" <<<"$out" || why "a table printed beside the refusal: $out"
+}
+
 man_options() {
 	command -v mandoc >/dev/null || { echo "no mandoc"; return 77; }
 	local p o text
@@ -608,6 +631,7 @@ run_check moatd_runs_with_the_units_capabilities unit_capabilities
 run_check man_pages_pass_mandoc_lint man_lint
 run_check docs_parse_as_restructuredtext docs_rst
 run_check man_pages_name_every_option_and_verb man_options
+run_check protect_ab_tells_apart_only_what_the_runs_do protect_ab
 run_check moat_conf_5_names_every_knob man_knobs
 run_check example_config_loads_and_holds_every_knob_at_its_default example_config
 run_check bash_completion_completes_verbs_knobs_and_values completion
