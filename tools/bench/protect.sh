@@ -91,6 +91,11 @@
 # e.g. KNOBS='enforce/cpu_prio_decrease_pct = 99'), TRACE (seconds: each
 # run records the scheduler's events for that long with perf and says,
 # wait by wait, what ran while nginx waited: tools/bench/lcwaits.py).
+# KNOBS_B (set, even empty: a second arm): every scenario runs twice a
+# round, A with KNOBS, then "<scenario>@B" with KNOBS_B in its place,
+# each paired with its own arm's alone, and the end compares the arms
+# (tools/bench/protect_ab.py): two configurations, run by run, under the
+# same drift.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -120,6 +125,7 @@ OFF_MS=${OFF_MS:-200}
 BE_AT=2
 SKIP=$((BE_AT + 2))
 PORT=18080
+ARM_KNOBS=${KNOBS:-}	# moatd's config lines of the run's arm (run_one)
 
 die() { echo "protect.sh: $*" >&2; exit 2; }
 
@@ -132,6 +138,9 @@ command -v nginx >/dev/null && command -v stress-ng >/dev/null ||
 [ -z "${TRACE:-}" ] || { [[ "$TRACE" =~ ^[1-9][0-9]*$ ]] && [ "$TRACE" -le $((SECS - SKIP)) ]; } ||
 	die "TRACE: '$TRACE' is not a whole number of seconds within the $((SECS - SKIP)) s after $SKIP s"
 [ -z "${TRACE:-}" ] || command -v perf >/dev/null || die "TRACE needs perf (linux-perf)"
+for sc in $SCENARIOS; do
+	[[ "$sc" != *@* ]] || die "SCENARIOS: '$sc': a name with @ is an arm's (KNOBS_B makes them)"
+done
 [[ "$HUNGRY_RATE" =~ ^[1-9][0-9]*$ ]] || die "HUNGRY_RATE: '$HUNGRY_RATE' is not a positive integer"
 [ -x "$O/moatd" ] && [ -x "$O/moat-loadgen" ] || make -C "$top" O="$O" all bench >/dev/null
 [ "$(nproc)" -ge 2 ] || die "needs 2 CPUs: one shared by LC and BE, one for the client"
@@ -314,8 +323,13 @@ enforces() {
 	case $1 in moatd-pod | burst*-moatd | limit-moatd* | limited-be-moatd | hungry-moatd) return 0 ;; esac
 	return 1
 }
-# The scenario that judges scenario $1's LC latency: its own LC without BE.
-alone_of() { case $1 in hungry*) echo hungry-alone ;; *) echo alone ;; esac; }
+# The scenario that judges scenario $1's LC latency: its own LC without
+# BE (hungry-alone for hungry*), of its own arm (KNOBS_B).
+alone_of() {
+	local a
+	case $1 in hungry*) a=hungry-alone ;; *) a=alone ;; esac
+	[ "${1%@B}" = "$1" ] && echo "$a" || echo "$a@B"
+}
 
 set_quota() {	# CPUs
 	local q
@@ -379,7 +393,7 @@ start_moatd() {
 	{
 		printf 'period_ms = %s\nlc/rqlat_p99_target_us = %s\n' "$PERIOD_MS" "$TARGET_US"
 		[ -z "$SIGNAL" ] || printf 'lc/rqlat_signal = %s\n' "$SIGNAL"
-		[ -z "${KNOBS:-}" ] || printf '%s\n' "$KNOBS"
+		[ -z "$ARM_KNOBS" ] || printf '%s\n' "$ARM_KNOBS"
 		[ "$TREE" = kubelet ] ||
 			printf 'rules/lc = lc lc\nrules/be = be be\nenforce/cpu_priority = %s\n' "$2"
 	} >"$work/moat.conf"
@@ -442,9 +456,12 @@ cg_usage_us() {
 # On the kubelet tree, the run's windows go to $work/$sc.sig as
 # "run window_s client_p99_us wp99_us ap99_us".
 run_one() {
-	local sc=$1 run=$2 lg=$work/lg.out be_pids=() helper= t0= first=- ops mode=
+	# $1 "<scenario>@B": the scenario, moatd with KNOBS_B in KNOBS' place
+	local sc=${1%@B} tag=$1 run=$2 lg=$work/lg.out be_pids=() helper= t0= first=- ops mode=
 	local split=- u0= u1= stalled=- thr=- lcpu=- th0= c0= tl0= lg_args=() uid shares i
 	local pods=() y=()
+	ARM_KNOBS=${KNOBS:-}
+	[ "$tag" = "$sc" ] || ARM_KNOBS=$KNOBS_B
 	moatd_pid=
 	lc_gid=
 	BE=
@@ -553,7 +570,7 @@ run_one() {
 		wait "$trace_pid" || echo "protect.sh: perf record failed" >&2
 		perf script -i "$work/trace.data" -F time,cpu,event,trace 2>/dev/null |
 			"$top/tools/bench/lcwaits.py" nginx "$SHARED_CPU" |
-			sed "s/^/# trace $sc run $run: /" >&2 || true
+			sed "s/^/# trace $tag run $run: /" >&2 || true
 		rm -f "$work/trace.data"
 	fi
 	lcpu=$(awk -v a="$c0" -v b="$(cg_usage_us "$LC_POD")" -v t0="$tl0" -v t1="$(now)" \
@@ -594,12 +611,12 @@ run_one() {
 			      for (i = 1; i <= n; i++) {
 				k = i - n
 				print run, t[i], c[i], (nw + k >= 1 ? w[nw + k] : "-"),
-				      (na + k >= 1 ? a[na + k] : "-") } }' "$lg" >>"$work/$sc.sig"
+				      (na + k >= 1 ? a[na + k] : "-") } }' "$lg" >>"$work/$tag.sig"
 		# Windows a stall outside nginx's run queue disturbed: the
 		# client's p99 over 50 ms while nginx's ap99 was under 5 ms
 		# (this VM stalls every task for ~95 ms now and then).
 		stalled=$(awk -v run="$run" '$1 == run && $3 >= 50000 && $5 != "-" && $5 < 5000 { n++ }
-			END { print n + 0 }' "$work/$sc.sig")
+			END { print n + 0 }' "$work/$tag.sig")
 	fi
 	for i in "${be_pids[@]}"; do wait "$i"; done
 	[ -n "$helper" ] && { kill "$helper"; wait "$helper" 2>/dev/null || true; }
@@ -624,7 +641,7 @@ run_one() {
 			END { print v["cpu"], v["cache"] }' "${y[@]}")
 		rm -f "${y[@]}"
 	fi
-	awk -v ops="$ops" -v first="$first" -v be="$BE_AT" -v alone="${ALONE_P99[$(alone_of "$sc")]:-0}" \
+	awk -v ops="$ops" -v first="$first" -v be="$BE_AT" -v alone="${ALONE_P99[$(alone_of "$tag")]:-0}" \
 		-v bsplit="$split" -v stalled="$stalled" -v thr="$thr" -v lcpu="$lcpu" '
 		$1 == "p50_us" { p50 = $2 } $1 == "p99_us" { p99 = $2 }
 		$1 == "p999_us" { p999 = $2 } $1 == "errors" { errors = $2 } $1 == "rate" { rate = $2 }
@@ -641,6 +658,13 @@ echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -r), $(getconf _NPROCESSORS_ONLN)
 	"$RATE req/s (hungry*: $HUNGRY_RATE), ${SECS} s runs, BE from ${BE_AT} s, latency from ${SKIP} s, $REPS reps," \
 	"moatd period ${PERIOD_MS} ms, rqlat target ${TARGET_US} us"
 declare -A res ALONE_P99
+# KNOBS_B: each scenario's arm B right after its arm A
+if [ -n "${KNOBS_B+set}" ]; then
+	arms=
+	for sc in $SCENARIOS; do arms+="$sc $sc@B "; done
+	SCENARIOS=$arms
+	echo "# arm A: moatd with KNOBS ($(printf '%s' "${KNOBS:-}" | tr '\n' ';')); arm B (<scenario>@B): KNOBS_B ($(printf '%s' "$KNOBS_B" | tr '\n' ';'))"
+fi
 for sc in $SCENARIOS; do
 	: >"$work/$sc.runs"
 	: >"$work/$sc.sig"
@@ -655,7 +679,7 @@ for r in $(seq "$REPS"); do
 		line=$(cat "$work/line")
 		echo "# $sc run $r: p50 p99 p999 (us), cpu cache (bogo-ops/s), first action (s), recovery (s), BE split, stalled windows, LC throttled periods, LC CPUs, LC req/s: $line"
 		echo "$line" >>"$work/$sc.runs"
-		case $sc in alone | hungry-alone)
+		case ${sc%@B} in alone | hungry-alone)
 			ALONE_P99[$sc]=$(awk '{ print $2 }' "$work/$sc.runs" | median) ;;
 		esac
 	done
@@ -690,7 +714,7 @@ done
 # burst2's, burst3's and hungry's own, the others' against "none".
 # p99/alone and p999/alone are paired, the median of each run's ratio to
 # its alone's (hungry-alone's for hungry*) in the same round.
-printf '\n%-12s %8s %8s %8s %11s %11s %7s %7s %6s %7s %7s %9s %6s %8s %8s %6s %7s\n' \
+printf '\n%-15s %8s %8s %8s %11s %11s %7s %7s %6s %7s %7s %9s %6s %8s %8s %6s %7s\n' \
 	scenario p50_us p99_us p999_us cpu_ops/s cache_ops/s p99/al p999/al BE/ref first_s \
 	recov_s BE_split calm calm_p99 calm_999 lc_cpu rps/al
 for sc in $SCENARIOS; do
@@ -704,13 +728,30 @@ for sc in $SCENARIOS; do
 		-v calm="${res[$sc,calm]}/$REPS" -v c99="${res[$sc,p99calm]}" \
 		-v c999="${res[$sc,p999calm]}" 'BEGIN {
 		be = (ncpu > 0 && cpu != "-") ? sprintf("%.2f", (cpu / ncpu + cache / ncache) / 2) : "-"
-		printf "%-12s %8s %8s %8s %11s %11s %7s %7s %6s %7s %7s %9s %6s %8s %8s %6s %7s\n",
+		printf "%-15s %8s %8s %8s %11s %11s %7s %7s %6s %7s %7s %9s %6s %8s %8s %6s %7s\n",
 			sc, p50, p99, p999, cpu, cache, r99, r999, be, first, rec, bsplit, calm,
 			c99, c999, lcpu, rrate }'
 done
 echo "# calm: runs with no window a stall outside nginx's run queue disturbed (its client p99 over"
 echo "# 50 ms, nginx's ap99 under 5 ms); calm_p99, calm_999: their medians. lc_cpu: the LC pod's"
 echo "# CPUs over the run; rps/al: its answered requests/s over alone's, paired. Every run is listed above."
+
+# KNOBS_B: the arms compared, run by run (each paired with its arm's alone)
+if [ -n "${KNOBS_B+set}" ]; then
+	echo
+	if command -v python3 >/dev/null; then
+		for sc in $SCENARIOS; do
+			a=A
+			[ "${sc%@B}" = "$sc" ] || a=B
+			awk -v sc="${sc%@B}" '{ print "# " sc " run " NR ": fields: " $0 }' \
+				"$work/$sc.runs" >>"$work/arm.$a"
+		done
+		python3 "$top/tools/bench/protect_ab.py" "$work/arm.A" -- "$work/arm.B" |
+			sed 's/^# A: .*/# A: arm A (KNOBS)/; s/^# B: .*/# B: arm B (KNOBS_B)/'
+	else
+		echo "# no python3 here: the arms are not compared (tools/bench/protect_ab.py)"
+	fi
+fi
 
 # nginx held back by its own limit: against unlimited's p99 and limit's
 # throttling, and its CPU against the limit.
