@@ -153,8 +153,8 @@ struct plant {
 	double shortage_pct;		/* the node short of memory: every pod's stall, % */
 	/* what the invariants follow */
 	unsigned long be_steps;		/* moat's writes to BE pods' files */
-	unsigned long lever_steps;	/* steps to the per-task lever, in the
-					   history as first_steps() read it */
+	bool lever_stepped;		/* a step to the per-task lever in the
+					   history first_steps() read */
 	unsigned long crashes;
 	/* evictions the API server took, and when the last were asked */
 	unsigned long evictions;
@@ -1491,7 +1491,7 @@ static void first_steps(struct pod **pods, int n)
 		/* "<time> throttle <group> cpu_prio <from> -> <to>: <cause>" */
 		if (sscanf(v, "%*s throttle %127s cpu_prio %*s -> %127[^:]", name, to) != 2)
 			continue;
-		P->lever_steps += !!strstr(to, ",threads-");
+		P->lever_stepped |= !!strstr(to, ",threads-");
 		for (k = 0; k < n; k++) {
 			char who[128];
 
@@ -1565,7 +1565,7 @@ static void several_be(bool v2, bool lever)
 		}
 		if (!P->failed[0] && !stepped)
 			fail("no batch pod's CPU priority stepped");
-		if (!P->failed[0] && lever && !P->lever_steps)
+		if (!P->failed[0] && lever && !P->lever_stepped)
 			fail("no step to the per-task lever");
 		run_end(s);
 	}
