@@ -619,7 +619,7 @@ Test(moatd, in_a_pods_namespaces_the_host_root_finds_pods_throttles_and_restores
 static struct moat_sched levered(struct moat_sched s, bool be)
 {
 	if (moat_sched_caps()->slice)
-		s.slice_ns = be ? 4000000 : 100000;
+		s.slice_ns = be ? 100000000 : 100000;
 	else if (be)
 		s.policy = SCHED_IDLE;
 	return s;
@@ -1312,10 +1312,14 @@ static long cpu_ticks(pid_t pid)
  * they get, not 1:1 at the kernel's least weight each.  The first step
  * of each goes straight to the least factor (the smaller pod at the
  * kernel's least weight), none between (enforce.rst, "Several batch
- * pods"); on either driver.
+ * pods").  Where the kernel keeps custom slices, both pods' threads get
+ * the BE slice while the least factor holds them, though neither took
+ * the per-task lever's step, and get their own back once a release
+ * takes the factor off the least; on either driver.
  */
 static void two_be_pods(bool systemd)
 {
+	struct moat_sched plain = { SCHED_OTHER, 0, 0 }, slice = plain;
 	struct weight_node w;
 	long t0[2], t1[2], w0, w1, first[2] = { 0, 0 };
 	double ratio, floor;
@@ -1382,6 +1386,32 @@ static void two_be_pods(bool systemd)
 		cr_expect(strstr(out, " cpu=max"), "a quota on a batch pod: %s", out);
 	}
 	cr_expect_eq(kube_weight(&w.be[0].pod), w0, "the weights moved while measured");
+	if (!moat_sched_caps()->slice) {
+		/* SCHED_IDLE stays a step of its own: nothing on these threads */
+		for (k = 0; k < 2; k++)
+			expect_thread(w.hog[k], &plain, 100, "a batch pod's hog", "no custom slices");
+		weight_node_stop(&w);
+		return;
+	}
+	slice.slice_ns = 100000000;
+	for (k = 0; k < 2; k++)
+		expect_thread(w.hog[k], &slice, 3000, "a batch pod's hog",
+			      systemd ? "at the least factor, systemd" : "at the least factor, cgroupfs");
+	for (k = 0; k < 2; k++) {
+		cr_assert_eq(ctl(out, err, "get", k ? "groups/" BATCH2_UID "/throttle" :
+				 "groups/" BATCH_UID "/throttle", NULL), 0, "%s", err);
+		cr_expect(!strstr(out, ",threads-"), "a pod took the per-task lever's step: %s", out);
+		cr_expect(strstr(out, ",least-factor-slice-100000us "),
+			  "the throttle does not show the least factor's slices: %s", out);
+	}
+	/* slack at once, and a release a period: the factor leaves the least */
+	set_runtime("enforce/cpu_prio_release_periods", "0");
+	set_runtime("enforce/release_periods", "1");
+	for (k = 0; k < 2; k++)
+		expect_thread(w.hog[k], &plain, 10000, "a batch pod's hog",
+			      "the factor off the least");
+	cr_assert_eq(ctl(out, err, "get", "enforce/pod_weight_factor", NULL), 0, "%s", err);
+	cr_expect_gt(strtod(out, NULL), floor * 1.01, "the slices back, the factor still %s", out);
 	weight_node_stop(&w);
 }
 

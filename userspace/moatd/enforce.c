@@ -27,7 +27,9 @@
  * per-task lever (levers.h): a long slice or SCHED_IDLE on the BE pod's
  * threads, and a short slice on the threads of the LC pod it was for,
  * attributes the kernel keeps per thread (enforce/task_levers = 0 turns
- * that off).
+ * that off).  Where two or more BE pods are at the least factor, every
+ * one's threads get the long slice without a step, as the factor is one
+ * (enforce/least_factor_slices, weight_pass() and lever_pass()).
  *
  * Someone else's write to a file moat holds (kubelet's resize, systemd's
  * daemon-reload, an admin) is taken as its new original each period,
@@ -70,6 +72,8 @@ struct enforce_knobs {
 	unsigned int task_levers;	/* 0: on pods, no per-task lever */
 	unsigned int pod_weight;	/* 0: never a BE pod's weight */
 	unsigned int lc_slice_us, be_slice_us;	/* the slice lever's */
+	/* 1: the BE slice on every BE pod the least factor holds, two or more */
+	unsigned int least_slices;
 	/* a file someone else rewrites more than this a minute is let be */
 	unsigned int outside_writes_max, outside_quiet_s;
 	struct moat_ctl_step step[MOAT_RES_NR];
@@ -107,6 +111,12 @@ struct enforce {
 	 * factor in force.
 	 */
 	double weight_floor, weight_factor;
+	/*
+	 * This period: two or more BE pods held at the least factor, and the
+	 * slice lever, so every one of them gets the BE slice (lever_pass()).
+	 */
+	bool least_slices;
+	unsigned int least_slices_pods;	/* how many, said in the log */
 	/*
 	 * By the chain that decided (its first resource), resource, action;
 	 * [1]: shadow mode's, steps not written.
@@ -148,6 +158,7 @@ struct enforce_group {
 	/* The per-task lever: of a BE pod, the LC unit its step was for. */
 	__u64 lever_lc;
 	bool lc_slice;			/* an LC unit's threads: short slices */
+	bool be_slice;			/* a BE pod's threads: the least factor's slices */
 	__u32 *seen;			/* the threads the last pass saw */
 	size_t nseen;
 };
@@ -183,6 +194,14 @@ static const char *res_name(enum moat_resource r)
 	return actuator[r] ? actuator[r]->name : rdt_name[r];
 }
 
+/* The threads a lever's pass saw: none, so the next pass looks at all. */
+static void forget_seen(struct enforce_group *eg)
+{
+	free(eg->seen);
+	eg->seen = NULL;
+	eg->nseen = 0;
+}
+
 static void forget_limits(struct moatd_group *g)
 {
 	struct enforce_group *eg = EG(g);
@@ -192,9 +211,8 @@ static void forget_limits(struct moatd_group *g)
 		eg->lim[r] = (struct moat_ctl_limit){ .limit = INFINITY };
 	eg->lever_lc = 0;
 	eg->lc_slice = false;
-	free(eg->seen);
-	eg->seen = NULL;
-	eg->nseen = 0;
+	eg->be_slice = false;
+	forget_seen(eg);
 }
 
 /*
@@ -214,6 +232,18 @@ static bool kube_pod(const struct moatd_group *g)
 static bool steppable(const struct moatd_group *g)
 {
 	return g->gid.kind != MOAT_GROUP_CONTAINER;
+}
+
+/*
+ * Whether the one factor holds BE pod @g's weight and can take it under
+ * its own: the pods the least factor's slices are for.
+ */
+static bool held_by_factor(const struct moatd_group *g)
+{
+	const struct enforce_group *eg = EG(g);
+
+	return g->unit == g && kube_pod(g) && g->class == MOAT_CLASS_BE && eg->w.ok &&
+	       eg->w.floor < 1 && !eg->adopted[MOAT_RES_CPU_PRIO];
 }
 
 /* The least weight: v2 1, v1 2 shares; under it, cpu.idle. */
@@ -524,7 +554,7 @@ static void format_lever(const struct enforce *e, char *buf, size_t len, bool be
 /*
  * A limit of @g as its knob and the log show it.  On a pod, its CPU
  * priority is a factor of its weight ("0.1x"), and at 0 the least factor
- * and the lever on its threads ("0.0039x,threads-slice-4000us"); an LC
+ * and the lever on its threads ("0.0039x,threads-slice-100000us"); an LC
  * pod's threads' short slice.
  */
 static void format_group_limit(const struct moatd_group *g, char *buf,
@@ -850,12 +880,15 @@ static int lever_step(struct moatd *d, const struct plan_step *s)
 
 	if (on == (eg->lim[MOAT_RES_CPU_PRIO].limit == 0))
 		return 0;
-	free(eg->seen);
-	eg->seen = NULL;
-	eg->nseen = 0;
+	forget_seen(eg);
 	if (!on) {
 		/* the LC unit's slices go back at the pass, when no lever names it */
 		eg->lever_lc = 0;
+		/* the same slice stays where the least factor's are on it */
+		if (e->least_slices && held_by_factor(s->unit)) {
+			eg->be_slice = true;
+			return 0;
+		}
 		return levers_restore(d, s->unit);
 	}
 	eg->lever_lc = s->lc ? s->lc->cgid : 0;
@@ -877,7 +910,9 @@ static int lever_step(struct moatd *d, const struct plan_step *s)
 
 /*
  * Every period: the lever on the threads that entered a BE pod that has
- * it; a short slice on the threads of each LC pod a BE pod's lever was
+ * it; the BE slice on the threads of every BE pod the least factor holds
+ * where two or more are held there (weight_pass()), and back where that
+ * ended; a short slice on the threads of each LC pod a BE pod's lever was
  * for, and back where none is now.
  */
 static void lever_pass(struct moatd *d)
@@ -903,6 +938,25 @@ static void lever_pass(struct moatd *d)
 		if (eg->lim[MOAT_RES_CPU_PRIO].limit == 0 && e->lv.kind != LEVER_NONE) {
 			if (levers_apply(d, &e->lv, g, &w, &eg->seen, &eg->nseen) == -EPERM)
 				e->lv.kind = LEVER_NONE;	/* said once */
+			eg->be_slice = false;	/* its own lever's now, put back with it */
+			continue;
+		}
+		if (e->least_slices && held_by_factor(g)) {
+			n = levers_apply(d, &e->lv, g, &w, &eg->seen, &eg->nseen);
+			if (n == -EPERM)
+				e->lv.kind = LEVER_NONE;	/* said once */
+			if (n > 0 && !eg->be_slice)
+				pr_info("be group %s: %d threads get a %u us slice: one of %u BE pods at the least factor",
+					g->gid.id, n, e->ek.be_slice_us, e->least_slices_pods);
+			eg->be_slice |= n >= 0;
+			continue;
+		}
+		if (eg->be_slice) {
+			eg->be_slice = false;
+			forget_seen(eg);
+			if (!levers_restore(d, g))
+				pr_info("be group %s: its threads' slices back: not one of several BE pods at the least factor now",
+					g->gid.id);
 			continue;
 		}
 		for (j = 0; e->lv.kind == LEVER_SLICE && e->ek.lc_slice_us &&
@@ -918,9 +972,7 @@ static void lever_pass(struct moatd *d)
 			eg->lc_slice |= n >= 0;
 		} else if (eg->lc_slice) {
 			eg->lc_slice = false;
-			free(eg->seen);
-			eg->seen = NULL;
-			eg->nseen = 0;
+			forget_seen(eg);
 			if (!levers_restore(d, g))
 				pr_info("lc group %s: its threads' slices back: no BE pod's lever is for it now",
 					g->gid.id);
@@ -1061,11 +1113,15 @@ static bool shared(const struct plan_step *s)
  */
 static void weight_pass(struct moatd *d, const struct plan *plan)
 {
+	struct enforce *e = E(d);
+	unsigned int held = 0;
 	size_t i;
 
+	e->least_slices = false;
+	e->least_slices_pods = 0;
 	if (d->mode == MOATD_OBSERVE)
 		return;
-	E(d)->weight_factor = plan->be_weight;
+	e->weight_factor = plan->be_weight;
 	if (d->mode != MOATD_ENFORCE)
 		return;		/* shadow: the factor it would have */
 	for (i = 0; i < d->nr_groups; i++) {
@@ -1077,7 +1133,21 @@ static void weight_pass(struct moatd *d, const struct plan *plan)
 			continue;
 		weights_apply(d, g, &eg->w, g->class == MOAT_CLASS_BE && eg->w.ok ?
 					    plan->be_weight : INFINITY);
+		held += held_by_factor(g);
 	}
+	/*
+	 * Two or more BE pods at the least factor: each one's threads get the
+	 * BE slice, as one factor holds them all (enforce.rst, "Several
+	 * batch pods").  Their entities' virtual time runs hundreds of times
+	 * faster than an LC pod's there, so one of them owed a little CPU by
+	 * the others, with a little of its slice left, has a virtual deadline
+	 * before the waking LC pod's: it is picked, runs its slice out and
+	 * on to the tick.  A long slice puts that deadline far off.
+	 */
+	e->least_slices = held >= 2 && e->ek.least_slices && e->ek.task_levers &&
+			  e->ek.be_slice_us && e->lv.kind == LEVER_SLICE &&
+			  plan->be_weight <= e->weight_floor;
+	e->least_slices_pods = e->least_slices ? held : 0;
 }
 
 /* Carry out step @s on its unit. */
@@ -1380,6 +1450,7 @@ static int enforce_init(struct moatd *d)
 		U32("enforce/outside_quiet_s", 0, 86400, &ek->outside_quiet_s),
 		U32("enforce/lc_slice_us", 0, 100000, &ek->lc_slice_us),
 		U32("enforce/be_slice_us", 0, 100000, &ek->be_slice_us),
+		U32("enforce/least_factor_slices", 0, 1, &ek->least_slices),
 		U32("enforce/cpu_prio_decrease_pct", 1, 99, &prio->decrease_pct),
 		U32("enforce/cpu_prio_increase_pct", 1, 100, &prio->increase_pct),
 		U32("enforce/cpu_prio_cooldown_periods", 0, 100, &prio->cooldown),
@@ -1428,7 +1499,8 @@ static int enforce_init(struct moatd *d)
 		.slack_pct = 50, .min_effect_pct = 10, .release_periods = 6,
 		.culprits = 2, .cpu_priority = 1, .cpu_idle = 1, .cpi2_act = 1,
 		.task_levers = 1, .pod_weight = 1, .lc_slice_us = 100,
-		.be_slice_us = 4000, .outside_writes_max = 3, .outside_quiet_s = 600,
+		.be_slice_us = 100000, .least_slices = 1, .outside_writes_max = 3,
+		.outside_quiet_s = 600,
 		.step = {
 			[MOAT_RES_CPU_PRIO] = { .decrease_pct = 99, .increase_pct = 10,
 						.min_pct = 0, .cooldown = 0,
@@ -1489,6 +1561,10 @@ static int show_throttle(const struct moat_knob *k, char *buf, size_t len)
 		    !isnan(enforce_held(g, r)) && !isinf(enforce_held(g, r)))
 			lim = eg->e->weight_factor;
 		format_group_limit(g, v[r], sizeof(v[r]), r, lim);
+		/* the slices the least factor gives, where it holds several */
+		if (r == MOAT_RES_CPU_PRIO && eg->be_slice && lim > 0)
+			snprintf(v[r] + strlen(v[r]), sizeof(v[r]) - strlen(v[r]),
+				 ",least-factor-slice-%uus", eg->e->ek.be_slice_us);
 	}
 	return snprintf(buf, len, "cpu_prio=%s cpu=%s memory=%s l3=%s mb=%s",
 			v[MOAT_RES_CPU_PRIO], v[MOAT_RES_CPU],
