@@ -144,6 +144,8 @@ static __always_inline void record(__u32 type, struct task_struct *lc,
 	e->type = type;
 	e->cpu = wait_cpu;
 	e->other_pid = BPF_CORE_READ(other, pid);
+	/* after the wake-up's check: whether it asked the running one to go */
+	e->other_flags = BPF_CORE_READ(other, thread_info.flags);
 	BPF_CORE_READ_STR_INTO(&e->other_comm, other, comm);
 	if (prev) {
 		e->prev_pid = BPF_CORE_READ(prev, pid);

@@ -47,6 +47,7 @@ struct eevdf_event {
 	__u64 sum_weight;	/* sum_weight (avg_load before) */
 	__u64 zero;		/* zero_vruntime (min_vruntime before) */
 	__u32 nr_queued;
+	__u64 other_flags;		/* WAKE: the running task's thread_info.flags */
 	__u32 nr_tree;			/* tree[]'s entries */
 	struct eevdf_se tree[EEVDF_QUEUED];	/* the queue's tree (curr is not in it) */
 };

@@ -14,8 +14,11 @@
  * the queue's weighted average vruntime less its own, times its weight;
  * eligible when not negative), both entities' virtual deadlines from
  * that average, the running entity's protection left (RUN_TO_PARITY),
- * their weights and slices.  At the end, a count of the long waits by
- * the reason at their wake-up.  Prints "attached" on stderr once it is.
+ * their weights and slices, and the running task's thread_info.flags
+ * after the wake-up's check (TIF_NEED_RESCHED: the kernel asked it to
+ * go).  At the end, a count of the long waits by the reason at their
+ * wake-up, and every wait under 100 us and of N us or more by that reason
+ * and those flags.  Prints "attached" on stderr once it is.
  */
 #include <errno.h>
 #include <signal.h>
@@ -46,6 +49,18 @@ static const char *const whys[W_NR] = {
 	[W_UNSEEN] = "no wake-up seen (a preemption, the CPU idle, no common level)",
 };
 static unsigned long reasons[W_NR];
+/*
+ * Every wait by its reason at the wake-up and the running task's flags
+ * then (a reschedule asked for or not: which bit, the kernel's headers
+ * say), under 100 us and of min_ns or more.
+ */
+#define TALLY 64
+static struct {
+	enum why why;
+	unsigned long long flags;
+	unsigned long quick, slow;
+} tally[TALLY];
+static unsigned int ntally;
 static bool no_vprot;		/* the kernel keeps no vprot: protection unread */
 static volatile sig_atomic_t stop;
 
@@ -178,7 +193,8 @@ static void print_wait(unsigned long long len)
 			continue;
 		}
 		if (e->type == EEVDF_WAKE)
-			printf(": %s", whys[reason(e)]);
+			printf(": %s; its flags %#llx", whys[reason(e)],
+			       (unsigned long long)e->other_flags);
 		printf("\n");
 		/* lc: the waiting task's entity; cur: the running one; >: the pick */
 		p = pick(e);
@@ -211,6 +227,20 @@ static int on_event(void *ctx, void *data, size_t size)
 		return 0;
 	waits++;
 	len = e->ts - e->since;
+	if (evs[0].type == EEVDF_WAKE && (len < 100000 || len >= min_ns)) {
+		enum why w = reason(&evs[0]);
+		unsigned int t;
+
+		for (t = 0; t < ntally; t++)
+			if (tally[t].why == w && tally[t].flags == evs[0].other_flags)
+				break;
+		if (t == ntally && ntally < TALLY)
+			tally[ntally++] = (typeof(tally[0])){ .why = w, .flags = evs[0].other_flags };
+		if (t < ntally) {
+			tally[t].quick += len < 100000;
+			tally[t].slow += len >= min_ns;
+		}
+	}
 	if (len >= min_ns) {
 		long_waits++;
 		reasons[reason(&evs[0])]++;
@@ -283,6 +313,11 @@ int main(int argc, char **argv)
 	for (i = 0; i < W_NR; i++)
 		if (reasons[i])
 			printf("  %lu %s\n", reasons[i], whys[i]);
+	printf("by the reason at the wake-up and the running task's flags then: waits under 100 us, of %.0f us or more\n",
+	       min_ns / 1000.0);
+	for (i = 0; i < (int)ntally; i++)
+		printf("  %-62s %#8llx %8lu %6lu\n", whys[tally[i].why], tally[i].flags,
+		       tally[i].quick, tally[i].slow);
 	ring_buffer__free(rb);
 	eevdf__destroy(skel);
 	return 0;
