@@ -234,18 +234,6 @@ static bool steppable(const struct moatd_group *g)
 	return g->gid.kind != MOAT_GROUP_CONTAINER;
 }
 
-/*
- * Whether the one factor holds BE pod @g's weight and can take it under
- * its own: the pods the least factor's slices are for.
- */
-static bool held_by_factor(const struct moatd_group *g)
-{
-	const struct enforce_group *eg = EG(g);
-
-	return g->unit == g && kube_pod(g) && g->class == MOAT_CLASS_BE && eg->w.ok &&
-	       eg->w.floor < 1 && !eg->adopted[MOAT_RES_CPU_PRIO];
-}
-
 /* The least weight: v2 1, v1 2 shares; under it, cpu.idle. */
 static double least_weight(const struct moatd *d)
 {
@@ -313,6 +301,20 @@ static bool alone(const struct moatd_group *g, enum moat_resource r,
 		  const struct period *p)
 {
 	return EG(g)->alone_until[r] > moatd_period_s(p);
+}
+
+/*
+ * Whether the one factor holds BE pod @g's weight this period and can take
+ * it under its own: the pods the least factor's slices are for.  Not one
+ * whose weight someone else wrote, or rewrites: moat writes none there.
+ */
+static bool held_by_factor(const struct moatd *d, const struct moatd_group *g)
+{
+	const struct enforce_group *eg = EG(g);
+
+	return g->unit == g && kube_pod(g) && g->class == MOAT_CLASS_BE && eg->w.ok &&
+	       eg->w.floor < 1 && !eg->adopted[MOAT_RES_CPU_PRIO] &&
+	       !alone(g, MOAT_RES_CPU_PRIO, &d->period);
 }
 
 /* The resource a file moat writes holds. */
@@ -885,7 +887,7 @@ static int lever_step(struct moatd *d, const struct plan_step *s)
 		/* the LC unit's slices go back at the pass, when no lever names it */
 		eg->lever_lc = 0;
 		/* the same slice stays where the least factor's are on it */
-		if (e->least_slices && held_by_factor(s->unit)) {
+		if (e->least_slices && held_by_factor(d, s->unit)) {
 			eg->be_slice = true;
 			return 0;
 		}
@@ -941,7 +943,7 @@ static void lever_pass(struct moatd *d)
 			eg->be_slice = false;	/* its own lever's now, put back with it */
 			continue;
 		}
-		if (e->least_slices && held_by_factor(g)) {
+		if (e->least_slices && held_by_factor(d, g)) {
 			n = levers_apply(d, &e->lv, g, &w, &eg->seen, &eg->nseen);
 			if (n == -EPERM)
 				e->lv.kind = LEVER_NONE;	/* said once */
@@ -1133,7 +1135,7 @@ static void weight_pass(struct moatd *d, const struct plan *plan)
 			continue;
 		weights_apply(d, g, &eg->w, g->class == MOAT_CLASS_BE && eg->w.ok ?
 					    plan->be_weight : INFINITY);
-		held += held_by_factor(g);
+		held += held_by_factor(d, g);
 	}
 	/*
 	 * Two or more BE pods at the least factor: each one's threads get the
