@@ -74,6 +74,7 @@
 #include "journal.h"
 #include "log.h"
 #include "sim.h"
+#include "tasksched.h"
 #include "units.h"
 
 #define NCPUS		4
@@ -155,6 +156,7 @@ struct plant {
 	unsigned long be_steps;		/* moat's writes to BE pods' files */
 	bool lever_stepped;		/* a step to the per-task lever in the
 					   history first_steps() read */
+	bool least_slices;		/* the least factor's slices seen */
 	unsigned long crashes;
 	/* evictions the API server took, and when the last were asked */
 	unsigned long evictions;
@@ -1504,6 +1506,37 @@ static void first_steps(struct pod **pods, int n)
 }
 
 /*
+ * The least factor's slices on @n BE pods, as their throttle knobs show
+ * them: where one has them, every pod has them or its own lever, and the
+ * factor is the least (it comes and goes with the least factor, one for
+ * all of them); in P->least_slices, whether they were seen.
+ */
+static void least_slices(struct pod **pods, int n, double floor)
+{
+	char path[128], v[256];
+	int k, with = 0, lever = 0;
+
+	for (k = 0; k < n; k++) {
+		if (!pods[k]->g)
+			return;
+		snprintf(path, sizeof(path), "groups/%s/throttle", pods[k]->g->gid.id);
+		if (moat_knob_get(P->d->tree, path, v, sizeof(v)))
+			return;
+		with += !!strstr(v, ",least-factor-slice-");
+		lever += !!strstr(v, ",threads-");
+	}
+	if (!with)
+		return;
+	P->least_slices = true;
+	if (with + lever != n)
+		fail("the least factor's slices on %d of %d batch pods, their own lever on %d",
+		     with, n, lever);
+	if (!moat_knob_get(P->d->tree, "enforce/pod_weight_factor", v, sizeof(v)) &&
+	    !(strtod(v, NULL) <= floor * 1.001))
+		fail("the least factor's slices at the factor %s, over the least %g", v, floor);
+}
+
+/*
  * Three batch pods requesting 1, 0.5 and 0.5 CPU beside an LC service
  * (protect.sh's burst3): a pod's first weight step goes straight to the
  * least factor, the one that puts the least-weighted batch pod at the
@@ -1547,6 +1580,7 @@ static void several_be(bool v2, bool lever)
 			period();
 			invariants();
 			first_steps(be, 3);
+			least_slices(be, 3, kmin / least);
 		}
 		for (k = 0; k < 3 && !P->failed[0]; k++) {
 			double orig = v2 ? weight_of(shares_of(req[k])) : shares_of(req[k]);
@@ -1567,6 +1601,11 @@ static void several_be(bool v2, bool lever)
 			fail("no batch pod's CPU priority stepped");
 		if (!P->failed[0] && lever && !P->lever_stepped)
 			fail("no step to the per-task lever");
+		/* with the lever on and slices in the kernel, they come */
+		if (!P->failed[0] && P->least_slices != (lever && moat_sched_caps()->slice))
+			fail("the least factor's slices %sseen, the lever %s, the kernel's slices %s",
+			     P->least_slices ? "" : "never ", lever ? "on" : "off",
+			     moat_sched_caps()->slice ? "there" : "not there");
 		run_end(s);
 	}
 }
