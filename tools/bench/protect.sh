@@ -32,10 +32,13 @@
 #   burst2-moatd burst2, plus moatd, both batch pods classed be
 #   burst3       three burstable batch pods requesting 1, 0.5 and 0.5 CPU
 #   burst3-moatd burst3, plus moatd, the three classed be
-#   hungry-alone LC only, at HUNGRY_RATE (80000 requests/s), a CPU-hungry
+#   hungry-alone LC only, at HUNGRY_RATE (by default the rate that needs
+#                0.7 of a CPU on this machine), a CPU-hungry
 #                LC service: nginx needs 60-80% of a CPU
 #   hungry       hungry-alone's LC beside burst's batch pod
 #   hungry-moatd hungry, plus moatd, the batch pod classed be
+#   hungry-moatd-quota  hungry-moatd, the batch pod also held to QUOTA
+#                from the start: a BE budget by hand
 #                (the hungry* scenarios are judged against hungry-alone,
 #                and report the LC's throughput and CPU beside its latency)
 #   burst-quota  burst, the batch pod held to QUOTA (CPUs/period in us,
@@ -83,19 +86,22 @@
 #
 # Environment: RATE (requests/s, 4000: nginx needs 0.13-0.35 of a CPU on
 # this project's machines, enough to lose its wake-up preemption to a
-# hog), HUNGRY_RATE (the hungry* scenarios': the lc_cpu column says what
-# nginx needed alone, 0.68 of a CPU at 80000 on the machine of
-# 2026-12-07, and rps/al whether it was served), PERIOD_MS (moatd; 1000 for
-# kubelet, 500 for flat), TARGET_US (lc/rqlat_p99_target_us, 500), SIGNAL
-# (lc/rqlat_signal), SCENARIOS, TREE, KNOBS (more config lines for moatd,
-# e.g. KNOBS='enforce/cpu_prio_decrease_pct = 99'), TRACE (seconds: each
-# run records the scheduler's events for that long with perf and says,
-# wait by wait, what ran while nginx waited: tools/bench/lcwaits.py).
-# KNOBS_B (set, even empty: a second arm): every scenario runs twice a
-# round, A with KNOBS, then "<scenario>@B" with KNOBS_B in its place,
-# each paired with its own arm's alone, and the end compares the arms
-# (tools/bench/protect_ab.py): two configurations, run by run, under the
-# same drift.
+# hog), BE_STRESS (each batch pod's stressors, "cpu cache": one of each;
+# "cpu" alone takes the cache stressor's pollution away), HUNGRY_RATE
+# (the hungry* scenarios' requests/s; auto, the default, finds the rate
+# at which nginx needs HUNGRY_CPU (0.7) of a CPU alone on this machine,
+# in two 4 s runs before the first; the lc_cpu column says what nginx
+# needed, and rps/al whether it was served), PERIOD_MS (moatd; 1000 for
+# kubelet, 500 for flat), TARGET_US (lc/rqlat_p99_target_us, 500),
+# SIGNAL (lc/rqlat_signal), SCENARIOS, TREE, KNOBS (more config lines
+# for moatd, e.g. KNOBS='enforce/cpu_prio_decrease_pct = 99'), TRACE
+# (seconds: each run records the scheduler's events for that long with
+# perf and says, wait by wait, what ran while nginx waited:
+# tools/bench/lcwaits.py). KNOBS_B (set, even empty: a second arm):
+# every scenario runs twice a round, A with KNOBS, then "<scenario>@B"
+# with KNOBS_B in its place, each paired with its own arm's alone, and
+# the end compares the arms (tools/bench/protect_ab.py): two
+# configurations, run by run, under the same drift.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -103,10 +109,12 @@ O=${O:-$top/build}
 REPS=${1:-3}
 SECS=${2:-12}
 RATE=${RATE:-4000}
-HUNGRY_RATE=${HUNGRY_RATE:-80000}
+HUNGRY_RATE=${HUNGRY_RATE:-auto}
+HUNGRY_CPU=${HUNGRY_CPU:-0.7}
 TREE=${TREE:-kubelet}
 TARGET_US=${TARGET_US:-500}
 SIGNAL=${SIGNAL:-}
+BE_STRESS=${BE_STRESS:-cpu cache}
 case $TREE in
 kubelet)
 	PERIOD_MS=${PERIOD_MS:-1000}
@@ -141,7 +149,18 @@ command -v nginx >/dev/null && command -v stress-ng >/dev/null ||
 for sc in $SCENARIOS; do
 	[[ "$sc" != *@* ]] || die "SCENARIOS: '$sc': a name with @ is an arm's (KNOBS_B makes them)"
 done
-[[ "$HUNGRY_RATE" =~ ^[1-9][0-9]*$ ]] || die "HUNGRY_RATE: '$HUNGRY_RATE' is not a positive integer"
+[[ "$HUNGRY_RATE" =~ ^([1-9][0-9]*|auto)$ ]] ||
+	die "HUNGRY_RATE: '$HUNGRY_RATE' is neither a positive integer nor auto"
+[[ "$HUNGRY_CPU" =~ ^0?\.[0-9]+$ ]] && awk -v c="$HUNGRY_CPU" 'BEGIN { exit !(c >= 0.3 && c <= 0.9) }' ||
+	die "HUNGRY_CPU: '$HUNGRY_CPU' is not a share of a CPU from 0.3 to 0.9"
+stress_args=()
+for st in $BE_STRESS; do
+	case $st in
+	cpu | cache) stress_args+=("--$st" 1) ;;
+	*) die "BE_STRESS: '$st' is neither cpu nor cache" ;;
+	esac
+done
+[ "${#stress_args[@]}" -gt 0 ] || die "BE_STRESS: names no stressor (cpu, cache)"
 [ -x "$O/moatd" ] && [ -x "$O/moat-loadgen" ] || make -C "$top" O="$O" all bench >/dev/null
 [ "$(nproc)" -ge 2 ] || die "needs 2 CPUs: one shared by LC and BE, one for the client"
 
@@ -315,12 +334,12 @@ batch_pods() {
 	case $1 in
 	burst2*) printf '%s\n' "$BATCH_UID 1024" "$BATCH2_UID 512" ;;
 	burst3*) printf '%s\n' "$BATCH_UID 1024" "$BATCH2_UID 512" "$BATCH3_UID 512" ;;
-	burst* | limited-be* | hungry | hungry-moatd) echo "$BATCH_UID 1024" ;;
+	burst* | limited-be* | hungry | hungry-moatd*) echo "$BATCH_UID 1024" ;;
 	esac
 }
 # Whether moatd enforces in scenario $1 (kubelet tree).
 enforces() {
-	case $1 in moatd-pod | burst*-moatd | limit-moatd* | limited-be-moatd | hungry-moatd) return 0 ;; esac
+	case $1 in moatd-pod | burst*-moatd | limit-moatd* | limited-be-moatd | hungry-moatd*) return 0 ;; esac
 	return 1
 }
 # The scenario that judges scenario $1's LC latency: its own LC without
@@ -535,14 +554,14 @@ run_one() {
 		t0=$(now)
 		for i in "${!BES[@]}"; do
 			(join_group "${BES[$i]}" "$BASHPID"
-			 exec taskset -c "$SHARED_CPU" stress-ng --cpu 1 --cache 1 \
+			 exec taskset -c "$SHARED_CPU" stress-ng "${stress_args[@]}" \
 				--timeout "$((SECS - BE_AT))s" --metrics-brief \
 				--yaml "$work/be$i.yaml" >/dev/null 2>&1) &
 			be_pids+=($!)
 			y+=("$work/be$i.yaml")
 		done
 		[ "$sc" = static ] && { static_suppress & helper=$!; pids+=("$helper"); }
-		[ "$sc" = burst-quota ] && pod_quota "$(dirname "$BE")"
+		case $sc in burst-quota | hungry-moatd-quota) pod_quota "$(dirname "$BE")" ;; esac
 		if [ "$sc" = burst-slices ]; then
 			set_slices "${LC_SLICE_US:-100}" $(cat "$prefix/$LC/tasks")
 			# stress-ng's stressors are its children: once they are up
@@ -638,7 +657,7 @@ run_one() {
 		# every batch pod's stressors together
 		ops=$(awk '/stressor: cpu/ { s = "cpu" } /stressor: cache/ { s = "cache" }
 			/bogo-ops-per-second-real-time/ { v[s] += $2 }
-			END { print v["cpu"], v["cache"] }' "${y[@]}")
+			END { print ("cpu" in v ? v["cpu"] : "-"), ("cache" in v ? v["cache"] : "-") }' "${y[@]}")
 		rm -f "${y[@]}"
 	fi
 	awk -v ops="$ops" -v first="$first" -v be="$BE_AT" -v alone="${ALONE_P99[$(alone_of "$tag")]:-0}" \
@@ -652,11 +671,47 @@ run_one() {
 			    stalled, thr, lcpu, rate }' "$lg"
 }
 
+# HUNGRY_RATE=auto: the rate at which nginx needs HUNGRY_CPU of its CPU
+# alone on this machine (machines of this kind serve 30 000 to 120 000
+# requests/s on a CPU).  Two short runs, the LC alone: at a rate it
+# keeps up with, and at the rate that predicts; the second's CPU a
+# request (which falls as the rate rises: nginx takes more requests a
+# wake-up) sets the rate, rounded to 1000.
+hungry_cpu_at() {	# RATE: "CPUs answered_req/s" over a 4 s run
+	local c0 t0 lg=$work/cal.out
+	c0=$(cg_usage_us "$LC_POD")
+	t0=$(now)
+	taskset -c "$CLIENT_CPU" "$O/moat-loadgen" -r "$1" -d 4 -c 32 -s 1 \
+		127.0.0.1 "$PORT" /index.html >"$lg" || die "moat-loadgen failed calibrating the hungry rate"
+	awk -v a="$c0" -v b="$(cg_usage_us "$LC_POD")" -v t0="$t0" -v t1="$(now)" '
+		$1 == "rate" { r = $2 }
+		END { printf "%.3f %.0f\n", (b - a) / 1e6 / (t1 - t0), r }' "$lg"
+}
+if [ "$HUNGRY_RATE" = auto ]; then
+	case " $SCENARIOS " in
+	*" hungry"*)
+		cal_r0=10000
+		read -r cal_c0 cal_a0 <<<"$(hungry_cpu_at "$cal_r0")"
+		# the first rate: one it kept up with, its CPU measurable
+		awk -v c="$cal_c0" -v a="$cal_a0" -v r="$cal_r0" 'BEGIN { exit !(c > 0.01 && a >= 0.95 * r) }' ||
+			die "HUNGRY_RATE=auto: nginx did not keep up with $cal_r0 requests/s alone ($cal_a0 answered, $cal_c0 CPUs)"
+		cal_r1=$(awk -v c="$cal_c0" -v r="$cal_r0" -v h="$HUNGRY_CPU" 'BEGIN { printf "%.0f", r * h / c }')
+		read -r cal_c1 cal_a1 <<<"$(hungry_cpu_at "$cal_r1")"
+		# what it answered, where it fell behind
+		HUNGRY_RATE=$(awk -v c="$cal_c1" -v a="$cal_a1" -v h="$HUNGRY_CPU" 'BEGIN {
+			r = int(a * h / c / 1000 + 0.5) * 1000; print r < 1000 ? 1000 : r }')
+		echo "# hungry rate: $HUNGRY_RATE requests/s, for $HUNGRY_CPU of a CPU alone" \
+			"(nginx alone: $cal_c0 CPUs at $cal_r0/s; $cal_c1 CPUs answering $cal_a1/s of $cal_r1)" ;;
+	*)
+		HUNGRY_RATE=- ;;
+	esac
+fi
+
 median() { sort -g | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : "-" }'; }
 
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -r), $(getconf _NPROCESSORS_ONLN) CPUs, cgroup $([ "$v2" = 1 ] && echo v2 || echo v1)," \
 	"$RATE req/s (hungry*: $HUNGRY_RATE), ${SECS} s runs, BE from ${BE_AT} s, latency from ${SKIP} s, $REPS reps," \
-	"moatd period ${PERIOD_MS} ms, rqlat target ${TARGET_US} us"
+	"moatd period ${PERIOD_MS} ms, rqlat target ${TARGET_US} us, BE stressors: $BE_STRESS"
 declare -A res ALONE_P99
 # KNOBS_B: each scenario's arm B right after its arm A
 if [ -n "${KNOBS_B+set}" ]; then
@@ -727,7 +782,11 @@ for sc in $SCENARIOS; do
 		-v ncpu="${res[$ref,4]:-}" -v ncache="${res[$ref,5]:-}" -v lcpu="${res[$sc,11]}" \
 		-v calm="${res[$sc,calm]}/$REPS" -v c99="${res[$sc,p99calm]}" \
 		-v c999="${res[$sc,p999calm]}" 'BEGIN {
-		be = (ncpu > 0 && cpu != "-") ? sprintf("%.2f", (cpu / ncpu + cache / ncache) / 2) : "-"
+		# over the stressors the runs had (BE_STRESS)
+		n = 0; r = 0
+		if (ncpu > 0 && cpu != "-") { r += cpu / ncpu; n++ }
+		if (ncache > 0 && cache != "-") { r += cache / ncache; n++ }
+		be = n ? sprintf("%.2f", r / n) : "-"
 		printf "%-15s %8s %8s %8s %11s %11s %7s %7s %6s %7s %7s %9s %6s %8s %8s %6s %7s\n",
 			sc, p50, p99, p999, cpu, cache, r99, r999, be, first, rec, bsplit, calm,
 			c99, c999, lcpu, rrate }'
