@@ -162,10 +162,13 @@ for st in $BE_STRESS; do
 done
 [ "${#stress_args[@]}" -gt 0 ] || die "BE_STRESS: names no stressor (cpu, cache)"
 [ -x "$O/moatd" ] && [ -x "$O/moat-loadgen" ] || make -C "$top" O="$O" all bench >/dev/null
-[ "$(nproc)" -ge 2 ] || die "needs 2 CPUs: one shared by LC and BE, one for the client"
+# the CPUs this harness may use, counted before it pins itself to one
+# (nproc counts those of its affinity)
+NCPUS=$(nproc)
+[ "$NCPUS" -ge 2 ] || die "needs 2 CPUs: one shared by LC and BE, one for the client"
 
 CLIENT_CPU=0
-SHARED_CPU=$(($(nproc) - 1))
+SHARED_CPU=$((NCPUS - 1))
 # The harness's own processes (sleep, awk, the static loop) stay off the
 # shared CPU too: children inherit this.
 taskset -pc "$CLIENT_CPU" $$ >/dev/null
@@ -272,7 +275,7 @@ if [ "$TREE" = kubelet ]; then
 	LC_POD=kubepods/burstable/pod$LC_UID
 	LC=$LC_POD/$(ctr 1)
 	mk_group "$LC"
-	set_shares kubepods $((1024 * $(nproc)))
+	set_shares kubepods $((1024 * NCPUS))
 	set_shares "$LC_POD" 512
 	set_shares kubepods/burstable 512
 	set_shares "$LC" 512
@@ -288,6 +291,22 @@ for _ in $(seq 50); do
 	(echo >"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
 	sleep 0.1
 done
+
+# The LC's context switches, its threads' voluntary and involuntary
+# ones together (not while the load runs: it forks).
+lc_switches() {
+	local p t k v n=0
+	for p in $(cat "$prefix/$LC/cgroup.procs"); do
+		for t in /proc/"$p"/task/*; do
+			while read -r k v; do
+				case $k in
+				voluntary_ctxt_switches: | nonvoluntary_ctxt_switches:) n=$((n + v)) ;;
+				esac
+			done <"$t/status" 2>/dev/null || true
+		done
+	done
+	echo "$n"
+}
 
 # LC CPU usage in CPUs over the last @1 seconds, from its tasks' times.
 lc_ticks() {
@@ -466,18 +485,20 @@ cg_usage_us() {
 }
 
 # One run: "p50 p99 p999 cpu_ops cache_ops first_action_s recovery_s
-# be_split stalled throttled lc_cpus lc_rate"; be_split is the first
+# be_split stalled throttled lc_cpus lc_rate lc_switches"; be_split is the first
 # batch pod's CPU over each other's, ":" between, from the latency
 # window's start to the end (burst2*, burst3*; "-" elsewhere); throttled,
 # the LC pod's and container's throttled periods over the run (unlimited
 # and limit*; "-" elsewhere), lc_cpus its pod's CPU over the run, and
-# lc_rate the requests the client had answered per second.
+# lc_rate the requests the client had answered per second, lc_switches
+# the LC's context switches over the run a request answered (requests
+# a wake-up, inverted: nginx takes every request waiting when it wakes).
 # On the kubelet tree, the run's windows go to $work/$sc.sig as
 # "run window_s client_p99_us wp99_us ap99_us".
 run_one() {
 	# $1 "<scenario>@B": the scenario, moatd with KNOBS_B in KNOBS' place
 	local sc=${1%@B} tag=$1 run=$2 lg=$work/lg.out be_pids=() helper= t0= first=- ops mode=
-	local split=- u0= u1= stalled=- thr=- lcpu=- th0= c0= tl0= lg_args=() uid shares i
+	local split=- u0= u1= stalled=- thr=- lcpu=- th0= c0= tl0= lg_args=() uid shares i sw0 sw
 	local pods=() y=()
 	ARM_KNOBS=${KNOBS:-}
 	[ "$tag" = "$sc" ] || ARM_KNOBS=$KNOBS_B
@@ -544,6 +565,7 @@ run_one() {
 	hungry*)
 		lg_args=(-r "$HUNGRY_RATE") ;;
 	esac
+	sw0=$(lc_switches)
 	c0=$(cg_usage_us "$LC_POD")
 	tl0=$(now)
 	taskset -c "$CLIENT_CPU" "$O/moat-loadgen" "${lg_args[@]}" -d "$SECS" -c 32 \
@@ -592,6 +614,7 @@ run_one() {
 			sed "s/^/# trace $tag run $run: /" >&2 || true
 		rm -f "$work/trace.data"
 	fi
+	sw=$(($(lc_switches) - sw0))
 	lcpu=$(awk -v a="$c0" -v b="$(cg_usage_us "$LC_POD")" -v t0="$tl0" -v t1="$(now)" \
 		'BEGIN { printf "%.3f", (b - a) / 1e6 / (t1 - t0) }')
 	if [ -n "$th0" ]; then
@@ -661,14 +684,16 @@ run_one() {
 		rm -f "${y[@]}"
 	fi
 	awk -v ops="$ops" -v first="$first" -v be="$BE_AT" -v alone="${ALONE_P99[$(alone_of "$tag")]:-0}" \
-		-v bsplit="$split" -v stalled="$stalled" -v thr="$thr" -v lcpu="$lcpu" '
+		-v bsplit="$split" -v stalled="$stalled" -v thr="$thr" -v lcpu="$lcpu" \
+		-v sw="$sw" '
 		$1 == "p50_us" { p50 = $2 } $1 == "p99_us" { p99 = $2 }
 		$1 == "p999_us" { p999 = $2 } $1 == "errors" { errors = $2 } $1 == "rate" { rate = $2 }
+		$1 == "requests" { reqs = $2 }
 		$1 == "window" && $2 >= be && rec == "" && alone > 0 && $4 <= 1.5 * alone {
 			rec = sprintf("%.0f", $2 + 1 - be) }
 		END { if (errors > 0) print "errors", errors > "/dev/stderr"
 		      print p50, p99, p999, ops, first, (rec == "" ? "-" : rec), bsplit,
-			    stalled, thr, lcpu, rate }' "$lg"
+			    stalled, thr, lcpu, rate, (reqs > 0 ? sprintf("%.3f", sw / reqs) : "-") }' "$lg"
 }
 
 # HUNGRY_RATE=auto: the rate at which nginx needs HUNGRY_CPU of its CPU
@@ -710,7 +735,7 @@ fi
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : "-" }'; }
 
-echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -r), $(nproc) CPUs, cgroup $([ "$v2" = 1 ] && echo v2 || echo v1)," \
+echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -r), $NCPUS CPUs, cgroup $([ "$v2" = 1 ] && echo v2 || echo v1)," \
 	"$RATE req/s (hungry*: $HUNGRY_RATE), ${SECS} s runs, BE from ${BE_AT} s, latency from ${SKIP} s, $REPS reps," \
 	"moatd period ${PERIOD_MS} ms, rqlat target ${TARGET_US} us, BE stressors: $BE_STRESS"
 declare -A res ALONE_P99
@@ -733,7 +758,7 @@ for r in $(seq "$REPS"); do
 	for sc in $SCENARIOS; do
 		run_one "$sc" "$r" >"$work/line"	# not $(...): its pids stay ours
 		line=$(cat "$work/line")
-		echo "# $sc run $r: p50 p99 p999 (us), cpu cache (bogo-ops/s), first action (s), recovery (s), BE split, stalled windows, LC throttled periods, LC CPUs, LC req/s: $line"
+		echo "# $sc run $r: p50 p99 p999 (us), cpu cache (bogo-ops/s), first action (s), recovery (s), BE split, stalled windows, LC throttled periods, LC CPUs, LC req/s, LC switches a request: $line"
 		echo "$line" >>"$work/$sc.runs"
 		case ${sc%@B} in alone | hungry-alone)
 			ALONE_P99[$sc]=$(awk '{ print $2 }' "$work/$sc.runs" | median) ;;
@@ -741,7 +766,7 @@ for r in $(seq "$REPS"); do
 	done
 done
 for sc in $SCENARIOS; do
-	for f in 1 2 3 4 5 6 7 10 11 12; do
+	for f in 1 2 3 4 5 6 7 10 11 12 13; do
 		res[$sc,$f]=$(awk -v f=$f '$f != "-" { print $f }' "$work/$sc.runs" | median)
 	done
 	# the BE split, each pair's median
@@ -770,9 +795,9 @@ done
 # burst2's, burst3's and hungry's own, the others' against "none".
 # p99/alone and p999/alone are paired, the median of each run's ratio to
 # its alone's (hungry-alone's for hungry*) in the same round.
-printf '\n%-15s %8s %8s %8s %11s %11s %7s %7s %6s %7s %7s %9s %6s %8s %8s %6s %7s\n' \
+printf '\n%-15s %8s %8s %8s %11s %11s %7s %7s %6s %7s %7s %9s %6s %8s %8s %6s %7s %6s\n' \
 	scenario p50_us p99_us p999_us cpu_ops/s cache_ops/s p99/al p999/al BE/ref first_s \
-	recov_s BE_split calm calm_p99 calm_999 lc_cpu rps/al
+	recov_s BE_split calm calm_p99 calm_999 lc_cpu rps/al sw/req
 for sc in $SCENARIOS; do
 	case $sc in burst2*) ref=burst2 ;; burst3*) ref=burst3 ;; burst*) ref=burst ;;
 	limited-be*) ref=limited-be ;; hungry*) ref=hungry ;; *) ref=none ;; esac
@@ -782,19 +807,20 @@ for sc in $SCENARIOS; do
 		-v r99="${res[$sc,pair2]}" -v r999="${res[$sc,pair3]}" -v rrate="${res[$sc,pair12]}" \
 		-v ncpu="${res[$ref,4]:-}" -v ncache="${res[$ref,5]:-}" -v lcpu="${res[$sc,11]}" \
 		-v calm="${res[$sc,calm]}/$REPS" -v c99="${res[$sc,p99calm]}" \
-		-v c999="${res[$sc,p999calm]}" 'BEGIN {
+		-v c999="${res[$sc,p999calm]}" -v swr="${res[$sc,13]}" 'BEGIN {
 		# over the stressors the runs had (BE_STRESS)
 		n = 0; r = 0
 		if (ncpu > 0 && cpu != "-") { r += cpu / ncpu; n++ }
 		if (ncache > 0 && cache != "-") { r += cache / ncache; n++ }
 		be = n ? sprintf("%.2f", r / n) : "-"
-		printf "%-15s %8s %8s %8s %11s %11s %7s %7s %6s %7s %7s %9s %6s %8s %8s %6s %7s\n",
+		printf "%-15s %8s %8s %8s %11s %11s %7s %7s %6s %7s %7s %9s %6s %8s %8s %6s %7s %6s\n",
 			sc, p50, p99, p999, cpu, cache, r99, r999, be, first, rec, bsplit, calm,
-			c99, c999, lcpu, rrate }'
+			c99, c999, lcpu, rrate, swr }'
 done
 echo "# calm: runs with no window a stall outside nginx's run queue disturbed (its client p99 over"
 echo "# 50 ms, nginx's ap99 under 5 ms); calm_p99, calm_999: their medians. lc_cpu: the LC pod's"
-echo "# CPUs over the run; rps/al: its answered requests/s over alone's, paired. Every run is listed above."
+echo "# CPUs over the run; rps/al: its answered requests/s over alone's, paired; sw/req: its context"
+echo "# switches a request answered. Every run is listed above."
 
 # KNOBS_B: the arms compared, run by run (each paired with its arm's alone)
 if [ -n "${KNOBS_B+set}" ]; then
