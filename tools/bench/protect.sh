@@ -302,7 +302,7 @@ lc_switches() {
 				case $k in
 				voluntary_ctxt_switches: | nonvoluntary_ctxt_switches:) n=$((n + v)) ;;
 				esac
-			done <"$t/status" 2>/dev/null || true
+			done 2>/dev/null <"$t/status" || true
 		done
 	done
 	echo "$n"
