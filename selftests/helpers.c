@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <criterion/criterion.h>
 #include "cgroup.h"
 #include "helpers.h"
 #include "hist.h"
@@ -343,6 +345,24 @@ void tcg_cleanup(void)
 		rmdir_retry(prefix_dir);
 		prefix_dir[0] = '\0';
 	}
+}
+
+void tcg_vskip(void (*teardown)(void), const char *fmt, va_list ap)
+{
+	char why[512];
+
+	vsnprintf(why, sizeof(why), fmt, ap);
+	teardown();
+	cr_skip_test("%s", why);
+	abort();	/* cr_skip_test() does not return */
+}
+
+void tcg_skip(void (*teardown)(void), const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	tcg_vskip(teardown, fmt, ap);
 }
 
 void work_hog(void *unused)

@@ -3,6 +3,7 @@
 #define MOAT_SELFTESTS_HELPERS_H
 
 #include <limits.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -75,6 +76,16 @@ int tcg_wait(pid_t pid);
 void tcg_kill(pid_t pid);
 
 void tcg_cleanup(void);
+
+/*
+ * Skip the test, saying why, after @teardown (the suite's .fini, or
+ * tcg_cleanup()): Criterion runs no .fini after a skip, and the test's
+ * cgroups, tcg_setup()'s prefix included, would stay behind.
+ */
+void tcg_skip(void (*teardown)(void), const char *fmt, ...)
+	__attribute__((format(printf, 2, 3), noreturn));
+void tcg_vskip(void (*teardown)(void), const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0), noreturn));
 
 /*
  * The FAKE resctrl (selftests/fake_resctrl.c, a FUSE file system that

@@ -317,14 +317,10 @@ TestSuite(moatd, .init = setup, .fini = teardown, .timeout = 60);
  */
 void skip(const char *fmt, ...)
 {
-	char why[512];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
-	teardown();
-	cr_skip_test("%s", why);
+	tcg_vskip(teardown, fmt, ap);
 }
 
 void host_only(const char *what)

@@ -38,10 +38,8 @@ static void skip_unless_cgroups(void)
 {
 	const char *skip = tcg_skip_reason(false);
 
-	if (skip) {
-		teardown();	/* cr_skip_test() skips .fini */
-		cr_skip_test("%s", skip);
-	}
+	if (skip)
+		tcg_skip(teardown, "%s", skip);
 }
 
 static void content(const char *file, char *buf, size_t len)
@@ -115,7 +113,7 @@ Test(actuator, cpu_idle_where_the_kernel_has_it)
 	skip_unless_cgroups();
 	if (!moat_act_supported(&moat_act_cpu_idle, cg.dir, v2)) {
 		teardown();
-		cr_skip_test("no cpu.idle on this kernel (v5.15+)");
+		tcg_skip(teardown, "no cpu.idle on this kernel (v5.15+)");
 	}
 	cr_assert_eq(moat_act_cpu_idle.apply(j, cg.dir, v2, 1), 0);
 	content("cpu.idle", buf, sizeof(buf));
@@ -164,7 +162,7 @@ Test(actuator, cpu_prio_walks_weight_then_idle_and_back)
 	skip_unless_cgroups();
 	if (!moat_act_supported(&moat_act_cpu_prio, cg.dir, v2)) {
 		teardown();
-		cr_skip_test("no cpu.idle on this kernel (v5.15+)");
+		tcg_skip(teardown, "no cpu.idle on this kernel (v5.15+)");
 	}
 	cr_assert_eq(moat_act_cpu_prio.read(cg.dir, v2, &prio), 0);
 	cr_assert_float_eq(prio, 100, 1e-9);
@@ -210,7 +208,7 @@ Test(actuator, idle_puts_back_the_weight_the_kernel_reset)
 	skip_unless_cgroups();
 	if (!moat_act_supported(&moat_act_cpu_prio, cg.dir, v2)) {
 		teardown();
-		cr_skip_test("no cpu.idle on this kernel (v5.15+)");
+		tcg_skip(teardown, "no cpu.idle on this kernel (v5.15+)");
 	}
 	cr_assert_eq(tcg_write(&cg, wfile, v2 ? "1" : "2"), 0);
 	cr_assert_eq(moat_act_cpu_prio.apply(j, cg.dir, v2, 0), 0);

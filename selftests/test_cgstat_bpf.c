@@ -95,7 +95,7 @@ Test(cgstat_bpf, one_read_gives_what_each_groups_files_say)
 	err = moat_cgstat_load(v2, 0, &prog, why, sizeof(why));
 	if (err == -EOPNOTSUPP) {
 		moat_log_libbpf_tail();		/* the verifier's word */
-		cr_skip_test("no cgroup iterator here: %s", why);
+		tcg_skip(teardown, "no cgroup iterator here: %s", why);
 	}
 	cr_assert_eq(err, 0, "load: %s", strerror(-err));
 
@@ -178,7 +178,7 @@ Test(cgstat_bpf, a_walk_reads_more_cgroups_than_a_read_of_the_seq_file_holds)
 
 	err = moat_cgstat_load(v2, 0, &prog, why, sizeof(why));
 	if (err == -EOPNOTSUPP)
-		cr_skip_test("no cgroup iterator here: %s", why);
+		tcg_skip(teardown, "no cgroup iterator here: %s", why);
 	cr_assert_eq(err, 0, "load: %s", strerror(-err));
 	cr_assert_eq(tcg_create_many("many", many), 0);
 
@@ -205,7 +205,7 @@ Test(cgstat_bpf, a_walk_with_more_cgroups_than_room_fails_whole)
 
 	err = moat_cgstat_load(v2, 2, &prog, why, sizeof(why));
 	if (err == -EOPNOTSUPP)
-		cr_skip_test("no cgroup iterator here: %s", why);
+		tcg_skip(teardown, "no cgroup iterator here: %s", why);
 	cr_assert_eq(err, 0, "load: %s", strerror(-err));
 	cr_assert_eq(moat_cgstat_room(prog), 2);
 	cr_assert_eq(tcg_create_many("few", 3), 0);
@@ -292,15 +292,15 @@ Test(cgstat_bpf, pressure_sums_move_where_and_only_where_the_totals_can)
 	int i, k, err, cpu = tcg_pick_cpu();
 
 	if (!tcg_hierarchy()->v2)
-		cr_skip_test("cgroup v1: no pressure files per cgroup (make vmtest runs this)");
+		tcg_skip(teardown, "cgroup v1: no pressure files per cgroup (make vmtest runs this)");
 	err = moat_cgstat_load(true, 0, &prog, why, sizeof(why));
 	if (err == -EOPNOTSUPP)
-		cr_skip_test("no cgroup iterator here: %s", why);
+		tcg_skip(teardown, "no cgroup iterator here: %s", why);
 	cr_assert_eq(err, 0, "load: %s", strerror(-err));
 	if (!moat_cgstat_has_psi(prog)) {
 		cr_assert_not(kallsyms_lists_data(),
 			      "kallsyms lists the runqueues, but the program with pressure's sums did not load");
-		cr_skip_test("kallsyms lists no data (CONFIG_KALLSYMS_ALL off): no pressure sums");
+		tcg_skip(teardown, "kallsyms lists no data (CONFIG_KALLSYMS_ALL off): no pressure sums");
 	}
 	for (i = 0; i < PSI_NR_G; i++)
 		cr_assert_eq(tcg_create(name[i], &g[i]), 0);

@@ -415,7 +415,7 @@ static void storage(bool before)
 		server_start(&srv, &b);
 	cr_assert_eq(moat_rqlat_open(&opts, &rq), 0);
 	if (strcmp(moat_rqlat_attach_kind(rq), "tp_btf"))
-		cr_skip_test("raw_tp programs here: no task local storage");
+		tcg_skip(teardown, "raw_tp programs here: no task local storage");
 	if (!before)
 		server_start(&srv, &b);
 	hog = tcg_spawn(&a, test_cpu, work_hog, NULL);
@@ -598,7 +598,7 @@ Test(cgroup_real, mkdir_and_rmdir_are_reported)
 	int i;
 
 	if (tcg_skip_reason(true))
-		cr_skip_test("%s", tcg_skip_reason(true));
+		tcg_skip(tcg_cleanup, "%s", tcg_skip_reason(true));
 	cr_assert_eq(moat_cgroup_events_open(0, &ev), 0);
 	moat_cgroup_events_consume(ev, NULL, NULL, NULL);		/* whatever came before */
 	cr_expect_not(moat_cgroup_events_consume(ev, NULL, NULL, NULL), "an event from nowhere");
@@ -683,7 +683,7 @@ Test(cgroup_real, events_of_the_scan_roots_subtree_and_every_removal)
 	char to[PATH_MAX];
 
 	if (tcg_skip_reason(true))
-		cr_skip_test("%s", tcg_skip_reason(true));
+		tcg_skip(tcg_cleanup, "%s", tcg_skip_reason(true));
 	cr_assert_eq(tcg_create("root", &root), 0);
 	cr_assert_eq(moat_cgroup_events_open(root.id, &ev), 0);
 	moat_cgroup_events_consume(ev, NULL, NULL, NULL);		/* whatever came before */
@@ -764,7 +764,7 @@ Test(cgroup_real, tasks_entering_tracked_cgroups_are_reported)
 	int i;
 
 	if (tcg_skip_reason(true))
-		cr_skip_test("%s", tcg_skip_reason(true));
+		tcg_skip(tcg_cleanup, "%s", tcg_skip_reason(true));
 	cr_assert_eq(tcg_create("unit", &unit), 0);
 	cr_assert_eq(tcg_create("unit/inner", &inner), 0);
 	cr_assert_eq(tcg_create("other", &other), 0);
