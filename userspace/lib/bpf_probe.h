@@ -6,6 +6,18 @@
 #include <stddef.h>
 #include <linux/types.h>
 
+struct btf;
+
+/**
+ * moat_vmlinux_btf() - the kernel's BTF (/sys/kernel/btf/vmlinux), parsed
+ * at the first call and kept for the next, or NULL (errno) where there is
+ * none.  Megabytes: moat_vmlinux_btf_drop() frees it (the next call
+ * parses it again), as each object's loader does before libbpf parses
+ * its own, and moatd once started.  Not for threads at once.
+ */
+const struct btf *moat_vmlinux_btf(void);
+void moat_vmlinux_btf_drop(void);
+
 /**
  * moat_probe_tp_btf() - whether tp_btf programs can attach to tracepoint
  * @tp: kernel BTF has its btf_trace_<tp> type and the kernel loads a

@@ -73,6 +73,7 @@ int moat_cgroup_events_open(__u64 scan_root, struct moat_cgroup_events **out)
 	bpf_program__set_autoload(ev->skel->progs.cgroup_attach_task_raw, !attach_btf);
 	bpf_program__set_autoload(ev->skel->progs.sched_process_fork_btf, fork_btf);
 	bpf_program__set_autoload(ev->skel->progs.sched_process_fork_raw, !fork_btf);
+	moat_vmlinux_btf_drop();	/* libbpf parses its own */
 	err = cgroup_events__load(ev->skel);
 	if (!err)
 		err = cgroup_events__attach(ev->skel);

@@ -10,6 +10,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include "bpf_probe.h"
 #include "cgroup.h"
 #include "cgstat_bpf.h"
 #include "cgstat.skel.h"
@@ -28,7 +29,7 @@ struct moat_cgstat_prog {
 static struct bpf_program *choose(struct cgstat *skel, bool v2, bool psi)
 {
 	struct bpf_program *use = skel->progs.cgstat_no_flush;
-	struct btf *btf = v2 ? btf__load_vmlinux_btf() : NULL;
+	const struct btf *btf = v2 ? moat_vmlinux_btf() : NULL;
 	struct bpf_program *all[] = {
 		skel->progs.cgstat_css_flush_psi, skel->progs.cgstat_css_flush,
 		skel->progs.cgstat_cgroup_flush_psi, skel->progs.cgstat_cgroup_flush,
@@ -41,7 +42,6 @@ static struct bpf_program *choose(struct cgstat *skel, bool v2, bool psi)
 	else if (btf && btf__find_by_name_kind(btf, "cgroup_rstat_flush", BTF_KIND_FUNC) > 0)
 		use = psi ? skel->progs.cgstat_cgroup_flush_psi :
 			    skel->progs.cgstat_cgroup_flush;
-	btf__free(btf);
 	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		bpf_program__set_autoload(all[i], all[i] == use);
 	return use;
@@ -70,6 +70,7 @@ static int open_load(struct moat_cgstat_prog *p, bool v2, bool psi, size_t room)
 	p->prog = choose(p->skel, v2, psi);
 	p->psi = psi && p->prog != p->skel->progs.cgstat_no_flush;
 	err = room ? bpf_map__set_max_entries(p->skel->maps.records, room) : 0;
+	moat_vmlinux_btf_drop();	/* libbpf parses its own */
 	if (!err)
 		err = cgstat__load(p->skel);
 	if (err) {
@@ -85,12 +86,9 @@ static int open_load(struct moat_cgstat_prog *p, bool v2, bool psi, size_t room)
  */
 static bool has_cgroup_iter(void)
 {
-	struct btf *btf = btf__load_vmlinux_btf();
-	bool has = btf && btf__find_by_name_kind(btf, "bpf_iter_cgroup",
-						 BTF_KIND_FUNC) > 0;
+	const struct btf *btf = moat_vmlinux_btf();
 
-	btf__free(btf);
-	return has;
+	return btf && btf__find_by_name_kind(btf, "bpf_iter_cgroup", BTF_KIND_FUNC) > 0;
 }
 
 int moat_cgstat_load(bool v2, size_t room, struct moat_cgstat_prog **out,

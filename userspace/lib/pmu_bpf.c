@@ -209,6 +209,7 @@ int moat_pmu_open(const struct moat_pmu_opts *o, struct moat_pmu **out)
 	raw_tp = o->force_raw_tp || !moat_probe_tp_btf("sched_switch");
 	bpf_program__set_autoload(p->skel->progs.pmu_switch_btf, !raw_tp);
 	bpf_program__set_autoload(p->skel->progs.pmu_switch_raw, raw_tp);
+	moat_vmlinux_btf_drop();	/* libbpf parses its own */
 	err = pmu__load(p->skel);
 	if (err) {
 		pr_err("pmu: load BPF program: %s", strerror(-err));

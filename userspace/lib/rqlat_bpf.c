@@ -115,6 +115,7 @@ int moat_rqlat_open(const struct moat_rqlat_opts *opts, struct moat_rqlat **out)
 		bpf_map__set_map_flags(r->skel->maps.blame, 0);
 	}
 
+	moat_vmlinux_btf_drop();	/* libbpf parses its own */
 	err = rqlat__load(r->skel);
 	if (err) {
 		pr_err("rqlat: load BPF programs: %s%s", strerror(-err),

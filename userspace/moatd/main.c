@@ -25,6 +25,7 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
+#include "bpf_probe.h"
 #include "caps.h"
 #include "cgroup.h"
 #include "cpi.h"
@@ -674,8 +675,10 @@ static int run(struct moatd *d, struct server *srv)
 	 * scrape's (a body of a MiB at 500 groups, which http.c builds in a
 	 * mapping it keeps): kept in the heap between scrapes (the trim
 	 * threshold), a scrape took 6.5 ms; mapped and unmapped each time,
-	 * or trimmed after each, 17-22 ms.
+	 * or trimmed after each, 17-22 ms.  moat's own parse of it, for
+	 * the probes (bpf_probe.c), goes too where no load dropped it.
 	 */
+	moat_vmlinux_btf_drop();
 	mallopt(M_MMAP_THRESHOLD, 4 << 20);
 	mallopt(M_TRIM_THRESHOLD, 8 << 20);
 	malloc_trim(0);
@@ -728,6 +731,7 @@ static int run(struct moatd *d, struct server *srv)
 		} else if (ev >= 0 && pfd[ev].revents & POLLIN)
 			take_events(d);	/* a task to follow, promptly */
 		http_work(d);
+		moat_vmlinux_btf_drop();	/* a knob's reopen's probes */
 		if (d->period_changed) {
 			d->period_changed = false;
 			rearm(d, tfd, &armed);
