@@ -8,8 +8,9 @@
  * its prefix (helpers.h), driven by the real moatctl through the control
  * socket and by HTTP.  Every test of the suite "moatd" starts with a
  * moatd on the default config (setup(): period 100 ms, rules web-* lc
- * and batch-* be, HTTP on a free port) and ends with everything put away
- * (teardown(), also after a failed assertion; skip() before a skip).
+ * and batch-* be, HTTP on a free port), or with none where it starts its
+ * own (own_moatd), and ends with everything put away (teardown(), also
+ * after a failed assertion; skip() before a skip).
  * The pieces a test is made of: start moatd on a config or a tree,
  * contend, wait for what it must do, check, stop.
  */
@@ -77,11 +78,20 @@ void restart(void);
  */
 void preload_fault(const char *fn, int nth, const char *arm);
 
-/* The suite's .init and .fini. */
+/*
+ * The suite's .init and .fini.  setup() starts moatd on the default
+ * config, unless the test is Test(moatd, name, .init = own_moatd): one
+ * that starts its own (start_with_config(), restart()) before it asks
+ * anything of a moatd, and would stop the default's unused.  A start is
+ * the verifier's and libbpf's work: 0.4 s on this project's machine,
+ * 0.8 s before bpf_probe.c parsed the kernel's BTF once for an object's
+ * probes (2026-12-07), and more under emulation.
+ */
 void setup(void);
 void teardown(void);
+void own_moatd(void);
 /* Skip the test, saying why; what setup() and the test made goes first. */
-void skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void skip(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /*
  * Skip it in the cgroup v2 guests (vmtest.sh sets MOAT_GUEST): a test of
  * moat's side of the API server, @what, which no kernel changes; the

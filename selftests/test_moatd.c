@@ -320,7 +320,7 @@ Test(moatd, a_config_that_is_a_directory_stops_the_start_and_a_reload_keeps_the_
  * one that names the address moatd listens on applies; one without
  * http/listen leaves HTTP on --listen's address: the command line wins.
  */
-Test(moatd, sighup_with_a_broken_config_changes_nothing_and_the_command_line_wins)
+Test(moatd, sighup_with_a_broken_config_changes_nothing_and_the_command_line_wins, .init = own_moatd)
 {
 	char conf[PATH_MAX], listen[64], text[512], after[OUT_MAX];
 	int port = free_port();
@@ -415,7 +415,7 @@ static void configmap_version(const char *cm, int v, const char *text)
  * drops it and the file's value applies.  With the watch off, a change
  * waits for SIGHUP.
  */
-Test(moatd, a_changed_config_is_loaded_and_moatctl_reset_drops_local_values)
+Test(moatd, a_changed_config_is_loaded_and_moatctl_reset_drops_local_values, .init = own_moatd)
 {
 	static const char base[] = "period_ms = 100\nhttp/listen = 127.0.0.1:0\n";
 	char cm[PATH_MAX], conf[PATH_MAX + 16], link[PATH_MAX + 16], log[PATH_MAX];
@@ -523,7 +523,7 @@ Test(moatd, a_second_moatd_on_the_same_state_dir_is_refused_and_changes_nothing)
 }
 
 /* A request is answered when it arrives, whatever the period. */
-Test(moatd, control_requests_are_answered_at_once_at_any_period)
+Test(moatd, control_requests_are_answered_at_once_at_any_period, .init = own_moatd)
 {
 	char conf[PATH_MAX];
 	struct timespec t0, t1;
@@ -631,7 +631,7 @@ static pid_t notify_next(int fd, char *buf, size_t len, int *pings)
  * around a SIGHUP, STOPPING=1 at SIGTERM, and pings the watchdog every
  * cycle; each from moatd's own pid (the unit's NotifyAccess=main).
  */
-Test(moatd, service_manager_hears_ready_reloading_stopping_and_the_watchdog)
+Test(moatd, service_manager_hears_ready_reloading_stopping_and_the_watchdog, .init = own_moatd)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	static char env[PATH_MAX + 16];
@@ -688,7 +688,7 @@ Test(moatd, service_manager_hears_ready_reloading_stopping_and_the_watchdog)
  * culprit and puts every value back at SIGTERM.  Without
  * CAP_DAC_OVERRIDE, enforce mode stops the start with one line naming it.
  */
-Test(moatd, runs_as_nobody_with_its_capabilities_and_enforces_and_restores)
+Test(moatd, runs_as_nobody_with_its_capabilities_and_enforces_and_restores, .init = own_moatd)
 {
 	static const char *const with[] = {
 		"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
@@ -744,7 +744,7 @@ Test(moatd, runs_as_nobody_with_its_capabilities_and_enforces_and_restores)
  * says so, and period_ms keeps telling the period that is in force.  It
  * once went on at the old period while period_ms showed the new one.
  */
-Test(moatd, a_period_the_timer_refuses_is_said_and_not_shown)
+Test(moatd, a_period_the_timer_refuses_is_said_and_not_shown, .init = own_moatd)
 {
 	stop(&daemon_pid);
 	/* call 1 arms the start's period; call 2 is the change */

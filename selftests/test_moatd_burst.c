@@ -269,12 +269,12 @@ static void burst_rounds(bool systemd)
 	burst_node_stop(&b);
 }
 
-Test(moatd, a_throttled_lc_pod_gets_burst_and_gets_back_exactly_cgroupfs, .timeout = 120)
+Test(moatd, a_throttled_lc_pod_gets_burst_and_gets_back_exactly_cgroupfs, .init = own_moatd, .timeout = 120)
 {
 	burst_rounds(false);
 }
 
-Test(moatd, a_throttled_lc_pod_gets_burst_and_gets_back_exactly_systemd, .timeout = 120)
+Test(moatd, a_throttled_lc_pod_gets_burst_and_gets_back_exactly_systemd, .init = own_moatd, .timeout = 120)
 {
 	burst_rounds(true);
 }
@@ -285,7 +285,7 @@ Test(moatd, a_throttled_lc_pod_gets_burst_and_gets_back_exactly_systemd, .timeou
  * throttled, and leaves it at the admin's value when it stops; the pod's
  * own burst, still moat's, is put back.
  */
-Test(moatd, an_admins_burst_is_left_alone, .timeout = 90)
+Test(moatd, an_admins_burst_is_left_alone, .init = own_moatd, .timeout = 90)
 {
 	struct burst_node b;
 	int i;
@@ -311,7 +311,7 @@ Test(moatd, an_admins_burst_is_left_alone, .timeout = 90)
  * burst/hold_s without throttling gives the original back; burst/enabled
  * 0 never writes a burst file.
  */
-Test(moatd, burst_goes_after_hold_s_and_never_when_off, .timeout = 90)
+Test(moatd, burst_goes_after_hold_s_and_never_when_off, .init = own_moatd, .timeout = 90)
 {
 	struct burst_node b;
 	int i;
@@ -344,7 +344,7 @@ Test(moatd, burst_goes_after_hold_s_and_never_when_off, .timeout = 90)
  * hogs make the node busy and it comes back down to its limit exactly;
  * lifted again, a resize is its new limit, which SIGTERM leaves.
  */
-Test(moatd, a_quota_lift_past_the_burst_goes_up_idle_and_down_busy, .timeout = 90)
+Test(moatd, a_quota_lift_past_the_burst_goes_up_idle_and_down_busy, .init = own_moatd, .timeout = 90)
 {
 	struct burst_node b;
 	pid_t be[2];
@@ -427,7 +427,7 @@ static int try_quota(const struct tcg *cg, long us)
  * stub), moat lowers the burst to what the new limit allows, and
  * kubelet's next try goes through.
  */
-Test(moatd, a_resize_down_goes_through_under_moats_burst, .timeout = 60)
+Test(moatd, a_resize_down_goes_through_under_moats_burst, .init = own_moatd, .timeout = 60)
 {
 	struct MHD_Daemon *api;
 	struct burst_node b;

@@ -96,7 +96,7 @@ static void again(void)
 	moatd_env[0] = NULL;
 }
 
-Test(moatd, be_pods_are_evicted_in_order_through_the_api_with_an_event, .timeout = 90)
+Test(moatd, be_pods_are_evicted_in_order_through_the_api_with_an_event, .init = own_moatd, .timeout = 90)
 {
 	struct MHD_Daemon *api;
 	struct stub_req r;
@@ -156,7 +156,7 @@ Test(moatd, be_pods_are_evicted_in_order_through_the_api_with_an_event, .timeout
 	stub_stop(api);
 }
 
-Test(moatd, dry_run_evicts_nothing_and_says_what_it_would, .timeout = 60)
+Test(moatd, dry_run_evicts_nothing_and_says_what_it_would, .init = own_moatd, .timeout = 60)
 {
 	struct MHD_Daemon *api;
 	char *body;
@@ -179,7 +179,7 @@ Test(moatd, dry_run_evicts_nothing_and_says_what_it_would, .timeout = 60)
 	stub_stop(api);
 }
 
-Test(moatd, eviction_faults_429_404_500_401_a_timeout_and_a_pod_that_stays, .timeout = 180)
+Test(moatd, eviction_faults_429_404_500_401_a_timeout_and_a_pod_that_stays, .init = own_moatd, .timeout = 180)
 {
 	struct MHD_Daemon *api;
 	char token[PATH_MAX];
@@ -247,7 +247,7 @@ Test(moatd, eviction_faults_429_404_500_401_a_timeout_and_a_pod_that_stays, .tim
  * it uses all of it, for evict/cpu_starved_s, goes.  An LC probe and a
  * BE hog on one CPU; the config steps the quota to its floor at once.
  */
-Test(moatd, a_be_pod_starved_at_its_cpu_floor_is_evicted, .timeout = 120)
+Test(moatd, a_be_pod_starved_at_its_cpu_floor_is_evicted, .init = own_moatd, .timeout = 120)
 {
 	static struct work_periodic probe = { 1000000, 1500 };
 	struct MHD_Daemon *api;
@@ -329,7 +329,7 @@ static void swap_back_on(void)
  * default, and no step yet); without swap memory.high frees no anonymous
  * memory, and the lowest priority goes, the figure saying why.
  */
-Test(moatd, the_pods_memory_under_kubepods_limit_decides_eviction, .timeout = 90,
+Test(moatd, the_pods_memory_under_kubepods_limit_decides_eviction, .init = own_moatd, .timeout = 90,
      .fini = swap_back_on)
 {
 	static struct work_memory hold = { 40, 50 };
@@ -418,7 +418,7 @@ static void kill_never(const char *ns, const char *name)
 		}
 }
 
-Test(moatd, eviction_never_takes_the_pods_it_must_not, .timeout = 90)
+Test(moatd, eviction_never_takes_the_pods_it_must_not, .init = own_moatd, .timeout = 90)
 {
 	static const char *pod_uid = "POD_UID=" SELF_UID;
 	struct MHD_Daemon *api;

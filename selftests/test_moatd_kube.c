@@ -111,7 +111,7 @@ static void expect_valid_node(const char *when)
 	}
 }
 
-Test(moatd, node_hints_reach_a_stub_api_server)
+Test(moatd, node_hints_reach_a_stub_api_server, .init = own_moatd)
 {
 	static struct work_periodic probe = { 1000000, 1500 };
 	char v[512], since[64];
@@ -265,7 +265,7 @@ Test(moatd, node_hints_reach_a_stub_api_server)
  * read the pod's own, empty histogram: interference.cpu 0, the LC pod's
  * run-queue p99 null, no taint, while moatd throttled the BE pod).
  */
-Test(moatd, hints_see_a_pods_waits_in_its_containers)
+Test(moatd, hints_see_a_pods_waits_in_its_containers, .init = own_moatd)
 {
 	static struct work_periodic probe = { 1000000, 1500 };
 	char *body;
@@ -478,7 +478,7 @@ static pid_t only_child(pid_t pid)
  * puts it back on SIGTERM; then, SIGKILLed, the node's own moatd (no host
  * root) puts back what the pod's journal recorded under /host.
  */
-Test(moatd, in_a_pods_namespaces_the_host_root_finds_pods_throttles_and_restores,
+Test(moatd, in_a_pods_namespaces_the_host_root_finds_pods_throttles_and_restores, .init = own_moatd,
      .timeout = 150)
 {
 	static struct work_periodic probe = { 1000000, 1500 };
@@ -647,7 +647,7 @@ static void expect_thread(pid_t tid, const struct moat_sched *want, int ms,
  * a kill -9 and the next start, SIGTERM and `moatctl restore` each put
  * back policy, nice and slice exactly, the forked child's too.
  */
-Test(moatd, a_kubelet_pods_threads_get_the_lever_and_get_back_exactly,
+Test(moatd, a_kubelet_pods_threads_get_the_lever_and_get_back_exactly, .init = own_moatd,
      .timeout = 150)
 {
 	static struct work_periodic probe = { 1000000, 1500 };
@@ -781,7 +781,7 @@ Test(moatd, a_kubelet_pods_threads_get_the_lever_and_get_back_exactly,
  * moatd says so once, changes no thread, and steps the pod's quota
  * instead, which SIGTERM puts back.
  */
-Test(moatd, without_cap_sys_nice_a_pod_gets_the_quota_instead, .timeout = 90)
+Test(moatd, without_cap_sys_nice_a_pod_gets_the_quota_instead, .init = own_moatd, .timeout = 90)
 {
 	static const char *const with[] = {
 		"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
@@ -842,7 +842,7 @@ Test(moatd, without_cap_sys_nice_a_pod_gets_the_quota_instead, .timeout = 90)
  * at the next period, not at the next walk, which, with the cgroups
  * unchanged, may not come at all (the periodic walk above).
  */
-Test(moatd, a_tiers_class_set_at_runtime_takes_at_once)
+Test(moatd, a_tiers_class_set_at_runtime_takes_at_once, .init = own_moatd)
 {
 	static const char *const lc_class = "groups/" KUBE_LC_UID "/class";
 	struct kube_tree kt;
@@ -1034,7 +1034,7 @@ static void tree_files(const char *top, char *buf, size_t len)
  * nothing.  Then enforce, the control: the batch pod's weight goes down,
  * and Events on it say when and why it was held and put back.
  */
-Test(moatd, observe_and_shadow_write_nothing_on_the_node_or_to_the_api_server,
+Test(moatd, observe_and_shadow_write_nothing_on_the_node_or_to_the_api_server, .init = own_moatd,
      .timeout = 150)
 {
 	static struct work_periodic probe = { 1000000, 1500 };
@@ -1279,12 +1279,12 @@ static void the_weight_lever(bool systemd)
 	weight_node_stop(&w);
 }
 
-Test(moatd, the_weight_lever_lowers_a_be_pods_weight_alone_cgroupfs, .timeout = 120)
+Test(moatd, the_weight_lever_lowers_a_be_pods_weight_alone_cgroupfs, .init = own_moatd, .timeout = 120)
 {
 	the_weight_lever(false);
 }
 
-Test(moatd, the_weight_lever_lowers_a_be_pods_weight_alone_systemd, .timeout = 120)
+Test(moatd, the_weight_lever_lowers_a_be_pods_weight_alone_systemd, .init = own_moatd, .timeout = 120)
 {
 	the_weight_lever(true);
 }
@@ -1415,12 +1415,12 @@ static void two_be_pods(bool systemd)
 	weight_node_stop(&w);
 }
 
-Test(moatd, two_be_pods_keep_the_ratio_of_their_requests_cgroupfs, .timeout = 90)
+Test(moatd, two_be_pods_keep_the_ratio_of_their_requests_cgroupfs, .init = own_moatd, .timeout = 90)
 {
 	two_be_pods(false);
 }
 
-Test(moatd, two_be_pods_keep_the_ratio_of_their_requests_systemd, .timeout = 90)
+Test(moatd, two_be_pods_keep_the_ratio_of_their_requests_systemd, .init = own_moatd, .timeout = 90)
 {
 	two_be_pods(true);
 }
@@ -1445,7 +1445,7 @@ static double sample_of(const char *body, const char *series)
  * stops.  The period is a second, so that a period is long enough to see
  * that nothing was written in it.
  */
-Test(moatd, a_kubelet_resize_of_a_held_pod_is_its_new_original, .timeout = 90)
+Test(moatd, a_kubelet_resize_of_a_held_pod_is_its_new_original, .init = own_moatd, .timeout = 90)
 {
 	struct weight_node w;
 	long held, resized = tcg_hierarchy()->v2 ? 200 : 2048;
@@ -1492,7 +1492,7 @@ Test(moatd, a_kubelet_resize_of_a_held_pod_is_its_new_original, .timeout = 90)
  * log, /healthz and /metrics, and writes it no more: never a write loop
  * against another owner.
  */
-Test(moatd, a_weight_rewritten_in_a_loop_is_left_alone_and_said, .timeout = 90)
+Test(moatd, a_weight_rewritten_in_a_loop_is_left_alone_and_said, .init = own_moatd, .timeout = 90)
 {
 	const char *file = tcg_hierarchy()->v2 ? "cpu.weight" : "cpu.shares";
 	const char *vals[2] = { tcg_hierarchy()->v2 ? "39" : "1024",

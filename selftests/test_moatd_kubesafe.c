@@ -51,7 +51,7 @@ static void odd(const char *method, const char *prefix, int status, const char *
 		     prefix, status, body, err);
 }
 
-Test(moatd, no_answer_of_the_api_server_crashes_moatd)
+Test(moatd, no_answer_of_the_api_server_crashes_moatd, .init = own_moatd)
 {
 	static const char *const lists[] = {
 		"",					/* no body at all */
@@ -206,7 +206,7 @@ static struct MHD_Daemon *enforce_and_publish(void)
 	return api;
 }
 
-Test(moatd, sigterm_puts_values_back_before_the_api_server_answers)
+Test(moatd, sigterm_puts_values_back_before_the_api_server_answers, .init = own_moatd)
 {
 	struct MHD_Daemon *api;
 	double restored, exited;
@@ -224,7 +224,7 @@ Test(moatd, sigterm_puts_values_back_before_the_api_server_answers)
 	stub_stop(api);
 }
 
-Test(moatd, sigterm_with_the_api_server_gone_exits_at_once)
+Test(moatd, sigterm_with_the_api_server_gone_exits_at_once, .init = own_moatd)
 {
 	struct MHD_Daemon *api;
 	double restored, exited;
@@ -244,7 +244,7 @@ Test(moatd, sigterm_with_the_api_server_gone_exits_at_once)
  * and /healthz with it; the thread withdraws by its deadline, and the
  * publisher starts again when asked, once the last one ended.
  */
-Test(moatd, stopping_the_publisher_does_not_wait_for_the_api_server)
+Test(moatd, stopping_the_publisher_does_not_wait_for_the_api_server, .init = own_moatd)
 {
 	const char *off[] = { "--socket", sock, "set", "--runtime", "kube/publish", "0", NULL };
 	struct MHD_Daemon *api;
@@ -283,7 +283,7 @@ Test(moatd, stopping_the_publisher_does_not_wait_for_the_api_server)
  * request reaches them; with the right CA back, the pods sync (the CA is
  * read for each request, as the token is).
  */
-Test(moatd, an_api_server_of_the_wrong_ca_or_name_is_refused)
+Test(moatd, an_api_server_of_the_wrong_ca_or_name_is_refused, .init = own_moatd)
 {
 	struct MHD_Daemon *api;
 	char cmd[PATH_MAX * 2];

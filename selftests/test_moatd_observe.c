@@ -122,7 +122,7 @@ Test(moatd, observes_throttling_and_its_latency)
  * is: moatd writes no sysctl.  A hog alone, then capped at 10% of a CPU:
  * its p99 wait rises to the ~90 ms it spends throttled each period.
  */
-Test(moatd, without_bpf_schedstat_sees_a_throttled_groups_wait)
+Test(moatd, without_bpf_schedstat_sees_a_throttled_groups_wait, .init = own_moatd)
 {
 	char conf[PATH_MAX], log[PATH_MAX], file[PATH_MAX];
 	char before[16], during[16], after[16];
@@ -468,7 +468,7 @@ Test(moatd, the_periodic_walk_only_when_the_cgroups_changed_unseen)
  * for 2 ms of every 10 ms showed 500 throttled periods in one 1 s window,
  * which the controller and /hints read.
  */
-Test(moatd, a_failed_iterator_read_leaves_no_spike_in_the_next_window, .timeout = 90)
+Test(moatd, a_failed_iterator_read_leaves_no_spike_in_the_next_window, .init = own_moatd, .timeout = 90)
 {
 	const char *knob = "groups/web.web-thr/throttled_periods";
 	double v, most_before = 0, most_after = 0;
@@ -676,7 +676,7 @@ Test(moatd, pressure_files_are_read_where_a_stall_may_have_moved_them)
  * high, the idle burstable pod's 0; once they stop, every pod's and
  * container's exported totals are its files'.
  */
-Test(moatd, pressure_on_a_kubelet_tree_is_each_pods_and_containers_files)
+Test(moatd, pressure_on_a_kubelet_tree_is_each_pods_and_containers_files, .init = own_moatd)
 {
 	static const char *const file[2] = { "cpu.pressure", "memory.pressure" };
 	static const char *const metric[2] = {

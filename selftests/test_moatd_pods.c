@@ -90,7 +90,7 @@ static bool seen_pods(const char *has, int ms)
 	return false;
 }
 
-Test(moatd, pods_are_named_and_classed_from_the_api_server, .timeout = 90)
+Test(moatd, pods_are_named_and_classed_from_the_api_server, .init = own_moatd, .timeout = 90)
 {
 	struct MHD_Daemon *api;
 	char *body, rv[64] = "", sel[128] = "";
@@ -242,7 +242,7 @@ static double hints_target(const char *uid, double want, int ms)
  * classes/lc_job_pods and moat_lc_job_pods, and in moatctl status; not
  * once a namespace's rule or a label makes it be.
  */
-Test(moatd, namespace_rules_annotation_targets_and_job_pods_lc_by_their_tier, .timeout = 60)
+Test(moatd, namespace_rules_annotation_targets_and_job_pods_lc_by_their_tier, .init = own_moatd, .timeout = 60)
 {
 	struct MHD_Daemon *api;
 	char *body;
@@ -324,7 +324,7 @@ Test(moatd, namespace_rules_annotation_targets_and_job_pods_lc_by_their_tier, .t
 	stub_stop(api);
 }
 
-Test(moatd, the_pod_watch_resumes_takes_bookmarks_and_relists_on_410, .timeout = 90)
+Test(moatd, the_pod_watch_resumes_takes_bookmarks_and_relists_on_410, .init = own_moatd, .timeout = 90)
 {
 	struct MHD_Daemon *api;
 	char want[128];
@@ -390,7 +390,7 @@ Test(moatd, the_pod_watch_resumes_takes_bookmarks_and_relists_on_410, .timeout =
 	stub_stop(api);
 }
 
-Test(moatd, with_the_api_server_away_classes_and_names_stay, .timeout = 90)
+Test(moatd, with_the_api_server_away_classes_and_names_stay, .init = own_moatd, .timeout = 90)
 {
 	struct MHD_Daemon *api;
 	char *body;
@@ -427,7 +427,7 @@ Test(moatd, with_the_api_server_away_classes_and_names_stay, .timeout = 90)
 	stop(&daemon_pid);
 }
 
-Test(moatd, bad_pod_data_keeps_the_last_good_and_is_said_once, .timeout = 120)
+Test(moatd, bad_pod_data_keeps_the_last_good_and_is_said_once, .init = own_moatd, .timeout = 120)
 {
 	char token[PATH_MAX], label[70000];
 	struct MHD_Daemon *api;
@@ -579,7 +579,7 @@ static void realistic(char *meta, size_t len, int i)
  * page was held whole, and this list was asked for again from etcd in
  * pages of 250 (28.8 MiB).
  */
-Test(moatd, ten_thousand_pods_in_one_page_are_listed_in_24_mib, .timeout = 240)
+Test(moatd, ten_thousand_pods_in_one_page_are_listed_in_24_mib, .init = own_moatd, .timeout = 240)
 {
 	struct MHD_Daemon *api;
 	char uid[40], name[32], meta[8192], path[64], line[128];
@@ -639,7 +639,7 @@ Test(moatd, ten_thousand_pods_in_one_page_are_listed_in_24_mib, .timeout = 240)
  */
 #define BUDGET_1000_MIB	20
 
-Test(moatd, a_thousand_pods_with_the_api_client_stay_in_the_memory_budget, .timeout = 240)
+Test(moatd, a_thousand_pods_with_the_api_client_stay_in_the_memory_budget, .init = own_moatd, .timeout = 240)
 {
 	static const char req[] = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 				  "Connection: close\r\nAccept-Encoding: gzip\r\n\r\n";

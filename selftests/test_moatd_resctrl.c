@@ -121,7 +121,7 @@ static bool wait_tid(const char *mnt, const char *rel, pid_t tid, int ms)
  * rate and occupancy, refuses bad knob values, and removes its groups on
  * a switch to observe: the tasks are back in the default group.
  */
-Test(moatd, resctrl_allocates_follows_tasks_monitors_and_puts_back)
+Test(moatd, resctrl_allocates_follows_tasks_monitors_and_puts_back, .init = own_moatd)
 {
 	char mnt[PATH_MAX], rel[256];
 	const char *why = on_fake_resctrl("--layout intel --mbm-rate 104857600",
@@ -227,7 +227,7 @@ Test(moatd, resctrl_allocates_follows_tasks_monitors_and_puts_back)
  * stay, and the next start removes them from the journal, in observe
  * mode too.
  */
-Test(moatd, resctrl_after_sigkill_the_next_start_removes_what_moatd_made)
+Test(moatd, resctrl_after_sigkill_the_next_start_removes_what_moatd_made, .init = own_moatd)
 {
 	char mnt[PATH_MAX], log[PATH_MAX], *text;
 	const char *why = on_fake_resctrl("--layout amd", mnt, sizeof(mnt));
@@ -275,7 +275,7 @@ Test(moatd, resctrl_after_sigkill_the_next_start_removes_what_moatd_made)
 }
 
 /* Under CDP code and data get the same ways (Intel, L3CODE and L3DATA). */
-Test(moatd, resctrl_under_cdp_code_and_data_get_the_same_ways)
+Test(moatd, resctrl_under_cdp_code_and_data_get_the_same_ways, .init = own_moatd)
 {
 	char mnt[PATH_MAX];
 	const char *why = on_fake_resctrl("--layout intel-cdp", mnt, sizeof(mnt));
@@ -296,7 +296,7 @@ Test(moatd, resctrl_under_cdp_code_and_data_get_the_same_ways)
  * moat_be hold three): one group gets it, the other is monitored with its
  * class only, and moatd says so once.
  */
-Test(moatd, resctrl_monitoring_groups_while_rmids_last)
+Test(moatd, resctrl_monitoring_groups_while_rmids_last, .init = own_moatd)
 {
 	char mnt[PATH_MAX], log[PATH_MAX], *text;
 	const char *why = on_fake_resctrl("--layout intel --rmids 4", mnt,
@@ -327,7 +327,7 @@ Test(moatd, resctrl_monitoring_groups_while_rmids_last)
 }
 
 /* Too few CLOSIDs for both groups: neither is made, and moatd says why. */
-Test(moatd, resctrl_with_too_few_closids_makes_nothing)
+Test(moatd, resctrl_with_too_few_closids_makes_nothing, .init = own_moatd)
 {
 	char mnt[PATH_MAX], log[PATH_MAX], *text;
 	const char *why = on_fake_resctrl("--layout intel --closids 2", mnt,
@@ -358,7 +358,7 @@ Test(moatd, resctrl_with_too_few_closids_makes_nothing)
  * moatd makes its groups then, not only after a knob changes (a start
  * refused once, for any reason, was never tried again).
  */
-Test(moatd, resctrl_a_refusal_that_passes_is_tried_again)
+Test(moatd, resctrl_a_refusal_that_passes_is_tried_again, .init = own_moatd)
 {
 	char mnt[PATH_MAX], other[PATH_MAX + 8];
 	const char *why = on_fake_resctrl("--layout intel --closids 3", mnt,
@@ -381,7 +381,7 @@ Test(moatd, resctrl_a_refusal_that_passes_is_tried_again)
  * exclusive group moat did not make): last_cmd_status, verbatim, in the
  * log and the state; LC, which does not overlap, gets its ways.
  */
-Test(moatd, resctrl_a_refused_schemata_write_reports_last_cmd_status)
+Test(moatd, resctrl_a_refused_schemata_write_reports_last_cmd_status, .init = own_moatd)
 {
 	char mnt[PATH_MAX], log[PATH_MAX], *text;
 	const char *why = on_fake_resctrl("--layout intel --exclusive 3", mnt,
@@ -405,7 +405,7 @@ Test(moatd, resctrl_a_refused_schemata_write_reports_last_cmd_status)
 }
 
 /* resctrl/mount = 1 where the kernel has no resctrl: said, and moatd runs. */
-Test(moatd, resctrl_mount_where_there_is_none_is_said_and_moatd_runs)
+Test(moatd, resctrl_mount_where_there_is_none_is_said_and_moatd_runs, .init = own_moatd)
 {
 	char conf[PATH_MAX], log[PATH_MAX], *text;
 	FILE *f;
@@ -455,7 +455,7 @@ Test(moatd, without_resctrl_moatd_says_so_once_and_goes_on)
 }
 
 /* A FAKE resctrl tree, in the kernel's formats, through $MOAT_RESCTRL_ROOT. */
-Test(moatd, a_resctrl_tree_is_read_at_start_and_shown)
+Test(moatd, a_resctrl_tree_is_read_at_start_and_shown, .init = own_moatd)
 {
 	char conf[PATH_MAX], log[PATH_MAX], fake[PATH_MAX], env[PATH_MAX + 32];
 	char path[PATH_MAX + 128], *text;
