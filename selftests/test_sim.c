@@ -1637,6 +1637,120 @@ Test(sim, several_batch_pods_step_to_the_least_factor_with_the_lever_on_cgroup_v
 	several_be(false, true);
 }
 
+/* How many of @n BE pods' throttle knobs show the least factor's slices. */
+static int slices_on(struct pod **pods, int n)
+{
+	char path[128], v[256];
+	int k, on = 0;
+
+	for (k = 0; k < n; k++) {
+		if (!pods[k]->g)
+			continue;
+		snprintf(path, sizeof(path), "groups/%s/throttle", pods[k]->g->gid.id);
+		if (!moat_knob_get(P->d->tree, path, v, sizeof(v)))
+			on += !!strstr(v, ",least-factor-slice-");
+	}
+	return on;
+}
+
+/*
+ * Two batch pods at the least factor, their threads on its slices, and
+ * kubelet writing one's weight (a resize, systemd's daemon-reload).  A
+ * write now and then: the slices stay on both pods through the period
+ * moat takes the new original, and the pod is back at the factor.  A
+ * period without them would be two writes to every thread of both pods
+ * for a file that is not the threads'; with two pods, the one left
+ * would be one too few for them.  A write in a loop: the pod is left
+ * alone (enforce/outside_writes_max), not held by the factor, and the
+ * slices go from both, as one pod held is not several.  Where the kernel
+ * keeps no custom slices, none ever, and the weights do the same.
+ */
+static void outside_writer_slices(bool v2)
+{
+	static const double req[2] = { 1, 0.5 };
+	unsigned long s, i, n = periods(600), streak, at = 0;
+	double least = v2 ? weight_of(shares_of(0.5)) : shares_of(0.5), kmin = v2 ? 1 : 2;
+	double orig = v2 ? weight_of(shares_of(req[0])) : shares_of(req[0]);
+	double held = fmax(kmin, orig * kmin / least);	/* pod 0 at the least factor */
+	/* where the kernel keeps no custom slices (before 6.12) they never come */
+	int want = moat_sched_caps()->slice ? 2 : 0;
+	struct pod *be[2];
+	enum { SLICES, ONCE, LOOP, DONE } phase;
+	int k;
+
+	sim_log();
+	for (s = 1; s <= seeds(8); s++) {
+		if (!seed_runs(s))
+			continue;
+		plant_start(v2, s);
+		P->lever = true;
+		scenario_knobs();
+		knob("lc/rqlat_p99_target_us", "44");	/* several_be()'s: the chain goes on */
+		pod_new(GUARANTEED, MOAT_CLASS_LC, 1, 1, 0.6 + 0.2 * rnd(), 1);
+		for (k = 0; k < 2; k++)
+			be[k] = pod_new(BURSTABLE, MOAT_CLASS_BE, req[k], 0, 2 + rnd(), 1);
+		phase = SLICES;
+		streak = 0;
+		for (i = 0; i < n && !P->failed[0]; i++) {
+			if (phase == ONCE && i == at)
+				kubelet_cpu(be[0]->cg, be[0]->request, be[0]->limit);
+			if (phase == LOOP && i < at + 6)
+				kubelet_cpu(be[0]->cg, be[0]->request, be[0]->limit);
+			period();
+			invariants();
+			switch (phase) {
+			case SLICES:	/* at the least factor, five periods in a row */
+				streak = slices_on(be, 2) == want &&
+					 fabs(weight_now(be[0]->cg) - held) <= 1 ? streak + 1 : 0;
+				if (streak == 5) {
+					phase = ONCE;
+					at = i + 1;
+				}
+				break;
+			case ONCE:
+				if (slices_on(be, 2) != want)
+					fail("the slices on %d of 2 batch pods (%d before) %lu periods after kubelet wrote one's weight once",
+					     slices_on(be, 2), want, i - at);
+				if (i == at + 10) {
+					if (fabs(weight_now(be[0]->cg) - held) > 1)
+						fail("the written pod at %.0f, not back at the least factor's %.0f",
+						     weight_now(be[0]->cg), held);
+					phase = LOOP;
+					at = i + 1;
+				}
+				break;
+			case LOOP:	/* six writes, one a period */
+				if (i == at + 8) {
+					if (weight_now(be[0]->cg) != orig)
+						fail("the pod kubelet wrote six times at %.0f, not left alone at its %.0f",
+						     weight_now(be[0]->cg), orig);
+					if (slices_on(be, 2))
+						fail("the slices on %d batch pods, one of them left alone",
+						     slices_on(be, 2));
+					phase = DONE;
+				}
+				break;
+			default:
+				break;
+			}
+		}
+		if (!P->failed[0] && phase != DONE)
+			fail("never the least factor (and its slices, %d) five periods in a row, or never the loop's end (at %d)",
+			     want, (int)phase);
+		run_end(s);
+	}
+}
+
+Test(sim, kubelet_writing_a_batch_pods_weight_under_the_least_factors_slices_cgroup_v2)
+{
+	outside_writer_slices(true);
+}
+
+Test(sim, kubelet_writing_a_batch_pods_weight_under_the_least_factors_slices_cgroup_v1)
+{
+	outside_writer_slices(false);
+}
+
 /*
  * An LC service held at its CPU limit (guaranteed, demand over its
  * limit: throttled every period) next to batch pods that hold its CPUs:

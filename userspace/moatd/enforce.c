@@ -306,14 +306,18 @@ static bool alone(const struct moatd_group *g, enum moat_resource r,
 /*
  * Whether the one factor holds BE pod @g's weight this period and can take
  * it under its own: the pods the least factor's slices are for.  Not one
- * whose weight someone else wrote, or rewrites: moat writes none there.
+ * whose weight someone else rewrites (left alone: moat writes none
+ * there), nor one whose weight they wrote this period, unless it had the
+ * slices: moat takes the new original and holds it again at the next,
+ * and a period without them would be a write to every thread of the pod
+ * and back, or of all of them where it leaves one pod too few.
  */
 static bool held_by_factor(const struct moatd *d, const struct moatd_group *g)
 {
 	const struct enforce_group *eg = EG(g);
 
 	return g->unit == g && kube_pod(g) && g->class == MOAT_CLASS_BE && eg->w.ok &&
-	       eg->w.floor < 1 && !eg->adopted[MOAT_RES_CPU_PRIO] &&
+	       eg->w.floor < 1 && (!eg->adopted[MOAT_RES_CPU_PRIO] || eg->be_slice) &&
 	       !alone(g, MOAT_RES_CPU_PRIO, &d->period);
 }
 
@@ -1130,11 +1134,11 @@ static void weight_pass(struct moatd *d, const struct plan *plan)
 		struct moatd_group *g = d->groups[i];
 		struct enforce_group *eg = EG(g);
 
-		if (g->unit != g || !kube_pod(g) || eg->adopted[MOAT_RES_CPU_PRIO] ||
-		    alone(g, MOAT_RES_CPU_PRIO, &d->period))
+		if (g->unit != g || !kube_pod(g) || alone(g, MOAT_RES_CPU_PRIO, &d->period))
 			continue;
-		weights_apply(d, g, &eg->w, g->class == MOAT_CLASS_BE && eg->w.ok ?
-					    plan->be_weight : INFINITY);
+		if (!eg->adopted[MOAT_RES_CPU_PRIO])
+			weights_apply(d, g, &eg->w, g->class == MOAT_CLASS_BE && eg->w.ok ?
+						    plan->be_weight : INFINITY);
 		held += held_by_factor(d, g);
 	}
 	/*
