@@ -1323,6 +1323,8 @@ static void two_be_pods(bool systemd)
 	struct weight_node w;
 	long t0[2], t1[2], w0, w1, first[2] = { 0, 0 };
 	double ratio, floor;
+	char v[32], got[64];
+	bool held;
 	int i, k;
 
 	/*
@@ -1404,6 +1406,29 @@ static void two_be_pods(bool systemd)
 		cr_expect(strstr(out, ",least-factor-slice-100000us "),
 			  "the throttle does not show the least factor's slices: %s", out);
 	}
+	/*
+	 * kubelet writes batch pod 0's weight, its own (a daemon-reload):
+	 * moat takes it as the original and holds the pod again at the next
+	 * period, and both pods' threads keep their slices all along.
+	 */
+	snprintf(v, sizeof(v), "%ld", w.orig[0]);
+	cr_assert_eq(tcg_write(&w.be[0].pod, tcg_hierarchy()->v2 ? "cpu.weight" : "cpu.shares",
+			       v), 0);
+	for (i = 0, held = false; i < 200 && !held; i++) {
+		for (k = 0; k < 2; k++)
+			cr_assert(sched_wait(w.hog[k], &slice, 0, got, sizeof(got)),
+				  "%s driver: batch pod %d's hog has %s after kubelet wrote pod 0's weight",
+				  systemd ? "systemd" : "cgroupfs", k, got);
+		held = kube_weight(&w.be[0].pod) == w0 &&
+		       !ctl(out, err, "get", "enforce/outside_writes", NULL) && strcmp(out, "0\n");
+		sleep_ms(50);
+	}
+	cr_assert(held, "pod 0 not held again at %ld after kubelet's write: %ld, outside writes %s",
+		  w0, kube_weight(&w.be[0].pod), out);
+	cr_log_info("kubelet wrote %ld; held again at %ld within %d ms, the slices on both all along",
+		    w.orig[0], w0, i * 50);
+	for (k = 0; k < 2; k++)
+		expect_thread(w.hog[k], &slice, 0, "a batch pod's hog", "held again");
 	/* slack at once, and a release a period: the factor leaves the least */
 	set_runtime("enforce/cpu_prio_release_periods", "0");
 	set_runtime("enforce/release_periods", "1");
