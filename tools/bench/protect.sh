@@ -414,7 +414,9 @@ PY
 # koordlet's BE suppress: budget = capacity x 65% - LC usage, every second.
 static_suppress() {
 	local hz before after usage
-	hz=$(getconf CLK_TCK)
+	# /proc/PID/stat's unit, USER_HZ: 100 on x86 and arm64, where the
+	# guest's busybox has no getconf
+	hz=$(getconf CLK_TCK 2>/dev/null) || hz=100
 	before=$(lc_ticks)
 	while sleep 1; do
 		after=$(lc_ticks)
